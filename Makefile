@@ -1,0 +1,40 @@
+# The two Quick start commands. `make run` runs the main job; `make test` builds the release
+# and the sanitizer configurations and runs every test tier. Both bootstrap first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := run
+.PHONY: run test bootstrap configure build build-asan lint bench clean
+
+VENV = $(shell scripts/bootstrap.sh | tail -n 1)
+JOBS ?= $(shell nproc)
+
+bootstrap:
+	@scripts/bootstrap.sh >/dev/null
+
+configure: bootstrap
+	@cmake --preset release -DGRAPHCHECK_TORCH_VENV=$(VENV) >/dev/null
+
+build: configure
+	cmake --build --preset release -j $(JOBS)
+
+build-asan: bootstrap
+	@cmake --preset asan -DGRAPHCHECK_TORCH_VENV=$(VENV) >/dev/null
+	cmake --build --preset asan -j $(JOBS)
+
+# The main job: a findings report exits 1 by design, which is a successful run here.
+run: build
+	@build/bin/graphcheck check tests/data/decode_step.json; rc=$$?; \
+	  if [ $$rc -gt 1 ]; then exit $$rc; fi
+
+lint: configure
+	scripts/lint.sh build
+
+test: build build-asan
+	ctest --preset release
+	ctest --preset asan
+	scripts/lint.sh build
+
+bench: build
+	build/bin/graphcheck_bench
+
+clean:
+	rm -rf build build-asan build-debug

@@ -1,0 +1,232 @@
+// The human report: what an engineer debugging an inference server reads first.
+//
+// Findings are grouped by kernel (the code that reads the memory), then by owner (the
+// tensor it reads), so that one forgotten tensor read by 32 layers' kernels appears once per
+// kernel with its node list, not 32 times. Each group carries one example detail and its
+// fix; the counts come last so `tail -n 2` answers "how bad is it".
+#include <graphcheck/report.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace graphcheck {
+namespace {
+
+// A group of findings sharing kernel, owner and verdict; indices into Report::findings.
+struct Group {
+  std::string owner;
+  Verdict verdict = Verdict::kUnregistered;
+  std::vector<std::size_t> members;
+};
+
+struct KernelSection {
+  std::string kernel;
+  std::vector<Group> groups;
+  std::size_t findings = 0;
+};
+
+// The name a finding is grouped under: the kernel or op name, else the node kind
+// ("memcpy", "memset", ...), so that copies are grouped apart from kernels.
+std::string section_name(const Finding& finding) {
+  if (!finding.kernel.empty()) {
+    return finding.kernel;
+  }
+  return fmt::format("<{} node>", to_string(finding.node_type));
+}
+
+std::string upper(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(), [](char c) {
+    return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+  });
+  return out;
+}
+
+std::string plural(std::uint64_t count, std::string_view noun) {
+  return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
+}
+
+// Sections in order of first appearance, which follows graph and node order.
+std::vector<KernelSection> group_findings(const std::vector<Finding>& findings) {
+  std::vector<KernelSection> sections;
+  std::map<std::string, std::size_t> section_index;
+  std::map<std::tuple<std::string, std::string, Verdict>, std::pair<std::size_t, std::size_t>>
+      group_index;
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const Finding& finding = findings[i];
+    std::string name = section_name(finding);
+    auto [section_it, new_section] = section_index.try_emplace(name, sections.size());
+    if (new_section) {
+      sections.push_back(KernelSection{name, {}, 0});
+    }
+    KernelSection& section = sections[section_it->second];
+    ++section.findings;
+    auto key = std::make_tuple(name, finding.owner, finding.verdict);
+    auto [group_it, new_group] =
+        group_index.try_emplace(key, section_it->second, section.groups.size());
+    if (new_group) {
+      section.groups.push_back(Group{finding.owner, finding.verdict, {}});
+    }
+    section.groups[group_it->second.second].members.push_back(i);
+  }
+  return sections;
+}
+
+// "3-5, 9, 12": sorted ids with runs collapsed.
+std::string compact_ids(const std::set<std::uint64_t>& ids) {
+  std::string out;
+  for (auto it = ids.begin(); it != ids.end();) {
+    std::uint64_t first = *it;
+    std::uint64_t last = first;
+    ++it;
+    while (it != ids.end() && *it == last + 1) {
+      last = *it;
+      ++it;
+    }
+    if (!out.empty()) {
+      out += ", ";
+    }
+    out += first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
+  }
+  return out;
+}
+
+// Where the group's references are: graphs and nodes, then argument words or operands.
+std::string where_line(const std::vector<Finding>& findings, const Group& group) {
+  std::map<std::uint64_t, std::set<std::uint64_t>> nodes_by_graph;
+  std::map<std::uint32_t, std::set<std::uint32_t>> offsets_by_param;
+  std::set<std::string> operands;
+  for (std::size_t index : group.members) {
+    const Finding& finding = findings[index];
+    nodes_by_graph[finding.graph].insert(finding.node);
+    if (finding.param.has_value()) {
+      offsets_by_param[*finding.param].insert(finding.offset.value_or(0));
+    } else if (!finding.operand.empty()) {
+      operands.insert(finding.operand);
+    }
+  }
+  std::string out;
+  for (const auto& [graph, nodes] : nodes_by_graph) {
+    if (!out.empty()) {
+      out += "; ";
+    }
+    out += fmt::format("graph {} node{} {}", graph, nodes.size() == 1 ? "" : "s",
+                       compact_ids(nodes));
+  }
+  std::string args;
+  for (const auto& [param, offsets] : offsets_by_param) {
+    std::vector<std::string> parts;
+    parts.reserve(offsets.size());
+    for (std::uint32_t offset : offsets) {
+      parts.push_back(fmt::format("+{}", offset));
+    }
+    if (!args.empty()) {
+      args += ", ";
+    }
+    args += fmt::format("param {} @ {}", param, fmt::join(parts, ","));
+  }
+  for (const std::string& operand : operands) {
+    if (!args.empty()) {
+      args += ", ";
+    }
+    args += fmt::format("operand {}", operand);
+  }
+  if (!args.empty()) {
+    out += " | " + args;
+  }
+  return out;
+}
+
+std::string owner_text(const Finding& finding) {
+  if (finding.owner.empty()) {
+    return "<no owner or label>";
+  }
+  if (finding.owner_kind.has_value()) {
+    return fmt::format("{} ({})", finding.owner, to_string(*finding.owner_kind));
+  }
+  // No owner kind: the name is an allocation label found by a census walk or a stack trace.
+  return fmt::format("{} (allocation label)", finding.owner);
+}
+
+void append_section(std::string& out, const std::vector<Finding>& findings,
+                    const KernelSection& section) {
+  out += fmt::format("\nkernel {}: {} in {}\n", section.kernel,
+                     plural(section.findings, "finding"),
+                     plural(section.groups.size(), "owner"));
+  std::string previous_fix;
+  for (const Group& group : section.groups) {
+    const Finding& first = findings[group.members.front()];
+    out += fmt::format("  {} {}: {}\n", upper(to_string(group.verdict)), owner_text(first),
+                       plural(group.members.size(), "reference"));
+    out += fmt::format("      where: {}\n", where_line(findings, group));
+    out += fmt::format("      e.g.   {}{}{}\n", format_address(first.address),
+                       first.detail.empty() ? "" : ": ", first.detail);
+    // The fix is printed once per run of groups that share it: with one forgotten tensor
+    // per layer, the same sentence 32 times would drown the node lists.
+    if (!first.fix.empty() && first.fix != previous_fix) {
+      out += fmt::format("      fix:   {}\n", first.fix);
+    }
+    previous_fix = first.fix;
+  }
+}
+
+}  // namespace
+
+std::string to_text(const Report& report) {
+  const Summary& summary = report.summary;
+  std::string out;
+  std::string baseline = report.baseline.empty() ? std::string("each graph's capture epoch")
+                                                 : fmt::format("\"{}\"", report.baseline);
+  out += fmt::format("graphcheck report: epoch \"{}\" checked against {}\n", report.epoch,
+                     baseline);
+  out += fmt::format("{}, {}, {}\n", plural(summary.graphs, "graph"),
+                     plural(summary.nodes, "node"), plural(summary.references, "reference"));
+
+  if (report.findings.empty()) {
+    out += "\nno findings: every reference is registered, runtime, graph-owned, input or "
+           "allowed\n";
+  } else {
+    for (const KernelSection& section : group_findings(report.findings)) {
+      append_section(out, report.findings, section);
+    }
+  }
+
+  if (!report.warnings.empty()) {
+    out += fmt::format("\noverlap warnings ({}): address ranges covered by spans of different "
+                       "owners, resolved as shown\n",
+                       report.warnings.size());
+    for (const std::string& warning : report.warnings) {
+      out += fmt::format("  {}\n", warning);
+    }
+  }
+  if (!report.stale_allow.empty()) {
+    out += fmt::format("\nstale allowlist entries ({}): these globs allowed nothing; remove "
+                       "them from the allowlist\n",
+                       report.stale_allow.size());
+    for (const std::string& glob : report.stale_allow) {
+      out += fmt::format("  {}\n", glob);
+    }
+  }
+
+  std::vector<std::string> counts;
+  counts.reserve(kVerdictCount);
+  for (std::size_t i = 0; i < kVerdictCount; ++i) {
+    auto verdict = static_cast<Verdict>(i);
+    counts.push_back(fmt::format("{} {}", to_string(verdict), summary.count(verdict)));
+  }
+  out += fmt::format("\nreferences: {} ({})\n", summary.references, fmt::join(counts, ", "));
+  out += fmt::format("findings: {}\n", report.findings.size());
+  return out;
+}
+
+}  // namespace graphcheck

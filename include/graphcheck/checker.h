@@ -1,0 +1,39 @@
+// The checker: every reference of every graph, one verdict per reference in one epoch.
+#ifndef GRAPHCHECK_CHECKER_H_
+#define GRAPHCHECK_CHECKER_H_
+
+#include <graphcheck/report.h>
+#include <graphcheck/snapshot.h>
+
+#include <string>
+#include <vector>
+
+namespace graphcheck {
+
+/// @brief What to check against what.
+struct CheckOptions {
+  /// The epoch to check in; empty means the snapshot's last epoch.
+  std::string epoch;
+  /// The epoch to compare against for `stale` and `lost`; empty means each graph's own
+  /// capture epoch. References are always found in each graph's capture epoch.
+  std::string baseline;
+  /// Allowlist globs (fnmatch) added to the snapshot's own `allow` list.
+  std::vector<std::string> allow;
+};
+
+/// @brief Checks every graph of `snapshot` in one epoch (DESIGN.md, "Verdicts").
+///
+/// Findings are data in the report, never exceptions. The snapshot is not modified.
+/// @throws Error if `options` names an epoch the snapshot lacks (the message lists the
+/// labels it has).
+/// Thread safety: reentrant; concurrent calls on the same snapshot are safe.
+[[nodiscard]] Report check(const Snapshot& snapshot, const CheckOptions& options = {});
+
+/// @brief Reads allowlist globs from a file: one per line; blank lines and lines starting
+/// with '#' are skipped; surrounding whitespace is trimmed.
+/// @throws Error naming the path if it cannot be read.
+[[nodiscard]] std::vector<std::string> read_allowlist(const std::string& path);
+
+}  // namespace graphcheck
+
+#endif  // GRAPHCHECK_CHECKER_H_

@@ -1,0 +1,85 @@
+// Reports: the findings of one check, and their JSON (format version 1, specified in
+// docs/report-format.md) and human forms.
+#ifndef GRAPHCHECK_REPORT_H_
+#define GRAPHCHECK_REPORT_H_
+
+#include <graphcheck/address.h>
+#include <graphcheck/epoch.h>
+#include <graphcheck/graph.h>
+#include <graphcheck/verdict.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace graphcheck {
+
+/// @brief The report format version this build writes.
+inline constexpr int kReportVersion = 1;
+
+/// @brief One reference whose verdict is a finding.
+struct Finding {
+  std::uint64_t graph = 0;
+  std::uint64_t node = 0;
+  NodeType node_type = NodeType::kKernel;
+  std::string kernel;  ///< kernel or op name ("" for memcpy, memset, ...)
+  /// Kernel references: argument index and byte offset within that argument.
+  std::optional<std::uint32_t> param;
+  std::optional<std::uint32_t> offset;
+  std::string operand;  ///< other node kinds: the operand role ("src", "reads[0]", ...)
+  Address address = 0;
+  Verdict verdict = Verdict::kUnregistered;
+  std::string owner;  ///< owner name, else the allocation label, else ""
+  std::optional<OwnerKind> owner_kind;
+  std::string detail;  ///< what happened ("moved to 0x7f3c00000000 after capture")
+  std::string fix;     ///< one sentence: what to change in the model or engine
+  friend bool operator==(const Finding&, const Finding&) = default;
+};
+
+/// @brief Counts over every reference checked.
+struct Summary {
+  std::uint64_t graphs = 0;
+  std::uint64_t nodes = 0;
+  std::uint64_t references = 0;
+  std::array<std::uint64_t, kVerdictCount> counts{};  ///< indexed by `Verdict`
+
+  [[nodiscard]] std::uint64_t count(Verdict verdict) const {
+    return counts[static_cast<std::size_t>(verdict)];
+  }
+  /// Sum of the four finding verdicts.
+  [[nodiscard]] std::uint64_t findings() const;
+  friend bool operator==(const Summary&, const Summary&) = default;
+};
+
+/// @brief The result of checking a snapshot's graphs in one epoch.
+/// Thread safety: a value type; concurrent reads are safe.
+struct Report {
+  std::string epoch;     ///< the epoch checked
+  std::string baseline;  ///< the epoch compared against (each graph's capture epoch by default)
+  Summary summary;
+  std::vector<Finding> findings;         ///< in graph, node, reference order
+  std::vector<std::string> stale_allow;  ///< allowlist globs that allowed no reference
+  /// One line per address range covered by spans of different owners (resolved, not a finding).
+  std::vector<std::string> warnings;
+
+  [[nodiscard]] bool has_findings() const { return !findings.empty(); }
+  friend bool operator==(const Report&, const Report&) = default;
+};
+
+/// @brief The report as JSON text (report format version 1), pretty-printed when
+/// `indent` >= 0.
+[[nodiscard]] std::string to_json(const Report& report, int indent = 2);
+
+/// @brief The human report: findings grouped by kernel and owner, each group with its fix,
+/// warnings and stale allowlist entries, and the verdict counts on the last lines.
+[[nodiscard]] std::string to_text(const Report& report);
+
+/// @brief Parses report JSON (version 1), as written by `to_json(const Report&, int)`.
+/// @throws Error naming the JSON path of a bad field.
+[[nodiscard]] Report parse_report(std::string_view json);
+
+}  // namespace graphcheck
+
+#endif  // GRAPHCHECK_REPORT_H_

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what graphcheck needs, idempotently: Debian's -dev packages when missing, and a
+# pinned torch (LibTorch for the adapter, pytest for the Python tier) in a virtual environment
+# kept in a cache outside the clone, so CI on the same machine reuses it.
+# Prints the torch virtual environment's path on its last line.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+missing=()
+for p in $DEBIAN_PACKAGES; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing Debian packages: ${missing[*]}" >&2
+  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+fi
+
+cache=${GRAPHCHECK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/graphcheck}
+venv="$cache/venv-torch-$TORCH_VERSION"
+stamp="$venv/.graphcheck-ready-$TORCH_VERSION-$NUMPY_VERSION-$PYTEST_VERSION"
+if [ ! -f "$stamp" ]; then
+  echo "bootstrap: installing torch $TORCH_VERSION into $venv (once per machine)" >&2
+  mkdir -p "$cache"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv" >&2
+  "$venv/bin/pip" install -q "torch==$TORCH_VERSION" "numpy==$NUMPY_VERSION" "pytest==$PYTEST_VERSION" >&2
+  touch "$stamp"
+fi
+echo "$venv"
