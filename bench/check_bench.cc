@@ -1,0 +1,218 @@
+// Check throughput: graphs of 1k, 10k and 100k kernel nodes (8 arguments each) against 1k,
+// 10k and 100k spans, each beside a floor that reads the same argument words without any
+// lookup. Run: graphcheck_bench --benchmark_min_time=0.2
+#include <benchmark/benchmark.h>
+#include <graphcheck/address_index.h>
+#include <graphcheck/checker.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace graphcheck {
+namespace {
+
+constexpr Address kWeights = 0x7f3a00000000;
+constexpr Address kPool = 0x7f5000000000;
+constexpr Address kWorkspace = 0x7f6000000000;
+
+// A decode-step-like world: spans packed into weight allocations, a graph pool, a few
+// unregistered workspaces, and kernels whose arguments mix pointers and scalars.
+struct World {
+  Snapshot snapshot;
+  std::size_t nodes = 0;
+  std::size_t spans = 0;
+};
+
+class WorldBuilder {
+ public:
+  WorldBuilder(std::size_t nodes, std::size_t spans) : rng_(nodes * 1000003 + spans) {
+    world_ = std::make_unique<World>();
+    world_->nodes = nodes;
+    world_->spans = spans;
+    Epoch epoch{"capture", {}, {}};
+    Address at = kWeights;
+    for (std::size_t i = 0; i < spans; ++i) {
+      if (i % 64 == 0) {  // one allocator segment per 64 tensors
+        epoch.allocations.push_back({at, std::uint64_t{64} * 0x10000, "weights", 1, ""});
+      }
+      const std::uint64_t size = 0x100 + pick(0xff00);
+      const auto kind = i % 10 == 9  ? OwnerKind::kRuntime
+                        : i % 3 == 0 ? OwnerKind::kBuffer
+                                     : OwnerKind::kParameter;
+      epoch.spans.push_back(
+          {at, size, kind, "layers." + std::to_string(i / 16) + ".t" + std::to_string(i % 16), ""});
+      span_begins_.push_back(at);
+      span_sizes_.push_back(size);
+      at += 0x10000;
+    }
+    epoch.allocations.push_back({kPool, 1ULL << 30, "graph", 1, ""});
+    for (int w = 0; w < 8; ++w) {
+      epoch.allocations.push_back({kWorkspace + static_cast<Address>(w) * 0x100000, 0x1000,
+                                   "default", 1, "layers." + std::to_string(w) + ".workspace"});
+    }
+    world_->snapshot.epochs.push_back(std::move(epoch));
+    GraphRecord graph{1, "capture", {}};
+    graph.nodes.reserve(nodes);
+    for (std::size_t n = 0; n < nodes; ++n) {
+      graph.nodes.push_back(kernel(n));
+    }
+    world_->snapshot.graphs.push_back(std::move(graph));
+    world_->snapshot.allow = {"layers.0.workspace"};
+  }
+  std::unique_ptr<World> take() { return std::move(world_); }
+
+ private:
+  std::uint64_t pick(std::uint64_t below) {
+    return std::uniform_int_distribution<std::uint64_t>(0, below - 1)(rng_);
+  }
+  Address pointer() {
+    const std::uint64_t roll = pick(100);
+    if (roll < 80) {
+      const std::size_t span = pick(span_begins_.size());
+      return span_begins_[span] + pick(span_sizes_[span]) / 16 * 16;
+    }
+    if (roll < 98) {
+      return kPool + pick(1ULL << 30) / 256 * 256;  // intermediates in the graph pool
+    }
+    return kWorkspace + pick(8) * 0x100000 + pick(0x1000);  // unregistered (one allowed)
+  }
+  std::uint64_t scalar() {
+    switch (pick(4)) {
+      case 0:
+        return pick(1ULL << 32);  // sizes, strides
+      case 1:
+        return 0x3f8000003f800000;  // two packed floats (alpha, beta)
+      case 2:
+        return ~std::uint64_t{0};  // -1
+      default:
+        return pick(4096) << 32 | pick(4096);  // packed int pair
+    }
+  }
+  static std::vector<std::uint8_t> words(const std::vector<std::uint64_t>& values) {
+    std::vector<std::uint8_t> bytes(values.size() * 8);
+    std::memcpy(bytes.data(), values.data(), bytes.size());  // little-endian host
+    return bytes;
+  }
+  // 8 arguments: 3 pointers, a 4-byte int, a scalar word, a 48-byte parameter block
+  // (pointers among scalars, like a CUTLASS argument struct), a pointer or scalar, an int.
+  Node kernel(std::size_t n) {
+    Node node;
+    node.id = n;
+    node.type = NodeType::kKernel;
+    node.name = "kernel_" + std::to_string(n % 24);
+    std::uint64_t offset = 0;
+    const auto add = [&](const std::vector<std::uint8_t>& bytes) {
+      node.params.push_back({offset, bytes});
+      offset += (bytes.size() + 7) / 8 * 8;
+    };
+    add(words({pointer()}));
+    add(words({pointer()}));
+    add(words({pointer()}));
+    add({1, 0, 0, 0});
+    add(words({scalar()}));
+    if (n % 4 == 0) {
+      add(words({scalar(), pointer(), scalar(), scalar(), pointer(), scalar()}));
+    } else {
+      add(words({pointer(), scalar()}));
+    }
+    add(words({pick(2) == 0 ? pointer() : scalar()}));
+    add({7, 0, 0, 0});
+    return node;
+  }
+
+  std::mt19937_64 rng_;
+  std::unique_ptr<World> world_;
+  std::vector<Address> span_begins_;
+  std::vector<std::uint64_t> span_sizes_;
+};
+
+// One world at a time: the check and its floor run back to back on the same one.
+const World& world(std::size_t nodes, std::size_t spans) {
+  static std::unique_ptr<World> cached;
+  if (!cached || cached->nodes != nodes || cached->spans != spans) {
+    cached.reset();
+    cached = WorldBuilder(nodes, spans).take();
+  }
+  return *cached;
+}
+
+void check_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spans) {
+  const World& w = world(nodes, spans);
+  std::uint64_t references = 0;
+  for (auto _ : state) {
+    Report report = check(w.snapshot);
+    references = report.summary.references;
+    benchmark::DoNotOptimize(report);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(nodes));
+  state.counters["refs"] = static_cast<double>(references);
+}
+
+// The floor: read every word the scan reads and keep the pointer-looking ones, with no
+// lookup and no report.
+void floor_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spans) {
+  const World& w = world(nodes, spans);
+  std::uint64_t kept = 0;
+  for (auto _ : state) {
+    std::uint64_t sum = 0;
+    kept = 0;
+    for (const Node& node : w.snapshot.graphs[0].nodes) {
+      for (const KernelParam& param : node.params) {
+        for (std::size_t at = 0; at + 8 <= param.bytes.size(); at += 8) {
+          std::uint64_t word = 0;
+          std::memcpy(&word, param.bytes.data() + at, 8);
+          if (word >= kWeights && word < kWorkspace + 0x1000000) {
+            sum += word;
+            ++kept;
+          }
+        }
+      }
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(nodes));
+  state.counters["refs"] = static_cast<double>(kept);
+}
+
+// Index construction alone, the per-epoch cost inside each check.
+void index_benchmark(benchmark::State& state, std::size_t spans) {
+  const World& w = world(1000, spans);
+  for (auto _ : state) {
+    AddressIndex index(w.snapshot.epochs[0]);
+    benchmark::DoNotOptimize(index);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(spans));
+}
+
+}  // namespace
+}  // namespace graphcheck
+
+int main(int argc, char** argv) {
+  using graphcheck::check_benchmark;
+  using graphcheck::floor_benchmark;
+  for (std::size_t nodes : {1000U, 10000U, 100000U}) {
+    for (std::size_t spans : {1000U, 10000U, 100000U}) {
+      const std::string suffix =
+          "/nodes:" + std::to_string(nodes) + "/spans:" + std::to_string(spans);
+      benchmark::RegisterBenchmark(("check" + suffix).c_str(), check_benchmark, nodes, spans)
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("floor" + suffix).c_str(), floor_benchmark, nodes, spans)
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+  for (std::size_t spans : {1000U, 10000U, 100000U}) {
+    benchmark::RegisterBenchmark(("index/spans:" + std::to_string(spans)).c_str(),
+                                 graphcheck::index_benchmark, spans)
+        ->Unit(benchmark::kMillisecond);
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+    return 1;
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,195 @@
+// `Report` to JSON (report format version 1) and back.
+#include <graphcheck/error.h>
+#include <graphcheck/report.h>
+
+#include <limits>
+#include <string>
+
+#include "graphcheck/detail/json_access.h"
+
+namespace graphcheck {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using detail::JsonField;
+
+constexpr std::string_view kFormat = "graphcheck-report";
+
+// A kernel finding is identified by argument index and offset; any other node by its operand
+// role (op nodes also carry the op name as "kernel"). A field outside that scheme is still
+// written when it is set, so that parse_report(to_json(r)) == r holds for every report.
+Json finding_json(const Finding& finding) {
+  const bool kernel = finding.node_type == NodeType::kKernel;
+  Json json = Json::object();
+  json["graph"] = finding.graph;
+  json["node"] = finding.node;
+  json["node_type"] = to_string(finding.node_type);
+  if (kernel || finding.node_type == NodeType::kOp || !finding.kernel.empty()) {
+    json["kernel"] = finding.kernel;
+  }
+  if (kernel || finding.param) {
+    json["param"] = finding.param ? Json(*finding.param) : Json(nullptr);
+  }
+  if (kernel || finding.offset) {
+    json["offset"] = finding.offset ? Json(*finding.offset) : Json(nullptr);
+  }
+  if (!kernel || !finding.operand.empty()) {
+    json["operand"] = finding.operand;
+  }
+  json["address"] = format_address(finding.address);
+  json["verdict"] = to_string(finding.verdict);
+  json["owner"] = finding.owner;
+  json["owner_kind"] = finding.owner_kind ? Json(to_string(*finding.owner_kind)) : Json(nullptr);
+  json["detail"] = finding.detail;
+  json["fix"] = finding.fix;
+  return json;
+}
+
+std::optional<std::uint32_t> read_index(const std::optional<JsonField>& field) {
+  if (!field || field->json().is_null()) {
+    return std::nullopt;
+  }
+  const JsonField& value = *field;
+  if (!value.json().is_number_unsigned() ||
+      value.json().get<std::uint64_t>() > std::numeric_limits<std::uint32_t>::max()) {
+    value.fail("an integer from 0 to 4294967295, or null");
+  }
+  return static_cast<std::uint32_t>(value.json().get<std::uint64_t>());
+}
+
+std::string read_optional_string(const JsonField& parent, std::string_view key) {
+  const auto field = parent.optional(key);
+  return field ? field->as_string() : std::string();
+}
+
+Finding read_finding(const JsonField& field) {
+  Finding finding;
+  finding.graph = field.required("graph").as_uint();
+  finding.node = field.required("node").as_uint();
+  const JsonField node_type = field.required("node_type");
+  std::optional<NodeType> type;
+  if (node_type.json().is_string()) {
+    type = parse_node_type(node_type.json().get_ref<const std::string&>());
+  }
+  if (!type) {
+    node_type.fail("a node type (\"kernel\", \"memcpy\", ...)");
+  }
+  finding.node_type = *type;
+  finding.kernel = read_optional_string(field, "kernel");
+  finding.param = read_index(field.optional("param"));
+  finding.offset = read_index(field.optional("offset"));
+  finding.operand = read_optional_string(field, "operand");
+  finding.address = field.required("address").as_address();
+  const JsonField verdict = field.required("verdict");
+  std::optional<Verdict> parsed;
+  if (verdict.json().is_string()) {
+    parsed = parse_verdict(verdict.json().get_ref<const std::string&>());
+  }
+  if (!parsed) {
+    verdict.fail("a verdict (\"unregistered\", \"dangling\", \"stale\", \"lost\", ...)");
+  }
+  finding.verdict = *parsed;
+  finding.owner = read_optional_string(field, "owner");
+  if (const auto owner_kind = field.optional("owner_kind");
+      owner_kind && !owner_kind->json().is_null()) {
+    std::optional<OwnerKind> kind;
+    if (owner_kind->json().is_string()) {
+      kind = parse_owner_kind(owner_kind->json().get_ref<const std::string&>());
+    }
+    if (!kind) {
+      owner_kind->fail(
+          "an owner kind (\"parameter\", \"buffer\", \"runtime\", \"graph\", \"input\") or null");
+    }
+    finding.owner_kind = kind;
+  }
+  finding.detail = read_optional_string(field, "detail");
+  finding.fix = read_optional_string(field, "fix");
+  return finding;
+}
+
+std::vector<std::string> read_strings(const JsonField& field) {
+  const std::size_t count = field.array_size();
+  std::vector<std::string> strings;
+  strings.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    strings.push_back(field.element(i).as_string());
+  }
+  return strings;
+}
+
+}  // namespace
+
+std::uint64_t Summary::findings() const {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < kVerdictCount; ++i) {
+    if (is_finding(static_cast<Verdict>(i))) {
+      total += counts[i];
+    }
+  }
+  return total;
+}
+
+std::string to_json(const Report& report, int indent) {
+  Json json = Json::object();
+  json["format"] = kFormat;
+  json["version"] = kReportVersion;
+  json["epoch"] = report.epoch;
+  json["baseline"] = report.baseline;
+  Json summary = Json::object();
+  summary["graphs"] = report.summary.graphs;
+  summary["nodes"] = report.summary.nodes;
+  summary["references"] = report.summary.references;
+  for (std::size_t i = 0; i < kVerdictCount; ++i) {
+    summary[std::string(to_string(static_cast<Verdict>(i)))] = report.summary.counts[i];
+  }
+  json["summary"] = std::move(summary);
+  Json findings = Json::array();
+  for (const Finding& finding : report.findings) {
+    findings.push_back(finding_json(finding));
+  }
+  json["findings"] = std::move(findings);
+  json["stale_allow"] = report.stale_allow;
+  json["warnings"] = report.warnings;
+  // Names come from kernels and Python attributes; a byte that is not UTF-8 becomes U+FFFD
+  // rather than failing the whole report.
+  return json.dump(indent < 0 ? -1 : indent, ' ', false, Json::error_handler_t::replace);
+}
+
+Report parse_report(std::string_view json) {
+  constexpr std::string_view kSource = "report";
+  const nlohmann::json document = detail::parse_json_document(json, kSource);
+  const JsonField root(document, "", kSource);
+  root.expect_object();
+  const JsonField format = root.required("format");
+  if (!format.json().is_string() || format.json().get_ref<const std::string&>() != kFormat) {
+    format.fail("\"graphcheck-report\"");
+  }
+  const JsonField version = root.required("version");
+  if (!version.json().is_number_unsigned() ||
+      version.json().get<std::uint64_t>() != static_cast<std::uint64_t>(kReportVersion)) {
+    version.fail("1 (this build reads report format version 1)");
+  }
+  Report report;
+  report.epoch = root.required("epoch").as_string();
+  report.baseline = root.required("baseline").as_string();
+  const JsonField summary = root.required("summary");
+  report.summary.graphs = summary.required("graphs").as_uint();
+  report.summary.nodes = summary.required("nodes").as_uint();
+  report.summary.references = summary.required("references").as_uint();
+  for (std::size_t i = 0; i < kVerdictCount; ++i) {
+    report.summary.counts[i] = summary.required(to_string(static_cast<Verdict>(i))).as_uint();
+  }
+  const JsonField findings = root.required("findings");
+  const std::size_t count = findings.array_size();
+  report.findings.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    report.findings.push_back(read_finding(findings.element(i)));
+  }
+  report.stale_allow = read_strings(root.required("stale_allow"));
+  if (const auto warnings = root.optional("warnings")) {
+    report.warnings = read_strings(*warnings);
+  }
+  return report;
+}
+
+}  // namespace graphcheck

@@ -4,9 +4,8 @@
 // tensor it reads), so that one forgotten tensor read by 32 layers' kernels appears once per
 // kernel with its node list, not 32 times. Each group carries one example detail and its
 // fix; the counts come last so `tail -n 2` answers "how bad is it".
-#include <graphcheck/report.h>
-
 #include <fmt/format.h>
+#include <graphcheck/report.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -22,9 +21,11 @@
 namespace graphcheck {
 namespace {
 
-// A group of findings sharing kernel, owner and verdict; indices into Report::findings.
+// A group of findings sharing kernel, verdict and owner family (owner names equal up to
+// their numeric components: "model.layers.3.mlp.alpha" and "model.layers.4.mlp.alpha"), so
+// that a tensor forgotten in every layer reads as one group, not 32. Indices into
+// Report::findings.
 struct Group {
-  std::string owner;
   Verdict verdict = Verdict::kUnregistered;
   std::vector<std::size_t> members;
 };
@@ -32,6 +33,7 @@ struct Group {
 struct KernelSection {
   std::string kernel;
   std::vector<Group> groups;
+  std::set<std::string> owners;
   std::size_t findings = 0;
 };
 
@@ -56,34 +58,85 @@ std::string plural(std::uint64_t count, std::string_view noun) {
   return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
 }
 
-// Sections in order of first appearance, which follows graph and node order.
+bool is_number(std::string_view text) {
+  return !text.empty() && text.size() <= 9 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::vector<std::string_view> split_dots(std::string_view name) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  for (std::size_t dot = name.find('.'); dot != std::string_view::npos;
+       dot = name.find('.', start)) {
+    parts.push_back(name.substr(start, dot - start));
+    start = dot + 1;
+  }
+  parts.push_back(name.substr(start));
+  return parts;
+}
+
+// The owner with each numeric dotted component replaced by '#'.
+std::string owner_family(std::string_view owner) {
+  std::string family;
+  for (std::string_view part : split_dots(owner)) {
+    if (!family.empty()) {
+      family += '.';
+    }
+    family += is_number(part) ? std::string_view("#") : part;
+  }
+  return family.empty() ? std::string(owner) : family;
+}
+
+// Findings first by precedence (DESIGN.md): stale, lost, dangling, unregistered.
+int precedence(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kStale:
+      return 0;
+    case Verdict::kLost:
+      return 1;
+    case Verdict::kDangling:
+      return 2;
+    case Verdict::kUnregistered:
+      return 3;
+    default:
+      return 4;
+  }
+}
+
+// Sections in order of first appearance, which follows graph and node order; groups within
+// a section by precedence, then first appearance.
 std::vector<KernelSection> group_findings(const std::vector<Finding>& findings) {
   std::vector<KernelSection> sections;
   std::map<std::string, std::size_t> section_index;
-  std::map<std::tuple<std::string, std::string, Verdict>, std::pair<std::size_t, std::size_t>>
-      group_index;
+  std::map<std::tuple<std::size_t, std::string, Verdict>, std::size_t> group_index;
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const Finding& finding = findings[i];
     std::string name = section_name(finding);
     auto [section_it, new_section] = section_index.try_emplace(name, sections.size());
     if (new_section) {
-      sections.push_back(KernelSection{name, {}, 0});
+      sections.push_back(KernelSection{name, {}, {}, 0});
     }
     KernelSection& section = sections[section_it->second];
     ++section.findings;
-    auto key = std::make_tuple(name, finding.owner, finding.verdict);
-    auto [group_it, new_group] =
-        group_index.try_emplace(key, section_it->second, section.groups.size());
+    section.owners.insert(finding.owner);
+    auto key = std::make_tuple(section_it->second, owner_family(finding.owner), finding.verdict);
+    auto [group_it, new_group] = group_index.try_emplace(key, section.groups.size());
     if (new_group) {
-      section.groups.push_back(Group{finding.owner, finding.verdict, {}});
+      section.groups.push_back(Group{finding.verdict, {}});
     }
-    section.groups[group_it->second.second].members.push_back(i);
+    section.groups[group_it->second].members.push_back(i);
+  }
+  for (KernelSection& section : sections) {
+    std::stable_sort(section.groups.begin(), section.groups.end(),
+                     [](const Group& a, const Group& b) {
+                       return precedence(a.verdict) < precedence(b.verdict);
+                     });
   }
   return sections;
 }
 
 // "3-5, 9, 12": sorted ids with runs collapsed.
-std::string compact_ids(const std::set<std::uint64_t>& ids) {
+std::string compact_ids(const std::set<std::uint64_t>& ids, std::string_view separator = ", ") {
   std::string out;
   for (auto it = ids.begin(); it != ids.end();) {
     std::uint64_t first = *it;
@@ -94,7 +147,7 @@ std::string compact_ids(const std::set<std::uint64_t>& ids) {
       ++it;
     }
     if (!out.empty()) {
-      out += ", ";
+      out += separator;
     }
     out += first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
   }
@@ -120,8 +173,8 @@ std::string where_line(const std::vector<Finding>& findings, const Group& group)
     if (!out.empty()) {
       out += "; ";
     }
-    out += fmt::format("graph {} node{} {}", graph, nodes.size() == 1 ? "" : "s",
-                       compact_ids(nodes));
+    out +=
+        fmt::format("graph {} node{} {}", graph, nodes.size() == 1 ? "" : "s", compact_ids(nodes));
   }
   std::string args;
   for (const auto& [param, offsets] : offsets_by_param) {
@@ -147,27 +200,59 @@ std::string where_line(const std::vector<Finding>& findings, const Group& group)
   return out;
 }
 
-std::string owner_text(const Finding& finding) {
+// The group's owner: the name itself, or the family with each varying numeric component
+// shown as the set of its values ("model.layers.{0-6,8-31}.mlp.alpha").
+std::string group_owner(const std::vector<Finding>& findings, const Group& group) {
+  const std::string& first = findings[group.members.front()].owner;
+  std::vector<std::string_view> parts = split_dots(first);
+  std::vector<std::set<std::uint64_t>> values(parts.size());
+  for (std::size_t index : group.members) {
+    std::vector<std::string_view> other = split_dots(findings[index].owner);
+    for (std::size_t i = 0; i < parts.size() && i < other.size(); ++i) {
+      if (is_number(other[i])) {
+        values[i].insert(std::stoull(std::string(other[i])));
+      }
+    }
+  }
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) {
+      out += '.';
+    }
+    // Appended piece by piece: GCC 12 reports a false -Wrestrict on "{" + std::string.
+    if (values[i].size() > 1) {
+      out += '{';
+      out += compact_ids(values[i], ",");
+      out += '}';
+    } else {
+      out += parts[i];
+    }
+  }
+  return out;
+}
+
+std::string owner_text(const std::vector<Finding>& findings, const Group& group) {
+  const Finding& finding = findings[group.members.front()];
   if (finding.owner.empty()) {
     return "<no owner or label>";
   }
+  std::string owner = group_owner(findings, group);
   if (finding.owner_kind.has_value()) {
-    return fmt::format("{} ({})", finding.owner, to_string(*finding.owner_kind));
+    return fmt::format("{} ({})", owner, to_string(*finding.owner_kind));
   }
   // No owner kind: the name is an allocation label found by a census walk or a stack trace.
-  return fmt::format("{} (allocation label)", finding.owner);
+  return fmt::format("{} (allocation label)", owner);
 }
 
 void append_section(std::string& out, const std::vector<Finding>& findings,
                     const KernelSection& section) {
-  out += fmt::format("\nkernel {}: {} in {}\n", section.kernel,
-                     plural(section.findings, "finding"),
-                     plural(section.groups.size(), "owner"));
+  out += fmt::format("\nkernel {}: {} in {}\n", section.kernel, plural(section.findings, "finding"),
+                     plural(section.owners.size(), "owner"));
   std::string previous_fix;
   for (const Group& group : section.groups) {
     const Finding& first = findings[group.members.front()];
-    out += fmt::format("  {} {}: {}\n", upper(to_string(group.verdict)), owner_text(first),
-                       plural(group.members.size(), "reference"));
+    out += fmt::format("  {} {}: {}\n", upper(to_string(group.verdict)),
+                       owner_text(findings, group), plural(group.members.size(), "reference"));
     out += fmt::format("      where: {}\n", where_line(findings, group));
     out += fmt::format("      e.g.   {}{}{}\n", format_address(first.address),
                        first.detail.empty() ? "" : ": ", first.detail);
@@ -187,14 +272,15 @@ std::string to_text(const Report& report) {
   std::string out;
   std::string baseline = report.baseline.empty() ? std::string("each graph's capture epoch")
                                                  : fmt::format("\"{}\"", report.baseline);
-  out += fmt::format("graphcheck report: epoch \"{}\" checked against {}\n", report.epoch,
-                     baseline);
-  out += fmt::format("{}, {}, {}\n", plural(summary.graphs, "graph"),
-                     plural(summary.nodes, "node"), plural(summary.references, "reference"));
+  out +=
+      fmt::format("graphcheck report: epoch \"{}\" checked against {}\n", report.epoch, baseline);
+  out += fmt::format("{}, {}, {}\n", plural(summary.graphs, "graph"), plural(summary.nodes, "node"),
+                     plural(summary.references, "reference"));
 
   if (report.findings.empty()) {
-    out += "\nno findings: every reference is registered, runtime, graph-owned, input or "
-           "allowed\n";
+    out +=
+        "\nno findings: every reference is registered, runtime, graph-owned, input or "
+        "allowed\n";
   } else {
     for (const KernelSection& section : group_findings(report.findings)) {
       append_section(out, report.findings, section);
@@ -202,17 +288,19 @@ std::string to_text(const Report& report) {
   }
 
   if (!report.warnings.empty()) {
-    out += fmt::format("\noverlap warnings ({}): address ranges covered by spans of different "
-                       "owners, resolved as shown\n",
-                       report.warnings.size());
+    out += fmt::format(
+        "\noverlap warnings ({}): address ranges covered by spans of different "
+        "owners, resolved as shown\n",
+        report.warnings.size());
     for (const std::string& warning : report.warnings) {
       out += fmt::format("  {}\n", warning);
     }
   }
   if (!report.stale_allow.empty()) {
-    out += fmt::format("\nstale allowlist entries ({}): these globs allowed nothing; remove "
-                       "them from the allowlist\n",
-                       report.stale_allow.size());
+    out += fmt::format(
+        "\nstale allowlist entries ({}): these globs allowed nothing; remove "
+        "them from the allowlist\n",
+        report.stale_allow.size());
     for (const std::string& glob : report.stale_allow) {
       out += fmt::format("  {}\n", glob);
     }

@@ -1,0 +1,122 @@
+// `graphcheck check SNAPSHOT`: reads a snapshot, checks every graph in one epoch and prints
+// the report (text or JSON) to stdout or a file.
+#include <fmt/format.h>
+#include <graphcheck/checker.h>
+#include <graphcheck/error.h>
+#include <graphcheck/report.h>
+#include <graphcheck/snapshot.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graphcheck/cli/commands.h"
+
+namespace graphcheck::cli {
+namespace {
+
+constexpr int kExitClean = 0;
+constexpr int kExitFindings = 1;
+
+struct CheckArgs {
+  std::string snapshot;
+  std::string epoch;
+  std::string baseline;
+  std::vector<std::string> allow_files;
+  std::string format = "text";
+  std::string output;
+};
+
+// "-" reads the snapshot from stdin so that a backend can pipe into the checker.
+Snapshot load_snapshot(const std::string& path) {
+  if (path != "-") {
+    return read_snapshot(path);
+  }
+  std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  if (std::cin.bad()) {
+    throw Error("<stdin>: cannot read the snapshot from standard input");
+  }
+  return parse_snapshot(text, "<stdin>");
+}
+
+void write_output(const std::string& text, const std::string& path) {
+  if (path.empty()) {
+    std::cout << text;
+    std::cout.flush();
+    if (!std::cout) {
+      throw Error("cannot write the report to standard output");
+    }
+    return;
+  }
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file) {
+    throw Error(
+        fmt::format("--output {}: cannot open for writing: {}; check that the "
+                    "directory exists and is writable",
+                    path, std::strerror(errno)));
+  }
+  file << text;
+  file.close();
+  if (!file) {
+    throw Error(fmt::format("--output {}: write failed: {}", path, std::strerror(errno)));
+  }
+}
+
+int run_check(const CheckArgs& args) {
+  Snapshot snapshot = load_snapshot(args.snapshot);
+  CheckOptions options;
+  options.epoch = args.epoch;
+  options.baseline = args.baseline;
+  for (const std::string& file : args.allow_files) {
+    std::vector<std::string> globs = read_allowlist(file);
+    options.allow.insert(options.allow.end(), globs.begin(), globs.end());
+  }
+  Report report = check(snapshot, options);
+  std::string text = args.format == "json" ? to_json(report) + "\n" : to_text(report);
+  write_output(text, args.output);
+  return report.has_findings() ? kExitFindings : kExitClean;
+}
+
+}  // namespace
+
+void add_check_command(CLI::App& app, Action& run) {
+  auto args = std::make_shared<CheckArgs>();
+  CLI::App* command = app.add_subcommand(
+      "check",
+      "Check every graph of a snapshot in one epoch. Exit 0: no findings; 1: findings; "
+      "2: bad input or usage.");
+  command
+      ->add_option("SNAPSHOT", args->snapshot,
+                   "Snapshot JSON file (format version 1), or - for stdin")
+      ->required()
+      ->type_name("FILE");
+  command
+      ->add_option("--epoch", args->epoch,
+                   "Epoch label to check in (default: the snapshot's last epoch)")
+      ->type_name("LABEL");
+  command
+      ->add_option("--baseline", args->baseline,
+                   "Epoch label to compare against for stale and lost (default: each "
+                   "graph's capture epoch)")
+      ->type_name("LABEL");
+  command
+      ->add_option("--allow", args->allow_files,
+                   "Allowlist file, one glob per line ('#' comments); added to the "
+                   "snapshot's own list. May be repeated.")
+      ->type_name("FILE");
+  command->add_option("--format", args->format, "Report format: text (default) or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->type_name("FORMAT");
+  command
+      ->add_option("--output", args->output, "Write the report to FILE instead of standard output")
+      ->type_name("FILE");
+  command->callback([args, &run] { run = [args] { return run_check(*args); }; });
+}
+
+}  // namespace graphcheck::cli

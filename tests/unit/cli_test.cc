@@ -1,0 +1,296 @@
+// The `graphcheck` binary end to end: exit codes, error lines, text and JSON reports.
+// Each test runs the built tool through the shell and captures stdout, stderr and the exit
+// status; files go to a per-test temporary directory.
+#include <gmock/gmock.h>
+#include <graphcheck/checker.h>
+#include <graphcheck/config.h>
+#include <graphcheck/report.h>
+#include <graphcheck/snapshot.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace graphcheck {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+fs::path data_dir() { return GRAPHCHECK_TEST_DATA_DIR; }
+
+struct RunResult {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << text;
+}
+
+std::string quote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) {
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return out + "'";
+}
+
+std::size_t count_lines(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+std::string last_line(const std::string& text) {
+  std::string trimmed = text.substr(0, text.find_last_not_of('\n') + 1);
+  return trimmed.substr(trimmed.rfind('\n') + 1);
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("graphcheck_cli_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs `graphcheck ARGS...` (optionally with `stdin_path` as standard input).
+  RunResult run(const std::vector<std::string>& args, const std::string& stdin_path = "") {
+    std::string command = quote(GRAPHCHECK_CLI_PATH);
+    for (const std::string& arg : args) {
+      command += " " + quote(arg);
+    }
+    const fs::path err_path = dir_ / "stderr.txt";
+    command += " 2>" + quote(err_path.string());
+    command += " <" + quote(stdin_path.empty() ? "/dev/null" : stdin_path);
+    RunResult result;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (pipe == nullptr) {
+      ADD_FAILURE() << "popen failed: " << command;
+      return result;
+    }
+    std::array<char, 4096> buffer{};
+    std::size_t n = 0;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+      result.out.append(buffer.data(), n);
+    }
+    int status = ::pclose(pipe);
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.err = read_text(err_path);
+    return result;
+  }
+
+  static std::string data(const std::string& name) { return (data_dir() / name).string(); }
+
+  // Expects exit 2 and exactly one "graphcheck: error: " line on stderr, nothing on stdout.
+  static void expect_usage_error(const RunResult& result, const std::string& needle) {
+    EXPECT_EQ(result.status, 2) << result.err;
+    EXPECT_THAT(result.err, StartsWith("graphcheck: error: "));
+    EXPECT_EQ(count_lines(result.err), 1U) << result.err;
+    EXPECT_THAT(result.err, HasSubstr(needle));
+    EXPECT_EQ(result.out, "");
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CliTest, ExitsZeroAndSaysSoWithoutFindings) {
+  RunResult result = run({"check", data("verdict_registered.json")});
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+  EXPECT_THAT(result.out, HasSubstr("no findings"));
+  EXPECT_EQ(last_line(result.out), "findings: 0");
+}
+
+TEST_F(CliTest, AllowedReferencesAreNotFindings) {
+  RunResult result = run({"check", data("verdict_allowed.json")});
+  EXPECT_EQ(result.status, 0) << result.out;
+  EXPECT_THAT(result.out, HasSubstr("allowed 1"));
+}
+
+TEST_F(CliTest, ExitsOneWithFindingsGroupedByKernelAndOwner) {
+  RunResult result = run({"check", data("verdict_unregistered.json")});
+  EXPECT_EQ(result.status, 1) << result.err;
+  EXPECT_EQ(result.err, "");
+  EXPECT_THAT(result.out, StartsWith("graphcheck report: epoch \"capture\""));
+  EXPECT_THAT(result.out, HasSubstr("kernel cutlass_fp8_gemm_kernel: 1 finding in 1 owner\n"));
+  EXPECT_THAT(result.out, HasSubstr("  UNREGISTERED model.layers.0.mlp.gate_up_proj.gemm1_alpha "
+                                    "(allocation label): 1 reference\n"));
+  EXPECT_THAT(result.out, HasSubstr("where: graph 1 node 0 | param 1 @ +0\n"));
+  EXPECT_THAT(result.out, HasSubstr("fix: "));
+  EXPECT_THAT(result.out, HasSubstr("\nreferences: 2 (registered 1, runtime 0, graph 0, input 0, "
+                                    "allowed 0, unregistered 1, dangling 0, stale 0, lost 0)\n"));
+  EXPECT_EQ(last_line(result.out), "findings: 1");
+}
+
+TEST_F(CliTest, NonKernelFindingsNameTheNodeKindAndOperand) {
+  RunResult result = run({"check", data("node_memcpy.json")});
+  EXPECT_EQ(result.status, 1) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("kernel <memcpy node>: 1 finding"));
+  EXPECT_THAT(result.out, HasSubstr("operand src"));
+}
+
+TEST_F(CliTest, DecodeStepTextReportListsEveryFindingKindAndTheStaleGlob) {
+  RunResult result = run({"check", data("decode_step.json")});
+  EXPECT_EQ(result.status, 1) << result.err;
+  EXPECT_THAT(result.out, StartsWith("graphcheck report: epoch \"after_reload\" checked against "
+                                     "\"capture\"\n1 graph, 613 nodes, 2416 references\n"));
+  EXPECT_THAT(result.out, HasSubstr("  STALE model.layers.7.self_attn.qkv_proj.weight "
+                                    "(parameter): 1 reference\n"));
+  EXPECT_THAT(result.out, HasSubstr("  LOST model.layers.{0-31}.mlp.gate_up_proj.gemm1_alpha "
+                                    "(allocation label): 32 references\n"));
+  EXPECT_THAT(result.out, HasSubstr("  LOST vllm.model_executor.layers.rotary_embedding."));
+  EXPECT_THAT(result.out, HasSubstr("  DANGLING sampler.topk_workspace (allocation label)"));
+  EXPECT_THAT(result.out, HasSubstr("  UNREGISTERED lm_head.quant_method.workspace"));
+  // The RoPE cache is one owner read by all 32 rotary kernels: one group, nodes compacted.
+  EXPECT_THAT(result.out, HasSubstr("(allocation label): 32 references\n"));
+  EXPECT_THAT(result.out, HasSubstr("stale allowlist entries (1)"));
+  EXPECT_THAT(result.out, HasSubstr("\n  model.layers.*.self_attn.mla_attn.W_UV\n"));
+  EXPECT_THAT(result.out,
+              HasSubstr("\nreferences: 2416 (registered 411, runtime 128, graph 1606, input 133, "
+                        "allowed 64, unregistered 1, dangling 1, stale 8, lost 64)\n"));
+  EXPECT_EQ(last_line(result.out), "findings: 74");
+}
+
+TEST_F(CliTest, JsonFormatPrintsTheReportThatCheckReturns) {
+  RunResult result = run({"check", data("decode_step.json"), "--format", "json"});
+  EXPECT_EQ(result.status, 1) << result.err;
+  Report expected = check(read_snapshot(data_dir() / "decode_step.json"));
+  Report printed = parse_report(result.out);
+  EXPECT_EQ(printed, expected);
+  EXPECT_EQ(printed.summary.count(Verdict::kStale), 8U);
+}
+
+TEST_F(CliTest, EpochAndBaselineOptionsReachTheChecker) {
+  RunResult result = run({"check", data("decode_step.json"), "--epoch", "after_sleep", "--baseline",
+                          "capture", "--format", "json"});
+  EXPECT_EQ(result.status, 1) << result.err;
+  Report report = parse_report(result.out);
+  EXPECT_EQ(report.epoch, "after_sleep");
+  EXPECT_EQ(report.baseline, "capture");
+  EXPECT_EQ(report.summary.count(Verdict::kLost), 64U);
+  EXPECT_EQ(report.summary.count(Verdict::kStale), 0U);
+
+  CheckOptions options;
+  options.epoch = "after_sleep";
+  options.baseline = "after_sleep";
+  RunResult same = run({"check", data("decode_step.json"), "--epoch", "after_sleep", "--baseline",
+                        "after_sleep", "--format", "json"});
+  EXPECT_EQ(parse_report(same.out), check(read_snapshot(data_dir() / "decode_step.json"), options));
+}
+
+TEST_F(CliTest, OutputWritesTheReportToAFileInsteadOfStdout) {
+  const fs::path text_path = dir_ / "report.txt";
+  const fs::path json_path = dir_ / "report.json";
+  RunResult text = run({"check", data("verdict_stale.json"), "--output", text_path.string()});
+  EXPECT_EQ(text.status, 1) << text.err;
+  EXPECT_EQ(text.out, "");
+  Report expected = check(read_snapshot(data_dir() / "verdict_stale.json"));
+  EXPECT_EQ(read_text(text_path), to_text(expected));
+
+  RunResult json =
+      run({"check", data("verdict_stale.json"), "--format=json", "--output", json_path.string()});
+  EXPECT_EQ(json.status, 1) << json.err;
+  EXPECT_EQ(json.out, "");
+  EXPECT_EQ(parse_report(read_text(json_path)), expected);
+}
+
+TEST_F(CliTest, AllowFileTurnsUnregisteredIntoAllowed) {
+  const fs::path allow = dir_ / "allow.txt";
+  write_text(allow, "# known sites\n\n  model.layers.*.gemm1_alpha  \n");
+  RunResult result = run({"check", data("verdict_unregistered.json"), "--allow", allow.string()});
+  EXPECT_EQ(result.status, 0) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("allowed 1, unregistered 0"));
+}
+
+TEST_F(CliTest, ReadsTheSnapshotFromStdinWhenThePathIsDash) {
+  RunResult result = run({"check", "-"}, data("verdict_lost.json"));
+  EXPECT_EQ(result.status, 1) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("LOST model.layers.0.self_attn.W_UV"));
+}
+
+TEST_F(CliTest, MissingSnapshotFileIsOneErrorLineNamingThePath) {
+  const std::string missing = (dir_ / "no_such_snapshot.json").string();
+  expect_usage_error(run({"check", missing}), missing);
+}
+
+TEST_F(CliTest, MalformedJsonIsOneErrorLineNamingTheJsonPath) {
+  std::string text = read_text(data_dir() / "verdict_registered.json");
+  const std::string good_hex = "\"hex\": \"004000003a7f0000\"";
+  ASSERT_NE(text.find(good_hex), std::string::npos);
+  text.replace(text.find(good_hex), good_hex.size(), "\"hex\": \"00zz\"");
+  const fs::path bad_hex = dir_ / "bad_hex.json";
+  write_text(bad_hex, text);
+  expect_usage_error(run({"check", bad_hex.string()}), "graphs[0].nodes[0].params[0].hex");
+
+  const fs::path truncated = dir_ / "truncated.json";
+  write_text(truncated, read_text(data_dir() / "verdict_registered.json").substr(0, 200));
+  expect_usage_error(run({"check", truncated.string()}), "truncated.json");
+
+  const fs::path no_epochs = dir_ / "no_epochs.json";
+  write_text(no_epochs,
+             R"({"format": "graphcheck-snapshot", "version": 1, "graphs": [], "allow": []})");
+  expect_usage_error(run({"check", no_epochs.string()}), "epochs");
+}
+
+TEST_F(CliTest, UnknownEpochIsAUsageErrorListingTheKnownLabels) {
+  RunResult result = run({"check", data("decode_step.json"), "--epoch", "after_nap"});
+  expect_usage_error(result, "after_nap");
+  EXPECT_THAT(result.err, HasSubstr("after_reload"));
+  expect_usage_error(run({"check", data("decode_step.json"), "--baseline", "before"}), "before");
+}
+
+TEST_F(CliTest, BadFlagsAndMissingArgumentsExitTwo) {
+  expect_usage_error(run({"check", data("verdict_registered.json"), "--frobnicate"}),
+                     "--frobnicate");
+  expect_usage_error(run({"check", data("verdict_registered.json"), "--format", "xml"}), "xml");
+  expect_usage_error(run({"check"}), "SNAPSHOT");
+  expect_usage_error(run({}), "graphcheck --help");
+  expect_usage_error(run({"frobnicate"}), "frobnicate");
+  expect_usage_error(run({"check", data("verdict_registered.json"), "--allow",
+                          (dir_ / "missing_allow.txt").string()}),
+                     "missing_allow.txt");
+  expect_usage_error(run({"check", data("verdict_registered.json"), "--output",
+                          (dir_ / "no_dir" / "report.txt").string()}),
+                     "no_dir");
+}
+
+TEST_F(CliTest, HelpPrintsUsageAndExitsZero) {
+  RunResult top = run({"--help"});
+  EXPECT_EQ(top.status, 0);
+  EXPECT_THAT(top.out, HasSubstr("check"));
+  EXPECT_EQ(top.err, "");
+  RunResult check_help = run({"check", "--help"});
+  EXPECT_EQ(check_help.status, 0);
+  for (const char* option :
+       {"SNAPSHOT", "--epoch", "--baseline", "--allow", "--format", "--output"}) {
+    EXPECT_THAT(check_help.out, HasSubstr(option));
+  }
+}
+
+TEST_F(CliTest, VersionPrintsTheProjectVersion) {
+  RunResult result = run({"--version"});
+  EXPECT_EQ(result.status, 0);
+  EXPECT_EQ(result.out, "graphcheck " GRAPHCHECK_VERSION_STRING "\n");
+  EXPECT_EQ(std::string(GRAPHCHECK_VERSION_STRING), "0.1.0");
+}
+
+}  // namespace
+}  // namespace graphcheck

@@ -1,0 +1,150 @@
+// The pointer scan: which addresses the nodes of a graph use (docs/verdicts.md,
+// "Pointer scan").
+#ifndef GRAPHCHECK_POINTER_SCAN_H_
+#define GRAPHCHECK_POINTER_SCAN_H_
+
+#include <graphcheck/address.h>
+#include <graphcheck/address_index.h>
+#include <graphcheck/graph.h>
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace graphcheck {
+
+/// @brief One address a graph node uses.
+///
+/// Lifetime: `node` and `operand` point into the scanned graph, which must outlive the
+/// reference.
+struct Reference {
+  std::uint64_t graph = 0;     ///< id of the top-level graph (bodies report their parent's)
+  const Node* node = nullptr;  ///< the node (possibly inside a child or conditional body)
+  /// Kernel nodes: argument index and byte offset of the word within that argument.
+  std::uint32_t param = 0;
+  std::uint32_t offset = 0;
+  const Operand* operand = nullptr;  ///< other nodes: the operand; nullptr for kernels
+  Address address = 0;
+};
+
+/// @brief The ranges of a graph's `mem_alloc` nodes (bodies included): memory the graph
+/// owns in every epoch.
+/// Lifetime: independent of the graph. Thread safety: immutable after construction.
+class GraphRanges {
+ public:
+  explicit GraphRanges(const GraphRecord& graph);
+  /// @brief True if `address` lies in one of the ranges (half-open).
+  [[nodiscard]] bool contains(Address address) const {
+    if (address < low_ || address >= high_) {
+      return false;
+    }
+    return contains_slow(address);
+  }
+
+ private:
+  [[nodiscard]] bool contains_slow(Address address) const;
+  struct Range {
+    Address begin;
+    std::uint64_t size;
+  };
+  std::vector<Range> ranges_;  // sorted by begin
+  std::uint64_t max_size_ = 0;
+  Address low_ = 0;
+  Address high_ = 0;  // one past the highest end (saturated)
+};
+
+/// @brief The nodes of `nodes`, counting child and conditional bodies (and the nodes that
+/// hold them).
+[[nodiscard]] std::uint64_t count_nodes(const NodeList& nodes);
+
+namespace detail {
+
+inline std::uint64_t load_le64(const std::uint8_t* bytes) {
+  std::uint64_t word = 0;
+  std::memcpy(&word, bytes, sizeof(word));
+  if constexpr (std::endian::native == std::endian::big) {
+    std::uint64_t swapped = 0;
+    for (int i = 0; i < 8; ++i) {
+      swapped = (swapped << 8) | ((word >> (8 * i)) & 0xffU);
+    }
+    word = swapped;
+  }
+  return word;
+}
+
+template <typename IsReference, typename Visit>
+void scan_nodes(std::uint64_t graph_id, const NodeList& nodes, IsReference& is_reference,
+                Visit& visit) {
+  Reference reference;
+  reference.graph = graph_id;
+  for (const Node& node : nodes) {
+    reference.node = &node;
+    switch (node.type) {
+      case NodeType::kKernel:
+        reference.operand = nullptr;
+        for (std::size_t p = 0; p < node.params.size(); ++p) {
+          const std::vector<std::uint8_t>& bytes = node.params[p].bytes;
+          reference.param = static_cast<std::uint32_t>(p);
+          for (std::size_t at = 0; at + 8 <= bytes.size(); at += 8) {
+            const Address word = load_le64(bytes.data() + at);
+            if (is_reference(word)) {
+              reference.offset = static_cast<std::uint32_t>(at);
+              reference.address = word;
+              visit(reference);
+            }
+          }
+        }
+        break;
+      case NodeType::kMemcpy:
+      case NodeType::kMemset:
+      case NodeType::kMemAlloc:
+      case NodeType::kMemFree:
+      case NodeType::kOp:
+        reference.param = 0;
+        reference.offset = 0;
+        for (const Operand& operand : node.operands) {
+          reference.operand = &operand;
+          reference.address = operand.begin;
+          visit(reference);
+        }
+        break;
+      case NodeType::kChildGraph:
+      case NodeType::kConditional:
+        for (const NodeList& body : node.bodies) {
+          scan_nodes(graph_id, body, is_reference, visit);
+        }
+        break;
+      default:  // host, empty, event, external semaphore, batch mem op: no references
+        break;
+    }
+  }
+}
+
+}  // namespace detail
+
+/// @brief Calls `visit(const Reference&)` for every reference of `graph`, in node order
+/// (a body's nodes right after the node holding them).
+///
+/// Kernel nodes: each 8-byte word at byte offsets 0, 8, 16, ... of each argument (while
+/// offset + 8 <= the argument's size), read little-endian, is a reference iff
+/// `is_reference(word)` returns true; `visit` is called right after that call, so a
+/// predicate may cache its lookup for the visitor. Memcpy, memset, mem_alloc, mem_free and
+/// op nodes: every operand is a reference (address = operand begin; the predicate is not
+/// consulted). Child and conditional bodies are recursed; other node kinds hold none.
+/// Thread safety: as safe as the callables; the graph is only read.
+template <typename IsReference, typename Visit>
+void scan_graph(const GraphRecord& graph, IsReference&& is_reference, Visit&& visit) {
+  detail::scan_nodes(graph.id, graph.nodes, is_reference, visit);
+}
+
+/// @brief The references of `graph` found against its capture epoch: a kernel word is a
+/// reference iff it lies inside a span or an allocation of `capture`, or in `ranges`.
+/// Lifetime: the references point into `graph`.
+[[nodiscard]] std::vector<Reference> find_references(const GraphRecord& graph,
+                                                     const AddressIndex& capture,
+                                                     const GraphRanges& ranges);
+
+}  // namespace graphcheck
+
+#endif  // GRAPHCHECK_POINTER_SCAN_H_

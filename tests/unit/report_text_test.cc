@@ -1,0 +1,123 @@
+// The human report (to_text): grouping, compaction of node and argument lists, the fix
+// printed once per run of groups, and the counts on the last lines.
+#include <gmock/gmock.h>
+#include <graphcheck/report.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace graphcheck {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+Finding kernel_finding(std::uint64_t node, std::string kernel, std::string owner, Verdict verdict,
+                       std::uint32_t param, std::uint32_t offset) {
+  Finding finding;
+  finding.graph = 1;
+  finding.node = node;
+  finding.kernel = std::move(kernel);
+  finding.param = param;
+  finding.offset = offset;
+  finding.address = 0x7f3a00000000 + node;
+  finding.verdict = verdict;
+  finding.owner = std::move(owner);
+  finding.detail = "detail of node " + std::to_string(node);
+  finding.fix = "register it with set_derived_buffer";
+  return finding;
+}
+
+Report report_with(std::vector<Finding> findings) {
+  Report report;
+  report.epoch = "after_sleep";
+  report.baseline = "capture";
+  report.summary.graphs = 1;
+  report.summary.nodes = 40;
+  report.summary.references = 100;
+  report.summary.counts[static_cast<std::size_t>(Verdict::kRegistered)] = 100 - findings.size();
+  for (const Finding& finding : findings) {
+    ++report.summary.counts[static_cast<std::size_t>(finding.verdict)];
+  }
+  report.findings = std::move(findings);
+  return report;
+}
+
+TEST(TextReport, GroupsByKernelThenOwnerFamilyAndCompactsNodesAndOffsets) {
+  Finding stale = kernel_finding(20, "gemm", "layers.7.w", Verdict::kStale, 1, 0);
+  stale.fix = "reload in place with copy_";
+  Report report = report_with({
+      kernel_finding(3, "gemm", "layers.0.alpha", Verdict::kLost, 0, 40),
+      kernel_finding(4, "gemm", "layers.0.alpha", Verdict::kLost, 0, 40),
+      kernel_finding(5, "gemm", "layers.0.alpha", Verdict::kLost, 2, 0),
+      kernel_finding(9, "gemm", "layers.0.alpha", Verdict::kLost, 0, 48),
+      kernel_finding(6, "rope", "rope_cache", Verdict::kLost, 3, 0),
+      kernel_finding(12, "gemm", "layers.1.alpha", Verdict::kLost, 0, 40),
+      kernel_finding(13, "gemm", "layers.1.beta", Verdict::kLost, 0, 56),
+      stale,
+  });
+  std::string text = to_text(report);
+  EXPECT_THAT(text, HasSubstr("graphcheck report: epoch \"after_sleep\" checked against "
+                              "\"capture\"\n1 graph, 40 nodes, 100 references\n"));
+  // Sections in order of first appearance; groups by precedence (stale before lost); one
+  // group for the alpha of layers 0 and 1; the fix once per run of groups sharing it.
+  EXPECT_THAT(text, HasSubstr("\nkernel gemm: 7 findings in 4 owners\n"
+                              "  STALE layers.7.w (allocation label): 1 reference\n"
+                              "      where: graph 1 node 20 | param 1 @ +0\n"
+                              "      e.g.   0x7f3a00000014: detail of node 20\n"
+                              "      fix:   reload in place with copy_\n"
+                              "  LOST layers.{0-1}.alpha (allocation label): 5 references\n"
+                              "      where: graph 1 nodes 3-5, 9, 12 | param 0 @ +40,+48, "
+                              "param 2 @ +0\n"
+                              "      e.g.   0x7f3a00000003: detail of node 3\n"
+                              "      fix:   register it with set_derived_buffer\n"
+                              "  LOST layers.1.beta (allocation label): 1 reference\n"
+                              "      where: graph 1 node 13 | param 0 @ +56\n"
+                              "      e.g.   0x7f3a0000000d: detail of node 13\n"
+                              "\nkernel rope: 1 finding in 1 owner\n"
+                              "  LOST rope_cache (allocation label): 1 reference\n"));
+  EXPECT_LT(text.find("kernel gemm"), text.find("kernel rope"));
+  EXPECT_EQ(text.rfind("fix:   register"), text.find("fix:   register", text.find("kernel rope")));
+  EXPECT_THAT(text, HasSubstr("\nreferences: 100 (registered 92, runtime 0, graph 0, input 0, "
+                              "allowed 0, unregistered 0, dangling 0, stale 1, lost 7)\n"
+                              "findings: 8\n"));
+}
+
+TEST(TextReport, NamesOwnerKindsNodeKindsOperandsAndMissingOwners) {
+  Finding stale = kernel_finding(1, "gemm", "layers.7.qkv.weight", Verdict::kStale, 0, 0);
+  stale.owner_kind = OwnerKind::kParameter;
+  stale.fix = "reload in place with copy_, not by rebinding";
+  Finding copy;
+  copy.graph = 2;
+  copy.node = 8;
+  copy.node_type = NodeType::kMemcpy;
+  copy.operand = "src";
+  copy.address = 0x10;
+  copy.verdict = Verdict::kDangling;
+  std::string text = to_text(report_with({stale, copy}));
+  EXPECT_THAT(text, HasSubstr("  STALE layers.7.qkv.weight (parameter): 1 reference\n"));
+  EXPECT_THAT(text, HasSubstr("      fix:   reload in place with copy_, not by rebinding\n"));
+  EXPECT_THAT(text, HasSubstr("\nkernel <memcpy node>: 1 finding in 1 owner\n"
+                              "  DANGLING <no owner or label>: 1 reference\n"
+                              "      where: graph 2 node 8 | operand src\n"
+                              "      e.g.   0x10\n"));
+}
+
+TEST(TextReport, WithoutFindingsSaysSoAndListsWarningsAndStaleGlobs) {
+  Report report = report_with({});
+  report.baseline.clear();
+  report.warnings = {"0x1000-0x2000: covered by a (parameter) and b (buffer); resolved as a"};
+  report.stale_allow = {"layers.*.W_UV"};
+  std::string text = to_text(report);
+  EXPECT_THAT(text, HasSubstr("checked against each graph's capture epoch\n"));
+  EXPECT_THAT(text, HasSubstr("\nno findings"));
+  EXPECT_THAT(text, Not(HasSubstr("kernel ")));
+  EXPECT_THAT(text, HasSubstr("overlap warnings (1)"));
+  EXPECT_THAT(text, HasSubstr("\n  0x1000-0x2000: covered by a (parameter)"));
+  EXPECT_THAT(text, HasSubstr("stale allowlist entries (1)"));
+  EXPECT_THAT(text, HasSubstr("\n  layers.*.W_UV\n"));
+  EXPECT_TRUE(text.ends_with("lost 0)\nfindings: 0\n")) << text;
+}
+
+}  // namespace
+}  // namespace graphcheck
