@@ -22,6 +22,11 @@ if(NOT GRAPHCHECK_TORCH STREQUAL "OFF")
       list(APPEND CMAKE_PREFIX_PATH ${_graphcheck_torch_prefix})
     endif()
   endif()
+  # The wheel is a CUDA build; without an architecture list its CMake config probes for a
+  # GPU, which this (CPU) machine lacks. 9.0 is the H200 of the GPU check.
+  if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+    set(TORCH_CUDA_ARCH_LIST "9.0")
+  endif()
   find_package(Torch QUIET)
   if(Torch_FOUND)
     set(GRAPHCHECK_HAS_TORCH ON)
