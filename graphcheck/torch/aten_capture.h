@@ -1,0 +1,118 @@
+// The ATen backend: a capture window that records every dispatcher op of one thread with its
+// tensor operands, the CPU-runnable twin of a CUDA graph capture (DESIGN.md, "The ATen
+// backend").
+#ifndef GRAPHCHECK_TORCH_ATEN_CAPTURE_H_
+#define GRAPHCHECK_TORCH_ATEN_CAPTURE_H_
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/StorageImpl.h>
+#include <c10/util/intrusive_ptr.h>
+#include <graphcheck/epoch.h>
+#include <graphcheck/graph.h>
+#include <graphcheck/snapshot.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace graphcheck::libtorch {
+
+class Registry;
+class WeightsArena;
+
+namespace detail {
+struct CaptureState;
+}  // namespace detail
+
+/// @brief How a capture window names what it records.
+struct CaptureOptions {
+  std::uint64_t graph_id = 1;     ///< `GraphRecord::id`
+  std::string epoch = "capture";  ///< `GraphRecord::epoch`, the label of the capture epoch
+};
+
+/// @brief A storage that existed before the window and was used inside it: alive by
+/// construction at capture. The weak reference tells later epochs whether it still lives.
+struct ExternalStorage {
+  Address begin = 0;
+  std::uint64_t size = 0;
+  std::string label;  ///< "aten:<op>" of the first op that used it
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+
+  /// @brief True if the storage lives and still has its bytes at `begin` (not resized away).
+  [[nodiscard]] bool alive() const;
+};
+
+/// @brief What a capture window recorded.
+/// Thread safety: a value; the weak references may be queried from any thread.
+struct CaptureRecord {
+  GraphRecord graph;  ///< one `op` node per dispatcher op, in start order (nested ops too)
+  /// Storages produced inside the window (first seen as an output, or allocated while the
+  /// window was open), merged into disjoint ranges: memory a CUDA graph would own.
+  std::vector<Span> graph_spans;
+  std::vector<Span> input_spans;          ///< declared static inputs (whole storages)
+  std::vector<ExternalStorage> external;  ///< every other operand storage
+  std::uint64_t operands = 0;             ///< operands recorded over all nodes
+};
+
+/// @brief RAII: while it lives (and until `finish`), every dispatcher op that runs on the
+/// constructing thread is recorded as an `op` node ("reads[i]" for tensor inputs, "writes[i]"
+/// for tensor outputs, each the view's extent; tensor lists, optional tensor lists, tuples and
+/// generic lists are walked recursively; zero-byte views, meta and non-strided tensors are
+/// skipped).
+///
+/// Uses a thread-local `at::RecordFunction` callback (scope FUNCTION, inputs and outputs) and,
+/// to know which storages were allocated inside the window, installs a memory-reporting
+/// `c10::DebugInfoGuard` (PROFILER_STATE): a profiler's memory events on this thread are
+/// not delivered while the window is open.
+///
+/// Thread safety: one window per thread; ops on other threads are not recorded. The window
+/// must be finished or destroyed on the constructing thread. Not copyable or movable.
+class CaptureWindow {
+ public:
+  /// @throws graphcheck::Error if this thread already has an open window.
+  explicit CaptureWindow(CaptureOptions options = {});
+  CaptureWindow(const CaptureWindow&) = delete;
+  CaptureWindow& operator=(const CaptureWindow&) = delete;
+  CaptureWindow(CaptureWindow&&) = delete;
+  CaptureWindow& operator=(CaptureWindow&&) = delete;
+  ~CaptureWindow();
+
+  /// @brief Declares `tensor`'s storage a static input or output of the graph.
+  /// @throws graphcheck::Error if `tensor` has no readable storage, or after `finish`.
+  void declare_input(std::string name, const at::Tensor& tensor,
+                     std::string reason = "static graph input");
+
+  /// @brief Stops recording and returns the record. Ops after this are not recorded.
+  /// @throws graphcheck::Error if called twice, or on another thread than the constructor's.
+  CaptureRecord finish();
+
+  /// @brief Ops recorded so far.
+  [[nodiscard]] std::uint64_t op_count() const;
+
+ private:
+  std::unique_ptr<detail::CaptureState> state_;
+};
+
+/// @brief The epoch at this moment: `registry.spans()` (parameters, buffers, runtime, inputs),
+/// the record's input and graph spans (a graph keeps its private memory in every epoch), the
+/// arena's live allocations, and every external storage of the record that is still alive and
+/// outside the arena, as an allocation (pool "default", generation 1: the default allocator
+/// never discards bytes behind a live storage, label "aten:<op>").
+/// @param arena may be null (no weights arena).
+/// Thread safety: reads the registry's and record's tensors; see `Registry`.
+[[nodiscard]] Epoch make_epoch(const std::string& label, const Registry& registry,
+                               const WeightsArena* arena, const CaptureRecord& record);
+
+/// @brief The capture epoch (labelled `record.graph.epoch`): as `make_epoch`, except that every
+/// external storage is included, alive or not (each was alive while the window used it), so
+/// an unknown tensor reads as unregistered, never dangling.
+[[nodiscard]] Epoch make_capture_epoch(const Registry& registry, const WeightsArena* arena,
+                                       const CaptureRecord& record);
+
+/// @brief A snapshot (version 1, producer backend "aten") of one capture and its epochs.
+[[nodiscard]] Snapshot make_snapshot(const CaptureRecord& record, std::vector<Epoch> epochs);
+
+}  // namespace graphcheck::libtorch
+
+#endif  // GRAPHCHECK_TORCH_ATEN_CAPTURE_H_

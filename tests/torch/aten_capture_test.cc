@@ -1,0 +1,155 @@
+// The ATen capture window: op nodes with view extents, graph-owned intermediates, declared
+// inputs, unknown tensors as unregistered allocations, epochs at later moments.
+#include <ATen/ATen.h>
+#include <gmock/gmock.h>
+#include <graphcheck/checker.h>
+#include <graphcheck/error.h>
+#include <graphcheck/torch/aten_capture.h>
+#include <graphcheck/torch/registry.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+namespace graphcheck::libtorch {
+namespace {
+
+using ::testing::HasSubstr;
+
+Address address_of(const at::Tensor& t) {
+  return reinterpret_cast<Address>(t.storage().data_ptr().get());
+}
+
+const Node* find_op(const CaptureRecord& record, const std::string& name) {
+  for (const Node& node : record.graph.nodes) {
+    if (node.name == name) {
+      return &node;
+    }
+  }
+  return nullptr;
+}
+
+bool covered_by(const std::vector<Span>& spans, Address address) {
+  return std::any_of(spans.begin(), spans.end(),
+                     [&](const Span& s) { return s.contains(address); });
+}
+
+TEST(CaptureWindow, RecordsOpsWithReadAndWriteViewExtents) {
+  const at::Tensor a = at::ones({4, 8});
+  const at::Tensor b = at::ones({8, 2});
+  CaptureWindow window;
+  const at::Tensor c = at::mm(a.narrow(0, 1, 2), b);
+  const CaptureRecord record = window.finish();
+  const Node* mm = find_op(record, "aten::mm");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_EQ(mm->type, NodeType::kOp);
+  ASSERT_EQ(mm->operands.size(), 3U);
+  EXPECT_EQ(mm->operands[0].role, "reads[0]");
+  EXPECT_EQ(mm->operands[0].access, Access::kRead);
+  EXPECT_EQ(mm->operands[0].begin, address_of(a) + 8 * sizeof(float));  // the view, not a
+  EXPECT_EQ(mm->operands[0].size, 2 * 8 * sizeof(float));
+  EXPECT_EQ(mm->operands[2].role, "writes[0]");
+  EXPECT_EQ(mm->operands[2].access, Access::kWrite);
+  EXPECT_EQ(mm->operands[2].begin, address_of(c));
+  EXPECT_EQ(mm->operands[2].size, 2 * 2 * sizeof(float));
+}
+
+TEST(CaptureWindow, WalksTensorListsAndRecordsNestedOps) {
+  const at::Tensor a = at::ones({2});
+  const at::Tensor b = at::zeros({3});
+  CaptureWindow window;
+  const at::Tensor c = at::cat({a, b});
+  const at::Tensor l = at::linear(at::ones({1, 3}), at::ones({2, 3}));
+  const CaptureRecord record = window.finish();
+  const Node* cat = find_op(record, "aten::cat");
+  ASSERT_NE(cat, nullptr);
+  ASSERT_EQ(cat->operands.size(), 3U);
+  EXPECT_EQ(cat->operands[0].begin, address_of(a));
+  EXPECT_EQ(cat->operands[1].begin, address_of(b));
+  EXPECT_NE(find_op(record, "aten::linear"), nullptr);
+  EXPECT_NE(find_op(record, "aten::t"), nullptr);  // recorded inside aten::linear
+}
+
+TEST(CaptureWindow, IntermediatesAreGraphOwnedAndInputsDeclared) {
+  const at::Tensor input = at::ones({16});
+  const at::Tensor weight = at::full({16}, 2.0);
+  CaptureWindow window;
+  window.declare_input("x", input);
+  const at::Tensor out = (input * weight).relu();
+  const CaptureRecord record = window.finish();
+  EXPECT_TRUE(covered_by(record.graph_spans, address_of(out)));
+  EXPECT_FALSE(covered_by(record.graph_spans, address_of(weight)));
+  ASSERT_EQ(record.input_spans.size(), 1U);
+  EXPECT_EQ(record.input_spans[0].name, "x");
+  EXPECT_EQ(record.input_spans[0].begin, address_of(input));
+  ASSERT_EQ(record.external.size(), 1U);
+  EXPECT_EQ(record.external[0].begin, address_of(weight));
+  EXPECT_EQ(record.external[0].label, "aten:aten::mul");
+  EXPECT_GT(record.operands, 0U);
+}
+
+TEST(CaptureWindow, UnknownTensorIsUnregisteredNeverDangling) {
+  Registry registry;
+  const at::Tensor weight = at::full({32}, 3.0);
+  registry.add_named({{"w", weight}}, OwnerKind::kParameter);
+  at::Tensor hidden = at::full({32}, 5.0);  // a plain member nobody registered
+  const at::Tensor x = at::ones({32});
+  CaptureWindow window;
+  window.declare_input("x", x);
+  const at::Tensor y = x * weight + hidden;
+  const CaptureRecord record = window.finish();
+  Snapshot snapshot = make_snapshot(record, {make_capture_epoch(registry, nullptr, record)});
+  Report report = check(snapshot);
+  EXPECT_EQ(report.summary.count(Verdict::kUnregistered), 1U);
+  EXPECT_EQ(report.summary.count(Verdict::kDangling), 0U);
+  ASSERT_EQ(report.findings.size(), 1U);
+  EXPECT_EQ(report.findings[0].address, address_of(hidden));
+  EXPECT_EQ(report.findings[0].owner, "aten:aten::add");
+  EXPECT_EQ(report.summary.count(Verdict::kRegistered), 1U);
+  EXPECT_EQ(report.summary.count(Verdict::kInput), 1U);
+
+  // Once the hidden tensor dies, a later epoch no longer lists it as an allocation.
+  hidden = at::Tensor();
+  snapshot.epochs.push_back(make_epoch("later", registry, nullptr, record));
+  CheckOptions options;
+  options.epoch = "later";
+  report = check(snapshot, options);
+  EXPECT_EQ(report.summary.count(Verdict::kDangling), 1U);
+}
+
+TEST(CaptureWindow, OneWindowPerThreadAndFinishOnce) {
+  CaptureWindow window;
+  EXPECT_THAT([] { CaptureWindow second; },
+              ::testing::ThrowsMessage<Error>(HasSubstr("already has an open capture window")));
+  (void)window.finish();
+  EXPECT_THAT([&] { (void)window.finish(); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("called twice")));
+  CaptureWindow after;  // the first one is closed: a new one may open
+  EXPECT_EQ(after.op_count(), 0U);
+}
+
+TEST(CaptureWindow, StopsRecordingAtFinish) {
+  CaptureWindow window;
+  (void)at::ones({2}).add(1);
+  const CaptureRecord record = window.finish();
+  const auto count = record.graph.nodes.size();
+  (void)at::ones({2}).add(1);
+  EXPECT_EQ(window.op_count(), 0U);  // moved out
+  EXPECT_GT(count, 0U);
+}
+
+TEST(CaptureWindow, SnapshotIsVersionOneFromTheAtenBackend) {
+  const at::Tensor a = at::ones({4});
+  CaptureWindow window;
+  window.declare_input("a", a);
+  (void)(a + 1);
+  const CaptureRecord record = window.finish();
+  Registry registry;
+  const Snapshot snapshot = make_snapshot(record, {make_capture_epoch(registry, nullptr, record)});
+  const Snapshot parsed = parse_snapshot(to_json(snapshot));
+  EXPECT_EQ(parsed.producer.backend, "aten");
+  EXPECT_EQ(parsed, snapshot);
+}
+
+}  // namespace
+}  // namespace graphcheck::libtorch
