@@ -1,0 +1,154 @@
+// CPU cost of the CUPTI callback path per graph node, through the fake driver: the same
+// callback sequence with graphcheck's handlers (capture, allocation tracking, launch hook)
+// and with none (the baseline: dispatch only).
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "cupti/backend.h"
+#include "cupti_fake/fake_driver.h"
+
+namespace graphcheck::cupti {
+namespace {
+
+using testing::FakeDriver;
+using testing::FakeNode;
+
+enum class Handlers : std::uint8_t { kNone, kGraphcheck };
+
+// A graph of `nodes` kernel nodes, each "k(const float* in, float* out, int n)" with two
+// pointers into one tracked allocation.
+struct Fixture {
+  explicit Fixture(int nodes, Handlers handlers, LaunchCheck launch = LaunchCheck::kOff) {
+    BackendOptions options;
+    options.session.launch_check = launch;
+    options.session.log = [](std::string_view) {};
+    backend = std::make_unique<Backend>(api, std::move(options));
+    dispatcher = handlers == Handlers::kNone ? &empty : &backend->dispatcher();
+    graph = api.add_graph(1);
+    const CUfunction kernel = api.add_function("k", {{0, 8}, {8, 8}, {16, 4}});
+    for (int i = 0; i < nodes; ++i) {
+      args.push_back({0x7f0000000000 + 256 * static_cast<std::uint64_t>(i), 0x7f0000100000, 64});
+    }
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      pointers.push_back({&args[i].in, &args[i].out, &args[i].n});
+      FakeNode node;
+      node.type = CU_GRAPH_NODE_TYPE_KERNEL;
+      node.id = i;
+      node.kernel.func = kernel;
+      node.kernel.kernelParams = pointers.back().data();
+      handles.push_back(api.add_node(graph, node));
+    }
+    exec = api.add_exec(2);
+    allocate(0x7f0000000000, 2 << 20);
+  }
+  void api_call(CUpti_CallbackId cbid, const void* params, CUpti_ApiCallbackSite site) {
+    CUpti_CallbackData data{};
+    data.callbackSite = site;
+    data.functionParams = params;
+    data.functionReturnValue = site == CUPTI_API_EXIT ? &success : nullptr;
+    dispatcher->on_callback(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+  }
+  void allocate(CUdeviceptr address, std::size_t size) {
+    CUdeviceptr out = address;
+    cuMemAlloc_v2_params params{&out, size};
+    api_call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &params, CUPTI_API_ENTER);
+    api_call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &params, CUPTI_API_EXIT);
+  }
+  // What CUPTI sends while a graph is captured and instantiated: one CREATED per node,
+  // GRAPHEXEC_CREATED, the instantiate EXIT (where the graph is read).
+  void capture_and_instantiate() {
+    for (CUgraphNode node : handles) {
+      CUpti_GraphData data{};
+      data.graph = graph;
+      data.node = node;
+      data.nodeType = CU_GRAPH_NODE_TYPE_KERNEL;
+      const CUpti_ResourceData resource{nullptr, {nullptr}, &data};
+      dispatcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+                              &resource);
+    }
+    CUpti_GraphData created{};
+    created.graph = graph;
+    created.graphExec = exec;
+    const CUpti_ResourceData resource{nullptr, {nullptr}, &created};
+    dispatcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
+                            &resource);
+    cuGraphInstantiateWithFlags_params params{&exec, graph, 0};
+    api_call(CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &params, CUPTI_API_EXIT);
+  }
+  void launch() {
+    cuGraphLaunch_params params{exec, nullptr};
+    api_call(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &params, CUPTI_API_ENTER);
+  }
+
+  struct Args {
+    std::uint64_t in;
+    std::uint64_t out;
+    std::int32_t n;
+  };
+  FakeDriver api;
+  std::unique_ptr<Backend> backend;
+  Dispatcher empty;
+  Dispatcher* dispatcher = nullptr;
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  std::vector<Args> args;
+  std::deque<std::vector<void*>> pointers;
+  std::vector<CUgraphNode> handles;
+  CUresult success = CUDA_SUCCESS;
+};
+
+void capture_path(benchmark::State& state, Handlers handlers) {
+  Fixture fixture(static_cast<int>(state.range(0)), handlers);
+  for (auto _ : state) {
+    fixture.capture_and_instantiate();
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  state.counters["ns_per_node"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * state.range(0)),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+void BM_CaptureCallbacks_Baseline(benchmark::State& state) { capture_path(state, Handlers::kNone); }
+void BM_CaptureCallbacks_Graphcheck(benchmark::State& state) {
+  capture_path(state, Handlers::kGraphcheck);
+}
+BENCHMARK(BM_CaptureCallbacks_Baseline)->Arg(100)->Arg(1000);
+BENCHMARK(BM_CaptureCallbacks_Graphcheck)->Arg(100)->Arg(1000);
+
+void alloc_path(benchmark::State& state, Handlers handlers) {
+  Fixture fixture(1, handlers);
+  CUdeviceptr address = 0x7f1000000000;
+  for (auto _ : state) {
+    fixture.allocate(address, 4096);
+    cuMemFree_v2_params params{address};
+    fixture.api_call(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &params, CUPTI_API_ENTER);
+    fixture.api_call(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &params, CUPTI_API_EXIT);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+void BM_AllocFreeCallbacks_Baseline(benchmark::State& state) { alloc_path(state, Handlers::kNone); }
+void BM_AllocFreeCallbacks_Graphcheck(benchmark::State& state) {
+  alloc_path(state, Handlers::kGraphcheck);
+}
+BENCHMARK(BM_AllocFreeCallbacks_Baseline);
+BENCHMARK(BM_AllocFreeCallbacks_Graphcheck);
+
+// A launch check in debug mode: one snapshot of the graph and the current state, checked.
+void BM_LaunchCheck(benchmark::State& state) {
+  Fixture fixture(static_cast<int>(state.range(0)), Handlers::kGraphcheck,
+                  LaunchCheck::kEveryLaunch);
+  fixture.capture_and_instantiate();
+  for (auto _ : state) {
+    fixture.launch();
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_LaunchCheck)->Arg(100)->Arg(1000);
+
+}  // namespace
+}  // namespace graphcheck::cupti
+
+BENCHMARK_MAIN();

@@ -1,0 +1,273 @@
+#include "cupti/allocation_tracker.h"
+
+#include <cuda.h>
+#include <cupti.h>  // also the *_params structs (generated_cuda_meta.h, unguarded)
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <execinfo.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+namespace graphcheck::cupti {
+namespace {
+
+constexpr CUpti_CallbackId kCallbacks[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree,
+    CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
+    CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
+    CUPTI_DRIVER_TRACE_CBID_cuMemMap,
+    CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
+};
+
+template <typename Params>
+const Params& as(const void* params) {
+  return *static_cast<const Params*>(params);
+}
+
+// Output pointers are read only after a successful call; a null output pointer (a caller
+// bug the driver rejected) reads as 0.
+Address out_address(const CUdeviceptr* pointer) {
+  return pointer == nullptr ? 0 : static_cast<Address>(*pointer);
+}
+
+bool skipped_module(const char* path, const char* self) {
+  if (path == nullptr) {
+    return true;
+  }
+  if (self != nullptr && std::string_view(path) == self) {
+    return true;
+  }
+  std::string_view name(path);
+  if (const auto slash = name.rfind('/'); slash != std::string_view::npos) {
+    name.remove_prefix(slash + 1);
+  }
+  for (const std::string_view prefix :
+       {"libcuda.", "libcudart", "libcupti", "libgraphcheck", "libc.so", "libstdc++"}) {
+    if (name.substr(0, prefix.size()) == prefix) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+namespace detail {
+
+std::string allocation_site() {
+  std::array<void*, 32> frames{};
+  const int count = ::backtrace(frames.data(), static_cast<int>(frames.size()));
+  Dl_info self{};
+  const char* self_path =
+      ::dladdr(reinterpret_cast<void*>(&allocation_site), &self) != 0 ? self.dli_fname : nullptr;
+  for (int i = 0; i < count; ++i) {
+    Dl_info info{};
+    if (::dladdr(frames[static_cast<std::size_t>(i)], &info) == 0 ||
+        skipped_module(info.dli_fname, self_path)) {
+      continue;
+    }
+    std::string_view module(info.dli_fname);
+    if (const auto slash = module.rfind('/'); slash != std::string_view::npos) {
+      module.remove_prefix(slash + 1);
+    }
+    std::string symbol = "?";
+    std::uintptr_t offset = reinterpret_cast<std::uintptr_t>(frames[static_cast<std::size_t>(i)]) -
+                            reinterpret_cast<std::uintptr_t>(info.dli_fbase);
+    if (info.dli_sname != nullptr) {
+      int status = 0;
+      const std::unique_ptr<char, decltype(&std::free)> demangled(
+          abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status), &std::free);
+      symbol = status == 0 && demangled ? demangled.get() : info.dli_sname;
+      offset = reinterpret_cast<std::uintptr_t>(frames[static_cast<std::size_t>(i)]) -
+               reinterpret_cast<std::uintptr_t>(info.dli_saddr);
+    }
+    std::array<char, 32> hex{};
+    std::snprintf(hex.data(), hex.size(), "+0x%zx", static_cast<std::size_t>(offset));
+    return " from " + std::string(module) + "(" + symbol + hex.data() + ")";
+  }
+  return "";
+}
+
+}  // namespace detail
+
+AllocationTracker::AllocationTracker(TrackerOptions options) : options_(options) {
+  table_.set_default_policy(options_.default_policy);
+}
+
+std::vector<CallbackId> AllocationTracker::callbacks() const {
+  std::vector<CallbackId> ids;
+  for (const CUpti_CallbackId cbid : kCallbacks) {
+    ids.push_back({CUPTI_CB_DOMAIN_DRIVER_API, cbid});
+  }
+  return ids;
+}
+
+void AllocationTracker::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                    const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || data == nullptr) {
+    return;
+  }
+  const auto& callback = *static_cast<const CUpti_CallbackData*>(data);
+  if (callback.functionParams == nullptr) {
+    return;
+  }
+  events_.fetch_add(1, std::memory_order_relaxed);
+  if (callback.callbackSite == CUPTI_API_ENTER) {
+    on_enter(cbid, callback.functionParams);
+    return;
+  }
+  const auto* result = static_cast<const CUresult*>(callback.functionReturnValue);
+  if (result != nullptr && *result != CUDA_SUCCESS) {
+    return;  // nothing was allocated or mapped
+  }
+  on_exit(cbid, callback.functionParams);
+}
+
+void AllocationTracker::on_enter(CUpti_CallbackId cbid, const void* params) {
+  const std::scoped_lock lock(mutex_);
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+      table_.remove(as<cuMemFree_v2_params>(params).dptr);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+      table_.remove(as<cuMemFreeAsync_params>(params).dptr);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+      table_.remove(as<cuMemFreeAsync_ptsz_params>(params).dptr);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree: {
+      const auto& p = as<cuMemAddressFree_params>(params);
+      table_.free_reservation(p.ptr, p.size);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemRelease:
+      table_.release_handle(as<cuMemRelease_params>(params).handle);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: {
+      const auto& p = as<cuMemUnmap_params>(params);
+      table_.unmap(p.ptr, p.size);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void AllocationTracker::on_exit(CUpti_CallbackId cbid, const void* params) {
+  // The site is taken before the lock: a backtrace is the slow part.
+  auto api_label = [&](std::string_view api) { return label(api); };
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
+      const auto& p = as<cuMemAlloc_v2_params>(params);
+      std::string text = api_label("cuMemAlloc_v2");
+      const std::scoped_lock lock(mutex_);
+      table_.add(out_address(p.dptr), p.bytesize, "default", std::move(text));
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
+      const auto& p = as<cuMemAllocPitch_v2_params>(params);
+      const std::uint64_t pitch = p.pPitch == nullptr ? p.WidthInBytes : *p.pPitch;
+      std::string text = api_label("cuMemAllocPitch_v2");
+      const std::scoped_lock lock(mutex_);
+      table_.add(out_address(p.dptr), pitch * p.Height, "default", std::move(text));
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
+      const auto& p = as<cuMemAllocManaged_params>(params);
+      std::string text = api_label("cuMemAllocManaged");
+      const std::scoped_lock lock(mutex_);
+      table_.add(out_address(p.dptr), p.bytesize, "managed", std::move(text));
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
+      // The two parameter structs have the same layout ({dptr, bytesize, hStream}).
+      const auto& p = as<cuMemAllocAsync_params>(params);
+      std::string text = api_label("cuMemAllocAsync");
+      const std::scoped_lock lock(mutex_);
+      table_.add(out_address(p.dptr), p.bytesize, "async", std::move(text));
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
+      const auto& p = as<cuMemAllocFromPoolAsync_params>(params);
+      std::string text = api_label("cuMemAllocFromPoolAsync");
+      const std::string pool = "async:" + format_address(reinterpret_cast<std::uintptr_t>(p.pool));
+      const std::scoped_lock lock(mutex_);
+      table_.add(out_address(p.dptr), p.bytesize, pool, std::move(text));
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve: {
+      const auto& p = as<cuMemAddressReserve_params>(params);
+      const std::scoped_lock lock(mutex_);
+      table_.reserve(out_address(p.ptr), p.size);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: {
+      const auto& p = as<cuMemCreate_params>(params);
+      const std::scoped_lock lock(mutex_);
+      table_.create_handle(p.handle == nullptr ? 0 : *p.handle, p.size);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
+      const auto& p = as<cuMemMap_params>(params);
+      std::string text = api_label("cuMemMap");
+      const std::scoped_lock lock(mutex_);
+      table_.map(p.ptr, p.size, p.handle, std::move(text));
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+std::string AllocationTracker::label(std::string_view api) {
+  std::uint64_t number = 0;
+  {
+    const std::scoped_lock lock(mutex_);
+    number = ++sequence_;
+  }
+  std::string text = std::string(api) + " #" + std::to_string(number);
+  if (options_.site == SiteCapture::kBacktrace) {
+    text += detail::allocation_site();
+  }
+  return text;
+}
+
+std::vector<Allocation> AllocationTracker::allocations() const {
+  const std::scoped_lock lock(mutex_);
+  return table_.allocations();
+}
+
+void AllocationTracker::tag_reservation(Address address, std::string_view pool,
+                                        RestorePolicy policy) {
+  const std::scoped_lock lock(mutex_);
+  table_.tag_reservation(address, pool, policy);
+}
+
+void AllocationTracker::mark_restored(Address begin, std::uint64_t size) {
+  const std::scoped_lock lock(mutex_);
+  table_.mark_restored(begin, size);
+}
+
+TableStats AllocationTracker::stats() const {
+  const std::scoped_lock lock(mutex_);
+  return table_.stats();
+}
+
+}  // namespace graphcheck::cupti

@@ -1,0 +1,132 @@
+// The checker session of the CUPTI backend: turns the live state (a span registry, the
+// allocation table, recorded graphs) into epochs, snapshots and reports, on demand or at
+// every graph launch (debug mode).
+#ifndef GRAPHCHECK_CUPTI_CHECKER_SESSION_H_
+#define GRAPHCHECK_CUPTI_CHECKER_SESSION_H_
+
+#include <graphcheck/checker.h>
+#include <graphcheck/epoch.h>
+#include <graphcheck/graph.h>
+#include <graphcheck/report.h>
+#include <graphcheck/snapshot.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cupti/status.h"
+
+namespace graphcheck::cupti {
+
+/// @brief What a check with findings does.
+enum class FindingPolicy : std::uint8_t {
+  kWarn,   ///< print the report and continue
+  kError,  ///< print the report, then act per `ErrorAction`
+};
+
+/// @brief What `FindingPolicy::kError` does after printing.
+enum class ErrorAction : std::uint8_t {
+  kReturnStatus,  ///< return a failing `Status` (library use; the caller decides)
+  kExitProcess,   ///< `std::_Exit(1)` (1 = findings, as the CLI's exit code)
+  kAbort,         ///< `std::abort()` (a core dump at the offending launch)
+};
+
+/// @brief Whether graph launches are checked (a debug mode: each check costs a snapshot).
+enum class LaunchCheck : std::uint8_t { kOff, kEveryLaunch };
+
+/// @brief Session settings.
+struct SessionOptions {
+  LaunchCheck launch_check = LaunchCheck::kOff;
+  FindingPolicy policy = FindingPolicy::kWarn;
+  ErrorAction error_action = ErrorAction::kReturnStatus;
+  std::vector<std::string> allow;  ///< allowlist globs (written into every snapshot)
+  /// When set, snapshots and reports are written there as `<file_prefix>-<tag>-....json`.
+  std::filesystem::path out_dir;
+  std::string file_prefix = "graphcheck";  ///< the injection library adds the pid
+  /// Where reports are printed; default: stderr.
+  std::function<void(std::string_view)> log;
+};
+
+/// @brief The state sources a session reads. Each is called under the session's lock.
+struct SessionSources {
+  /// The live allocations (the allocation table; more sources via `add_allocations`).
+  std::function<std::vector<Allocation>()> allocations;
+  /// Every recorded graph (epoch labels are assigned by the session; see
+  /// `note_graph_capture`).
+  std::function<std::vector<GraphRecord>()> graphs;
+  /// The record of the graph an exec handle launches, or nullopt when unknown.
+  std::function<std::optional<GraphRecord>(std::uint64_t exec)> graph_for_exec;
+};
+
+/// @brief Builds epochs, snapshots and reports from a span registry, allocations and graphs.
+///
+/// Epochs: `note_graph_capture` records a capture epoch ("capture", "capture.1", ...) when
+/// the state differs from the last one; `record_epoch` records a named moment
+/// ("after_wake"); a check adds the current state under its own label.
+/// Thread safety: every member may be called from any thread; a mutex serialises them.
+/// The sources are called under that mutex and must not call back into the session.
+class CheckerSession {
+ public:
+  CheckerSession(SessionOptions options, SessionSources sources);
+
+  /// @brief Replaces the span registry (parameters, buffers, runtime state, inputs).
+  void set_spans(std::vector<Span> spans);
+  /// @brief Adds another allocation source (the caching allocator's snapshot).
+  void add_allocations(std::function<std::vector<Allocation>()> source);
+
+  /// @brief Binds graph `graph_id` to a capture epoch of the current state, recording one
+  /// if the state changed since the last capture epoch. @return the epoch label.
+  std::string note_graph_capture(std::uint64_t graph_id);
+  /// @brief Records the current state as epoch `label` (made unique with ".1", ".2", ...).
+  /// @return the label used.
+  std::string record_epoch(std::string_view label);
+
+  /// @brief The recorded epochs, the current state as `current_label`, every graph, and the
+  /// allowlist; producer backend "cupti".
+  [[nodiscard]] Snapshot snapshot(std::string_view current_label = "now");
+  /// @brief Checks every graph in the current state (epoch `label`); prints the report when
+  /// it has findings and writes snapshot and report under `out_dir` when set.
+  /// @throws Error only for I/O failures writing to `out_dir`.
+  [[nodiscard]] Report check_now(std::string_view label = "now");
+  /// @brief Debug mode: checks the graph `exec` launches, at cuGraphLaunch entry. Never
+  /// throws. @return failing status on findings under `FindingPolicy::kError` with
+  /// `ErrorAction::kReturnStatus` (the other actions end the process); ok otherwise,
+  /// including when launch checks are off or the graph is unknown.
+  Status on_graph_launch(std::uint64_t exec) noexcept;
+
+  /// @brief Launch checks done and launch checks with findings.
+  [[nodiscard]] std::uint64_t launches_checked() const;
+  [[nodiscard]] std::uint64_t launches_with_findings() const;
+  [[nodiscard]] const SessionOptions& options() const { return options_; }
+
+ private:
+  [[nodiscard]] Epoch current_epoch_locked(std::string label) const;
+  [[nodiscard]] std::string unique_label_locked(std::string_view label) const;
+  [[nodiscard]] GraphRecord with_epoch_locked(GraphRecord graph) const;
+  [[nodiscard]] Snapshot snapshot_locked(std::string_view current_label) const;
+  void emit_locked(const Snapshot& snapshot, const Report& report, std::string_view tag);
+  void log(std::string_view text) const;
+
+  SessionOptions options_;
+  SessionSources sources_;
+  mutable std::mutex mutex_;
+  std::vector<Span> spans_;
+  std::vector<std::function<std::vector<Allocation>()>> extra_allocations_;
+  std::vector<Epoch> epochs_;                          // recorded, in order
+  std::optional<std::size_t> last_capture_;            // index into epochs_
+  std::map<std::uint64_t, std::string> graph_epochs_;  // graph id -> capture epoch label
+  std::uint64_t launches_checked_ = 0;
+  std::uint64_t launches_with_findings_ = 0;
+  std::set<std::string> used_tags_;  // file tags already written to out_dir
+};
+
+}  // namespace graphcheck::cupti
+
+#endif  // GRAPHCHECK_CUPTI_CHECKER_SESSION_H_

@@ -1,0 +1,370 @@
+// GraphCapture: callback routing, capture end and instantiate. Exec-graph updates are in
+// graph_capture_updates.cc.
+#include "cupti/graph_capture.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace graphcheck::cupti {
+namespace {
+
+// The graph this thread last read at a driver-level capture end. The runtime's
+// cudaStreamEndCapture calls cuStreamEndCapture inside, so its EXIT comes right after the
+// driver's for the same graph; this avoids reading the graph twice.
+thread_local CUgraph t_last_captured = nullptr;
+
+template <typename Params>
+const Params& params_of(const CUpti_CallbackData& data) {
+  return *static_cast<const Params*>(data.functionParams);
+}
+
+// Whether the call succeeded (functionReturnValue points at a CUresult or cudaError_t,
+// both 0 on success; it is only valid at EXIT).
+bool succeeded(const CUpti_CallbackData& data) {
+  return data.callbackSite == CUPTI_API_EXIT && data.functionReturnValue != nullptr &&
+         *static_cast<const int*>(data.functionReturnValue) == 0;
+}
+
+}  // namespace
+
+GraphCapture::GraphCapture(DriverApi& api, GraphCaptureOptions options)
+    : api_(api), epoch_(std::move(options.epoch)), reader_(api, tensor_maps_) {
+  pending_execs_.reserve(16);
+}
+
+std::vector<CallbackId> GraphCapture::callbacks() const {
+  std::vector<CallbackId> ids;
+  for (const CUpti_CallbackId cbid :
+       {CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING,
+        CUPTI_CBID_RESOURCE_GRAPH_CLONED, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+        CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
+        CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+        CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED, CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS}) {
+    ids.push_back({CUPTI_CB_DOMAIN_RESOURCE, cbid});
+  }
+  for (const CUpti_CallbackId cbid : {CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
+                                      CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemcpyNodeSetParams,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemsetNodeSetParams,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphExecChildGraphNodeSetParams,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2,
+                                      CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeTiled,
+                                      CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeIm2col,
+                                      CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeIm2colWide,
+                                      CUPTI_DRIVER_TRACE_CBID_cuTensorMapReplaceAddress}) {
+    ids.push_back({CUPTI_CB_DOMAIN_DRIVER_API, cbid});
+  }
+  for (const CUpti_CallbackId cbid :
+       {CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecUpdate_v10020}) {
+    ids.push_back({CUPTI_CB_DOMAIN_RUNTIME_API, cbid});
+  }
+  return ids;
+}
+
+void GraphCapture::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                               const void* data) {
+  switch (domain) {
+    case CUPTI_CB_DOMAIN_RESOURCE:
+      on_resource(cbid, *static_cast<const CUpti_ResourceData*>(data));
+      break;
+    case CUPTI_CB_DOMAIN_DRIVER_API:
+      on_driver_api(cbid, *static_cast<const CUpti_CallbackData*>(data));
+      break;
+    case CUPTI_CB_DOMAIN_RUNTIME_API:
+      on_runtime_api(cbid, *static_cast<const CUpti_CallbackData*>(data));
+      break;
+    default:
+      break;
+  }
+}
+
+void GraphCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& data) {
+  // Only handles and counters here: the CUPTI guide does not support driver calls inside
+  // callbacks, and these run inside every captured launch.
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
+    reader_.forget_kernels();  // function handles of the module may be reused
+    return;
+  }
+  const auto* graph = static_cast<const CUpti_GraphData*>(data.resourceDescriptor);
+  if (graph == nullptr) {
+    return;
+  }
+  switch (cbid) {
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
+      ++stats_.nodes_created;
+      break;
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED:
+      ++stats_.nodes_cloned;
+      break;
+    case CUPTI_CBID_RESOURCE_GRAPH_CLONED:
+      ++stats_.graphs_cloned;
+      break;
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING:
+      reader_.forget_node(graph->node);
+      break;
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
+      ++stats_.execs_created;
+      pending_execs_.emplace_back(graph->graphExec, graph->graph);
+      break;
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
+      ++stats_.execs_destroyed;
+      execs_.erase(graph->graphExec);
+      std::erase_if(pending_execs_, [&](const auto& p) { return p.first == graph->graphExec; });
+      break;
+    case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
+      captured_.erase(graph->graph);
+      std::erase_if(pending_execs_, [&](const auto& p) { return p.second == graph->graph; });
+      break;
+    case CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED:
+    case CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS:
+      ++stats_.node_update_events;  // the API EXIT of the setter carries the new parameters
+      break;
+    default:
+      break;
+  }
+}
+
+void GraphCapture::on_driver_api(CUpti_CallbackId cbid, const CUpti_CallbackData& data) {
+  if (!succeeded(data) || data.functionParams == nullptr) {
+    return;  // everything is read at EXIT, and only from calls that did what they said
+  }
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz: {
+      const auto& p = params_of<cuStreamEndCapture_params>(data);
+      if (p.phGraph != nullptr && *p.phGraph != nullptr) {
+        captured(*p.phGraph);
+        t_last_captured = *p.phGraph;
+      }
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate: {
+      const auto& p = params_of<cuGraphInstantiate_params>(data);
+      instantiated(p.phGraphExec != nullptr ? *p.phGraphExec : nullptr, p.hGraph);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2: {
+      const auto& p = params_of<cuGraphInstantiate_v2_params>(data);
+      instantiated(p.phGraphExec != nullptr ? *p.phGraphExec : nullptr, p.hGraph);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags: {
+      const auto& p = params_of<cuGraphInstantiateWithFlags_params>(data);
+      instantiated(p.phGraphExec != nullptr ? *p.phGraphExec : nullptr, p.hGraph);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: {
+      const auto& p = params_of<cuGraphInstantiateWithParams_params>(data);
+      instantiated(p.phGraphExec != nullptr ? *p.phGraphExec : nullptr, p.hGraph);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode: {
+      const auto& p = params_of<cuGraphAddNode_params>(data);
+      if (p.phGraphNode != nullptr && p.nodeParams != nullptr) {
+        conditional_added(*p.phGraphNode, *p.nodeParams);
+      }
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2: {
+      const auto& p = params_of<cuGraphAddNode_v2_params>(data);
+      if (p.phGraphNode != nullptr && p.nodeParams != nullptr) {
+        conditional_added(*p.phGraphNode, *p.nodeParams);
+      }
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeTiled:
+      tensor_map_encoded(params_of<cuTensorMapEncodeTiled_params>(data).tensorMap,
+                         params_of<cuTensorMapEncodeTiled_params>(data).globalAddress);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeIm2col:
+      tensor_map_encoded(params_of<cuTensorMapEncodeIm2col_params>(data).tensorMap,
+                         params_of<cuTensorMapEncodeIm2col_params>(data).globalAddress);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeIm2colWide:
+      tensor_map_encoded(params_of<cuTensorMapEncodeIm2colWide_params>(data).tensorMap,
+                         params_of<cuTensorMapEncodeIm2colWide_params>(data).globalAddress);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuTensorMapReplaceAddress:
+      tensor_map_encoded(params_of<cuTensorMapReplaceAddress_params>(data).tensorMap,
+                         params_of<cuTensorMapReplaceAddress_params>(data).globalAddress);
+      break;
+    default:
+      on_driver_exec_update(cbid, data);
+      break;
+  }
+}
+
+void GraphCapture::on_runtime_api(CUpti_CallbackId cbid, const CUpti_CallbackData& data) {
+  if (!succeeded(data) || data.functionParams == nullptr) {
+    return;
+  }
+  switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000: {
+      const auto& p = params_of<cudaStreamEndCapture_v10000_params>(data);
+      if (p.pGraph != nullptr && *p.pGraph != nullptr && *p.pGraph != t_last_captured) {
+        captured(*p.pGraph);  // no driver-level EXIT was seen for it
+      }
+      t_last_captured = nullptr;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000: {
+      const auto& p = params_of<cudaGraphInstantiate_v12000_params>(data);
+      instantiated(p.pGraphExec != nullptr ? *p.pGraphExec : nullptr, p.graph);
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040: {
+      const auto& p = params_of<cudaGraphInstantiateWithFlags_v11040_params>(data);
+      instantiated(p.pGraphExec != nullptr ? *p.pGraphExec : nullptr, p.graph);
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000: {
+      const auto& p = params_of<cudaGraphInstantiateWithParams_v12000_params>(data);
+      instantiated(p.pGraphExec != nullptr ? *p.pGraphExec : nullptr, p.graph);
+      break;
+    }
+    default:
+      on_runtime_exec_update(cbid, data);
+      break;
+  }
+}
+
+void GraphCapture::captured(CUgraph graph) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  std::uint32_t id = 0;
+  GRAPHCHECK_CUPTI_CHECK(api_, cupti_get_graph_id(graph, &id));
+  auto record = std::make_shared<GraphRecord>();
+  record->id = id;
+  record->epoch = epoch_;
+  record->nodes = reader_.read(graph, nullptr);
+  captured_[graph] = std::move(record);
+  ++stats_.graphs_walked;
+}
+
+void GraphCapture::instantiated(CUgraphExec exec, CUgraph graph) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (exec != nullptr && graph != nullptr) {
+    instantiated_locked(exec, graph);
+  }
+  // Exec graphs announced by GRAPHEXEC_CREATED but made by an instantiate variant not
+  // intercepted above; their templates are alive (destroy callbacks drop them).
+  while (!pending_execs_.empty()) {
+    const auto [pending_exec, pending_graph] = pending_execs_.back();
+    pending_execs_.pop_back();
+    instantiated_locked(pending_exec, pending_graph);
+  }
+}
+
+void GraphCapture::instantiated_locked(CUgraphExec exec, CUgraph graph) {
+  std::erase_if(pending_execs_, [&](const auto& p) { return p.first == exec; });
+  if (execs_.contains(exec)) {
+    return;  // the driver-level EXIT inside a runtime instantiate already read it
+  }
+  std::uint32_t id = 0;
+  GRAPHCHECK_CUPTI_CHECK(api_, cupti_get_graph_exec_id(exec, &id));
+  ExecState state;
+  state.source = graph;
+  auto record = std::make_shared<GraphRecord>();
+  record->id = id;
+  record->epoch = epoch_;
+  record->nodes = reader_.read(graph, &state.index);
+  state.record = std::move(record);
+  execs_[exec] = std::move(state);
+  ++stats_.graphs_walked;
+}
+
+void GraphCapture::conditional_added(CUgraphNode node, const CUgraphNodeParams& params) {
+  if (params.type != CU_GRAPH_NODE_TYPE_CONDITIONAL || node == nullptr) {
+    return;
+  }
+  const CUDA_CONDITIONAL_NODE_PARAMS& conditional = params.conditional;
+  std::vector<CUgraph> bodies;
+  if (conditional.phGraph_out != nullptr) {
+    bodies.assign(conditional.phGraph_out, conditional.phGraph_out + conditional.size);
+  }
+  const std::lock_guard<std::mutex> lock(mutex_);
+  reader_.set_conditional_bodies(node, std::move(bodies));
+}
+
+void GraphCapture::tensor_map_encoded(const CUtensorMap* map, const void* global) {
+  if (map == nullptr) {
+    return;
+  }
+  static_assert(sizeof(CUtensorMap) == TensorMapTable::kDescriptorSize);
+  const std::lock_guard<std::mutex> lock(mutex_);
+  tensor_maps_.record(map, reinterpret_cast<Address>(global));
+  ++stats_.tensor_maps;
+}
+
+std::shared_ptr<const GraphRecord> GraphCapture::exec_graph(CUgraphExec exec) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = execs_.find(exec);
+  return found == execs_.end() ? nullptr : found->second.record;
+}
+
+std::vector<std::shared_ptr<const GraphRecord>> GraphCapture::exec_graphs() const {
+  std::vector<std::shared_ptr<const GraphRecord>> out;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [exec, state] : execs_) {
+      out.push_back(state.record);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->id < b->id; });
+  return out;
+}
+
+std::vector<std::shared_ptr<const GraphRecord>> GraphCapture::captured_graphs() const {
+  std::vector<std::shared_ptr<const GraphRecord>> out;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [graph, record] : captured_) {
+      out.push_back(record);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->id < b->id; });
+  return out;
+}
+
+GraphRecord GraphCapture::read_graph(CUgraph graph, std::uint64_t id) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  GraphRecord record;
+  record.id = id;
+  record.epoch = epoch_;
+  record.nodes = reader_.read(graph, nullptr);
+  return record;
+}
+
+void GraphCapture::set_epoch(std::string label) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  epoch_ = std::move(label);
+}
+
+GraphCaptureStats GraphCapture::stats() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+}  // namespace graphcheck::cupti

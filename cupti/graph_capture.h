@@ -1,0 +1,135 @@
+// Graph capture through CUPTI: which graphs exist, what each node of them reads and writes.
+#ifndef GRAPHCHECK_CUPTI_GRAPH_CAPTURE_H_
+#define GRAPHCHECK_CUPTI_GRAPH_CAPTURE_H_
+
+#include <cuda.h>
+#include <cupti.h>
+#include <graphcheck/graph.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cupti/dispatcher.h"
+#include "cupti/driver_api.h"
+#include "cupti/graph_reader.h"
+#include "cupti/tensor_maps.h"
+
+namespace graphcheck::cupti {
+
+/// @brief Options of a `GraphCapture`.
+struct GraphCaptureOptions {
+  /// The epoch label new records get (`GraphRecord::epoch`); see `set_epoch`.
+  std::string epoch = "capture";
+};
+
+/// @brief Counters, for tests, docs and the GPU check ("did CUPTI send what we expect?").
+struct GraphCaptureStats {
+  std::uint64_t nodes_created = 0;    ///< GRAPHNODE_CREATED callbacks
+  std::uint64_t nodes_cloned = 0;     ///< GRAPHNODE_CLONED callbacks
+  std::uint64_t graphs_cloned = 0;    ///< GRAPH_CLONED callbacks
+  std::uint64_t execs_created = 0;    ///< GRAPHEXEC_CREATED callbacks
+  std::uint64_t execs_destroyed = 0;  ///< GRAPHEXEC_DESTROY_STARTING callbacks
+  std::uint64_t graphs_walked = 0;    ///< template graphs read (capture end, instantiate)
+  std::uint64_t exec_updates = 0;     ///< exec-graph parameter updates applied
+  std::uint64_t node_update_events =
+      0;                          ///< resource callbacks 22/23 (GRAPH_NODE_UPDATED/SET_PARAMS)
+  std::uint64_t tensor_maps = 0;  ///< cuTensorMapEncode*/ReplaceAddress calls recorded
+};
+
+/// @brief Builds a `GraphRecord` for every captured and every instantiated CUDA graph.
+///
+/// How (see docs/cupti.md): resource callbacks only note handles (nodes created or cloned,
+/// exec graphs created or destroyed). At the API EXIT of stream-capture end
+/// (cuStreamEndCapture, cudaStreamEndCapture) the captured graph is read; at the API EXIT of
+/// every instantiate call (cuGraphInstantiate*, cudaGraphInstantiate*) the template graph,
+/// still alive there even when PyTorch destroys it right after, is read again into the exec
+/// graph's record. Conditional bodies are noted at cuGraphAddNode EXIT. Updates of an
+/// instantiated graph (cuGraphExecKernelNodeSetParams, cuGraphExecNodeSetParams,
+/// cuGraphExecMemcpy/MemsetNodeSetParams, cuGraphExecChildGraphNodeSetParams,
+/// cuGraphExecUpdate and the runtime forms) are applied at their API EXIT when they return
+/// success, from the parameters the caller passed (still valid inside the call; the template
+/// node keeps its old parameters, and there is no getter for an exec node's parameters).
+/// TMA descriptors from cuTensorMapEncode*/cuTensorMapReplaceAddress are remembered so a
+/// kernel argument holding one gets an operand "param[i]+off:tensor_map" for its address.
+///
+/// Record ids: an exec graph's record has CUPTI's graph-exec id (`cuptiGetGraphExecId`), a
+/// captured graph's record CUPTI's graph id; node ids are `cuptiGetGraphNodeId` of the
+/// template node. Records are immutable once published (an update publishes a new one).
+///
+/// Thread safety: all methods may be called from any thread; state is guarded by a mutex
+/// that no per-launch callback takes (this handler enables no launch callbacks).
+/// Lifetime: `api` must outlive this object.
+class GraphCapture final : public CallbackHandler {
+ public:
+  explicit GraphCapture(DriverApi& api, GraphCaptureOptions options = {});
+
+  [[nodiscard]] std::vector<CallbackId> callbacks() const override;
+  void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) override;
+
+  /// @brief The record of a live exec graph, or null if it was not seen being instantiated.
+  [[nodiscard]] std::shared_ptr<const GraphRecord> exec_graph(CUgraphExec exec) const;
+  /// @brief Records of all live exec graphs, by ascending id.
+  [[nodiscard]] std::vector<std::shared_ptr<const GraphRecord>> exec_graphs() const;
+  /// @brief Records of captured (template) graphs not yet destroyed, by ascending id.
+  [[nodiscard]] std::vector<std::shared_ptr<const GraphRecord>> captured_graphs() const;
+
+  /// @brief Reads `graph` now (late attach, `keep_graph=True` users, tests); throws
+  /// `graphcheck::Error` naming the failing driver call.
+  [[nodiscard]] GraphRecord read_graph(CUgraph graph, std::uint64_t id);
+
+  /// @brief The epoch label later records get (earlier records keep theirs).
+  void set_epoch(std::string label);
+  [[nodiscard]] GraphCaptureStats stats() const;
+
+ private:
+  struct ExecState {
+    CUgraph source = nullptr;  // template graph it was instantiated from (may be destroyed)
+    std::shared_ptr<const GraphRecord> record;
+    NodeIndex index;  // template node -> position in record->nodes
+  };
+
+  void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& data);
+  void on_driver_api(CUpti_CallbackId cbid, const CUpti_CallbackData& data);
+  void on_runtime_api(CUpti_CallbackId cbid, const CUpti_CallbackData& data);
+  // graph_capture_updates.cc: updates of instantiated graphs (driver and runtime forms).
+  void on_driver_exec_update(CUpti_CallbackId cbid, const CUpti_CallbackData& data);
+  void on_runtime_exec_update(CUpti_CallbackId cbid, const CUpti_CallbackData& data);
+
+  void captured(CUgraph graph);
+  void instantiated(CUgraphExec exec, CUgraph graph);
+  void instantiated_locked(CUgraphExec exec, CUgraph graph);
+  void tensor_map_encoded(const CUtensorMap* map, const void* global);
+  void conditional_added(CUgraphNode node, const CUgraphNodeParams& params);
+  void exec_updated(CUgraphExec exec, CUgraph graph);
+  void exec_kernel_updated(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p,
+                           LayoutSource layout);
+  void exec_memcpy_updated(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D& copy);
+  void exec_memset_updated(CUgraphExec exec, CUgraphNode node,
+                           const CUDA_MEMSET_NODE_PARAMS& memset);
+  void exec_child_updated(CUgraphExec exec, CUgraphNode node, CUgraph child);
+  // Replaces one node of an exec record (copy-on-write); `update` edits the copy.
+  template <typename Update>
+  void update_exec_node(CUgraphExec exec, CUgraphNode node, Update&& update);
+
+  DriverApi& api_;
+  mutable std::mutex mutex_;
+  std::string epoch_;
+  GraphReader reader_;
+  TensorMapTable tensor_maps_;
+  std::unordered_map<CUgraph, std::shared_ptr<const GraphRecord>> captured_;
+  std::unordered_map<CUgraphExec, ExecState> execs_;
+  // (exec, template) pairs from GRAPHEXEC_CREATED, read at the next instantiate EXIT (so an
+  // instantiate variant this handler does not intercept is still caught); dropped when
+  // either handle is destroyed first.
+  std::vector<std::pair<CUgraphExec, CUgraph>> pending_execs_;
+  GraphCaptureStats stats_;
+};
+
+}  // namespace graphcheck::cupti
+
+#endif  // GRAPHCHECK_CUPTI_GRAPH_CAPTURE_H_

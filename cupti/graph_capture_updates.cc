@@ -1,0 +1,273 @@
+// GraphCapture: updates of instantiated graphs. There is no getter for an exec node's
+// parameters and the template node keeps its old ones, so each setter's own arguments are
+// read at its API EXIT (still valid there: the call has not returned to its caller), and
+// only when it returned success, so a rejected update never changes a record.
+#include <graphcheck/error.h>
+
+#include <string>
+#include <utility>
+
+#include "cupti/graph_capture.h"
+
+namespace graphcheck::cupti {
+namespace {
+
+template <typename Params>
+const Params& params_of(const CUpti_CallbackData& data) {
+  return *static_cast<const Params*>(data.functionParams);
+}
+
+bool succeeded(const CUpti_CallbackData& data) {
+  return data.callbackSite == CUPTI_API_EXIT && data.functionReturnValue != nullptr &&
+         *static_cast<const int*>(data.functionReturnValue) == 0;
+}
+
+// The node at `path` (see NodeLocation) in `nodes`, or null if the path does not fit.
+Node* locate(NodeList& nodes, const std::vector<std::uint32_t>& path) {
+  if (path.empty() || path[0] >= nodes.size()) {
+    return nullptr;
+  }
+  Node* node = &nodes[path[0]];
+  for (std::size_t k = 1; k + 1 < path.size(); k += 2) {
+    if (path[k] >= node->bodies.size() || path[k + 1] >= node->bodies[path[k]].size()) {
+      return nullptr;
+    }
+    node = &node->bodies[path[k]][path[k + 1]];
+  }
+  return node;
+}
+
+// The runtime's kernel parameters carry a host stub as `func`, not a CUfunction: keep only
+// the argument pointers; the layout comes from the node's previous kernel.
+template <typename RuntimeKernelParams>
+CUDA_KERNEL_NODE_PARAMS from_runtime(const RuntimeKernelParams& params) {
+  CUDA_KERNEL_NODE_PARAMS out{};
+  out.kernelParams = params.kernelParams;
+  out.extra = params.extra;
+  return out;
+}
+
+template <typename DriverKernelParams>
+CUDA_KERNEL_NODE_PARAMS from_driver(const DriverKernelParams& params) {
+  CUDA_KERNEL_NODE_PARAMS out{};
+  out.func = params.func;
+  out.kernelParams = params.kernelParams;
+  out.extra = params.extra;
+  return out;
+}
+
+}  // namespace
+
+void GraphCapture::on_driver_exec_update(CUpti_CallbackId cbid, const CUpti_CallbackData& data) {
+  if (!succeeded(data) || data.functionParams == nullptr) {
+    return;
+  }
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams: {
+      const auto& p = params_of<cuGraphExecKernelNodeSetParams_params>(data);  // v1 struct
+      if (p.nodeParams != nullptr) {
+        exec_kernel_updated(p.hGraphExec, p.hNode, from_driver(*p.nodeParams),
+                            LayoutSource::kFromParams);
+      }
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2: {
+      const auto& p = params_of<cuGraphExecKernelNodeSetParams_v2_params>(data);
+      if (p.nodeParams != nullptr) {
+        exec_kernel_updated(p.hGraphExec, p.hNode, *p.nodeParams, LayoutSource::kFromParams);
+      }
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams: {
+      const auto& p = params_of<cuGraphExecNodeSetParams_params>(data);
+      if (p.nodeParams == nullptr) {
+        break;
+      }
+      const CUgraphNodeParams& params = *p.nodeParams;
+      switch (params.type) {
+        case CU_GRAPH_NODE_TYPE_KERNEL: {
+          CUDA_KERNEL_NODE_PARAMS kernel = from_driver(params.kernel);
+          kernel.kern = params.kernel.kern;
+          kernel.ctx = params.kernel.ctx;
+          exec_kernel_updated(p.hGraphExec, p.hNode, kernel, LayoutSource::kFromParams);
+          break;
+        }
+        case CU_GRAPH_NODE_TYPE_MEMCPY:
+          exec_memcpy_updated(p.hGraphExec, p.hNode, params.memcpy.copyParams);
+          break;
+        case CU_GRAPH_NODE_TYPE_MEMSET: {
+          CUDA_MEMSET_NODE_PARAMS memset{};
+          memset.dst = params.memset.dst;
+          memset.pitch = params.memset.pitch;
+          memset.value = params.memset.value;
+          memset.elementSize = params.memset.elementSize;
+          memset.width = params.memset.width;
+          memset.height = params.memset.height;
+          exec_memset_updated(p.hGraphExec, p.hNode, memset);
+          break;
+        }
+        case CU_GRAPH_NODE_TYPE_GRAPH:
+          exec_child_updated(p.hGraphExec, p.hNode, params.graph.graph);
+          break;
+        default:
+          break;  // no address operands graphcheck reads
+      }
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemcpyNodeSetParams: {
+      const auto& p = params_of<cuGraphExecMemcpyNodeSetParams_params>(data);
+      if (p.copyParams != nullptr) {
+        exec_memcpy_updated(p.hGraphExec, p.hNode, *p.copyParams);
+      }
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemsetNodeSetParams: {
+      const auto& p = params_of<cuGraphExecMemsetNodeSetParams_params>(data);
+      if (p.memsetParams != nullptr) {
+        exec_memset_updated(p.hGraphExec, p.hNode, *p.memsetParams);
+      }
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecChildGraphNodeSetParams: {
+      const auto& p = params_of<cuGraphExecChildGraphNodeSetParams_params>(data);
+      exec_child_updated(p.hGraphExec, p.hNode, p.childGraph);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate: {
+      const auto& p = params_of<cuGraphExecUpdate_params>(data);
+      exec_updated(p.hGraphExec, p.hGraph);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2: {
+      const auto& p = params_of<cuGraphExecUpdate_v2_params>(data);
+      exec_updated(p.hGraphExec, p.hGraph);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void GraphCapture::on_runtime_exec_update(CUpti_CallbackId cbid, const CUpti_CallbackData& data) {
+  if (!succeeded(data) || data.functionParams == nullptr) {
+    return;
+  }
+  // The runtime forwards these to the driver calls above, whose EXIT normally comes first
+  // and already applied them; applying again is idempotent and covers the case where CUPTI
+  // reports only the runtime call.
+  switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010: {
+      const auto& p = params_of<cudaGraphExecKernelNodeSetParams_v10010_params>(data);
+      if (p.pNodeParams != nullptr) {
+        exec_kernel_updated(p.hGraphExec, p.node, from_runtime(*p.pNodeParams),
+                            LayoutSource::kFromPreviousNode);
+      }
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020: {
+      const auto& p = params_of<cudaGraphExecNodeSetParams_v12020_params>(data);
+      if (p.nodeParams != nullptr && p.nodeParams->type == cudaGraphNodeTypeKernel) {
+        exec_kernel_updated(p.graphExec, p.node, from_runtime(p.nodeParams->kernel),
+                            LayoutSource::kFromPreviousNode);
+      }
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecUpdate_v10020: {
+      const auto& p = params_of<cudaGraphExecUpdate_v10020_params>(data);
+      exec_updated(p.hGraphExec, p.hGraph);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+template <typename Update>
+void GraphCapture::update_exec_node(CUgraphExec exec, CUgraphNode node, Update&& update) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = execs_.find(exec);
+  if (found == execs_.end()) {
+    return;  // instantiated while graphcheck was not enabled: nothing recorded to update
+  }
+  ExecState& state = found->second;
+  const auto at = state.index.find(node);
+  Node* target = nullptr;
+  // Copy on write: readers holding the old record keep a consistent one.
+  auto copy = std::make_shared<GraphRecord>(*state.record);
+  if (at != state.index.end()) {
+    target = locate(copy->nodes, at->second.path);
+  }
+  if (target == nullptr) {
+    throw Error("graphcheck: exec graph " + std::to_string(state.record->id) +
+                " had a node updated that its record does not hold (a conditional body created "
+                "before graphcheck was enabled?); that node's addresses in the record are stale");
+  }
+  update(*target, at->second);
+  state.record = std::move(copy);
+  ++stats_.exec_updates;
+}
+
+void GraphCapture::exec_kernel_updated(CUgraphExec exec, CUgraphNode node,
+                                       const CUDA_KERNEL_NODE_PARAMS& p, LayoutSource layout) {
+  update_exec_node(exec, node, [&](Node& target, NodeLocation& location) {
+    KernelHandle handle = location.kernel;
+    if (layout == LayoutSource::kFromParams) {
+      handle = p.func != nullptr ? KernelHandle{p.func, nullptr} : KernelHandle{nullptr, p.kern};
+    }
+    Node fresh = reader_.read_kernel(p, handle);
+    fresh.id = target.id;
+    target = std::move(fresh);
+    location.kernel = handle;
+  });
+}
+
+void GraphCapture::exec_memcpy_updated(CUgraphExec exec, CUgraphNode node,
+                                       const CUDA_MEMCPY3D& copy) {
+  update_exec_node(exec, node, [&](Node& target, NodeLocation& /*location*/) {
+    target.operands = reader_.memcpy_operands(copy);
+  });
+}
+
+void GraphCapture::exec_memset_updated(CUgraphExec exec, CUgraphNode node,
+                                       const CUDA_MEMSET_NODE_PARAMS& memset) {
+  update_exec_node(exec, node, [&](Node& target, NodeLocation& /*location*/) {
+    target.operands = {GraphReader::memset_operand(memset)};
+  });
+}
+
+void GraphCapture::exec_child_updated(CUgraphExec exec, CUgraphNode node, CUgraph child) {
+  if (child == nullptr) {
+    return;
+  }
+  update_exec_node(exec, node, [&](Node& target, NodeLocation& /*location*/) {
+    // The new child graph's nodes are not in the exec graph's index; later updates address
+    // the nodes the exec graph was instantiated with, which keep their old paths.
+    target.bodies.assign(1, reader_.read(child, nullptr));
+  });
+}
+
+void GraphCapture::exec_updated(CUgraphExec exec, CUgraph graph) {
+  if (graph == nullptr) {
+    return;
+  }
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = execs_.find(exec);
+  if (found == execs_.end()) {
+    return;
+  }
+  ExecState& state = found->second;
+  NodeIndex index;
+  auto record = std::make_shared<GraphRecord>();
+  record->id = state.record->id;
+  record->epoch = epoch_;
+  record->nodes = reader_.read(graph, &index);
+  // cuGraphExecUpdate keeps the exec graph's node identities but takes parameters from
+  // `graph`; later per-node setters name nodes of `graph` (the docs require the same
+  // topology), so the index is replaced too.
+  state.record = std::move(record);
+  state.index = std::move(index);
+  state.source = graph;
+  ++stats_.exec_updates;
+}
+
+}  // namespace graphcheck::cupti

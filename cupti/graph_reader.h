@@ -1,0 +1,94 @@
+// Reads a CUDA graph's nodes through the driver into graphcheck::Node values.
+#ifndef GRAPHCHECK_CUPTI_GRAPH_READER_H_
+#define GRAPHCHECK_CUPTI_GRAPH_READER_H_
+
+#include <cuda.h>
+#include <graphcheck/graph.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cupti/driver_api.h"
+#include "cupti/tensor_maps.h"
+
+namespace graphcheck::cupti {
+
+/// @brief A kernel's argument layout: (offset, size) per argument as cuFuncGetParamInfo /
+/// cuKernelGetParamInfo report it, and its (demangled where possible) name.
+struct KernelLayout {
+  std::string name;
+  std::vector<std::pair<std::size_t, std::size_t>> params;  // (offset, size)
+};
+
+/// @brief The kernel a node launches: `func` if set, else `kern` (CUDA_KERNEL_NODE_PARAMS).
+struct KernelHandle {
+  CUfunction func = nullptr;
+  CUkernel kern = nullptr;
+  friend bool operator==(const KernelHandle&, const KernelHandle&) = default;
+};
+
+/// @brief Where a node sits in a record: indices through `Node::bodies` (`path[0]` in the
+/// top-level list, then body index and node index pairs), and the kernel it launched.
+struct NodeLocation {
+  std::vector<std::uint32_t> path;
+  KernelHandle kernel;
+};
+/// @brief Template node handle -> its location in a record (for exec-graph updates).
+using NodeIndex = std::unordered_map<CUgraphNode, NodeLocation>;
+
+/// @brief Where a kernel update's argument layout comes from.
+enum class LayoutSource : std::uint8_t {
+  kFromParams,        ///< the func/kern in the new parameters (driver API forms)
+  kFromPreviousNode,  ///< the node's previous kernel (runtime forms: func is a host stub)
+};
+
+/// @brief Walks graphs and decodes node parameters. Kernel layouts are cached per
+/// function handle (`forget_kernels()` on module unload).
+///
+/// Kernel arguments: each argument's bytes are copied from `kernelParams[i]` (size from
+/// the layout) or from the packed `extra` buffer (CU_LAUNCH_PARAM_BUFFER_POINTER/_SIZE, at
+/// the layout's offsets); every 128-byte window at a 64-byte-aligned offset of an argument
+/// that matches a recorded TMA descriptor adds an operand "param[i]+<off>:tensor_map".
+/// Memcpy: device or unified operands become "src" (read) / "dst" (write) with their
+/// extent (x + y*pitch + z*height*pitch ...); host and array operands are skipped (unified
+/// ones that cuPointerGetAttribute says are host memory too). Memset: "dst" (write).
+/// Mem alloc: "alloc". Mem free: "dptr" (size 0). Child graphs and conditional bodies
+/// (when registered with `set_conditional_bodies`) are read recursively.
+/// Thread safety: none; the owner serializes. Failing driver calls throw graphcheck::Error.
+class GraphReader {
+ public:
+  GraphReader(DriverApi& api, const TensorMapTable& tensor_maps);
+
+  /// @brief Reads every node of `graph` (recursively); fills `index` if not null.
+  [[nodiscard]] NodeList read(CUgraph graph, NodeIndex* index);
+  /// @brief A kernel node from its parameter struct (id left 0).
+  [[nodiscard]] Node read_kernel(const CUDA_KERNEL_NODE_PARAMS& params,
+                                 const KernelHandle& layout_of);
+  [[nodiscard]] std::vector<Operand> memcpy_operands(const CUDA_MEMCPY3D& copy);
+  [[nodiscard]] static Operand memset_operand(const CUDA_MEMSET_NODE_PARAMS& memset);
+
+  void set_conditional_bodies(CUgraphNode node, std::vector<CUgraph> bodies);
+  /// @brief Drops what is known about `node` (it is being destroyed; handles are reused).
+  void forget_node(CUgraphNode node) { conditional_bodies_.erase(node); }
+  void forget_kernels() { layouts_.clear(); }
+
+ private:
+  void read_into(CUgraph graph, NodeList& out, NodeIndex* index, std::vector<std::uint32_t>& path,
+                 int depth);
+  Node read_node(CUgraphNode node, NodeIndex* index, std::vector<std::uint32_t>& path, int depth,
+                 KernelHandle& kernel);
+  const KernelLayout& layout(const KernelHandle& kernel);
+  void add_tensor_map_operands(Node& node) const;
+
+  DriverApi& api_;
+  const TensorMapTable& tensor_maps_;
+  std::unordered_map<const void*, KernelLayout> layouts_;
+  std::unordered_map<CUgraphNode, std::vector<CUgraph>> conditional_bodies_;
+};
+
+}  // namespace graphcheck::cupti
+
+#endif  // GRAPHCHECK_CUPTI_GRAPH_READER_H_

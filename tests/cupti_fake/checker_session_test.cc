@@ -1,0 +1,285 @@
+// The checker session: capture epochs, on-demand checks through a VMM sleep/wake story,
+// launch checks under warn and error policies, and snapshot/report output.
+#include "cupti/checker_session.h"
+
+#include <gmock/gmock.h>
+#include <graphcheck/error.h>
+#include <graphcheck/report.h>
+#include <graphcheck/snapshot.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "cupti/allocation_tracker.h"
+#include "cupti_fake/callback_data.h"
+
+namespace graphcheck::cupti {
+namespace {
+
+using testing::drive;
+using ::testing::HasSubstr;
+
+constexpr Address kWeights = 0x7f0000000000;
+constexpr std::uint64_t kTwoMiB = 2 << 20;
+constexpr Address kWorkspace = kWeights + 0x100000;  // second half: no span covers it
+constexpr std::uint64_t kExec = 0x5000;
+
+KernelParam pointer_param(std::uint64_t offset, Address address) {
+  KernelParam param;
+  param.offset = offset;
+  for (int byte = 0; byte < 8; ++byte) {
+    param.bytes.push_back(static_cast<std::uint8_t>(address >> (8 * byte)));
+  }
+  return param;
+}
+
+// A kernel "gemm(weight, workspace)" whose arguments point into the weights mapping.
+GraphRecord fabricated_graph() {
+  GraphRecord graph;
+  graph.id = 7;
+  graph.epoch = "capture";
+  Node node;
+  node.id = 0;
+  node.type = NodeType::kKernel;
+  node.name = "gemm";
+  node.params = {pointer_param(0, kWeights + 64), pointer_param(8, kWorkspace + 16)};
+  graph.nodes.push_back(node);
+  return graph;
+}
+
+class CheckerSessionTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<CheckerSession> make_session(SessionOptions options) {
+    SessionSources sources;
+    sources.allocations = [this] { return tracker_.allocations(); };
+    sources.graphs = [] { return std::vector<GraphRecord>{fabricated_graph()}; };
+    sources.graph_for_exec = [](std::uint64_t exec) -> std::optional<GraphRecord> {
+      if (exec != kExec) {
+        return std::nullopt;
+      }
+      return fabricated_graph();
+    };
+    if (!options.log) {
+      options.log = [this](std::string_view text) { log_ << text; };
+    }
+    auto session = std::make_unique<CheckerSession>(std::move(options), std::move(sources));
+    session->set_spans({Span{kWeights, 0x100000, OwnerKind::kParameter, "layers.0.weight", ""}});
+    return session;
+  }
+  void map_weights(CUmemGenericAllocationHandle handle) {
+    CUmemGenericAllocationHandle out = handle;
+    drive(tracker_, CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
+          cuMemCreate_params{&out, kTwoMiB, nullptr, 0});
+    drive(tracker_, CUPTI_DRIVER_TRACE_CBID_cuMemMap,
+          cuMemMap_params{kWeights, kTwoMiB, 0, handle, 0});
+  }
+  void reserve_and_map() {
+    CUdeviceptr out = kWeights;
+    drive(tracker_, CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve,
+          cuMemAddressReserve_params{&out, kTwoMiB, 0, 0, 0});
+    map_weights(1);
+  }
+  void sleep() {
+    drive(tracker_, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, cuMemUnmap_params{kWeights, kTwoMiB});
+  }
+  static std::optional<Verdict> verdict_at(const Report& report, Address address) {
+    for (const Finding& finding : report.findings) {
+      if (finding.address == address) {
+        return finding.verdict;
+      }
+    }
+    return std::nullopt;
+  }
+
+  AllocationTracker tracker_;
+  std::ostringstream log_;
+};
+
+TEST_F(CheckerSessionTest, CaptureEpochIsSharedUntilTheStateChanges) {
+  reserve_and_map();
+  auto session = make_session({});
+  EXPECT_EQ(session->note_graph_capture(1), "capture");
+  EXPECT_EQ(session->note_graph_capture(2), "capture");
+  CUdeviceptr out = 0x9000000;
+  drive(tracker_, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, cuMemAlloc_v2_params{&out, 64});
+  EXPECT_EQ(session->note_graph_capture(3), "capture.1");
+}
+
+TEST_F(CheckerSessionTest, SleepWakeStoryGivesDanglingThenLostThenUnregistered) {
+  reserve_and_map();
+  auto session = make_session({});
+  session->note_graph_capture(7);
+
+  const Report captured = session->check_now("capture_check");
+  EXPECT_EQ(verdict_at(captured, kWorkspace + 16), Verdict::kUnregistered);
+  EXPECT_EQ(captured.summary.count(Verdict::kRegistered), 1u);
+
+  sleep();
+  const Report asleep = session->check_now("after_sleep");
+  EXPECT_EQ(verdict_at(asleep, kWorkspace + 16), Verdict::kDangling);
+
+  map_weights(2);
+  const Report awake = session->check_now("after_wake");
+  EXPECT_EQ(verdict_at(awake, kWorkspace + 16), Verdict::kLost);
+  EXPECT_EQ(awake.summary.count(Verdict::kRegistered), 1u) << "the contract restores it";
+
+  tracker_.mark_restored(kWeights, kTwoMiB);
+  const Report restored = session->check_now("after_restore");
+  EXPECT_EQ(verdict_at(restored, kWorkspace + 16), Verdict::kUnregistered);
+  EXPECT_THAT(log_.str(), HasSubstr("after_wake"));
+}
+
+TEST_F(CheckerSessionTest, GraphNeverNotedAtCaptureIsCheckedInTheCurrentState) {
+  reserve_and_map();
+  auto session = make_session({});
+  const Snapshot snapshot = session->snapshot("now");
+  ASSERT_EQ(snapshot.graphs.size(), 1u);
+  EXPECT_EQ(snapshot.graphs[0].epoch, "now");
+  EXPECT_EQ(snapshot.producer.backend, "cupti");
+}
+
+TEST_F(CheckerSessionTest, LaunchCheckOffChecksNothing) {
+  reserve_and_map();
+  auto session = make_session({});
+  EXPECT_TRUE(session->on_graph_launch(kExec).ok());
+  EXPECT_EQ(session->launches_checked(), 0u);
+  EXPECT_TRUE(log_.str().empty());
+}
+
+TEST_F(CheckerSessionTest, WarnPolicyPrintsTheReportAndContinues) {
+  reserve_and_map();
+  SessionOptions options;
+  options.launch_check = LaunchCheck::kEveryLaunch;
+  auto session = make_session(options);
+  session->note_graph_capture(7);
+  EXPECT_TRUE(session->on_graph_launch(kExec).ok());
+  EXPECT_EQ(session->launches_checked(), 1u);
+  EXPECT_EQ(session->launches_with_findings(), 1u);
+  EXPECT_THAT(log_.str(), HasSubstr("findings at launch of graph 7"));
+  EXPECT_THAT(log_.str(), HasSubstr("unregistered"));
+}
+
+TEST_F(CheckerSessionTest, UnknownExecIsNotChecked) {
+  reserve_and_map();
+  SessionOptions options;
+  options.launch_check = LaunchCheck::kEveryLaunch;
+  options.policy = FindingPolicy::kError;
+  auto session = make_session(options);
+  EXPECT_TRUE(session->on_graph_launch(kExec + 1).ok());
+  EXPECT_EQ(session->launches_checked(), 0u);
+}
+
+TEST_F(CheckerSessionTest, ErrorPolicyReturnsAFailingStatus) {
+  reserve_and_map();
+  SessionOptions options;
+  options.launch_check = LaunchCheck::kEveryLaunch;
+  options.policy = FindingPolicy::kError;
+  auto session = make_session(options);
+  session->note_graph_capture(7);
+  const Status status = session->on_graph_launch(kExec);
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr("1 finding(s) at launch of graph 7"));
+  EXPECT_THAT(status.message(), HasSubstr("policy error"));
+}
+
+TEST_F(CheckerSessionTest, ErrorPolicyLaunchWithoutFindingsPasses) {
+  reserve_and_map();
+  SessionOptions options;
+  options.launch_check = LaunchCheck::kEveryLaunch;
+  options.policy = FindingPolicy::kError;
+  options.allow = {"cuMemMap*"};  // the workspace's allocation label
+  auto session = make_session(options);
+  session->note_graph_capture(7);
+  EXPECT_TRUE(session->on_graph_launch(kExec).ok());
+  EXPECT_EQ(session->launches_with_findings(), 0u);
+}
+
+TEST_F(CheckerSessionTest, ErrorPolicyCanExitTheProcessWithCodeOne) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  reserve_and_map();
+  SessionOptions options;
+  options.launch_check = LaunchCheck::kEveryLaunch;
+  options.policy = FindingPolicy::kError;
+  options.error_action = ErrorAction::kExitProcess;
+  options.log = [](std::string_view text) {
+    std::fprintf(stderr, "%.*s", int(text.size()), text.data());
+  };
+  auto session = make_session(options);
+  session->note_graph_capture(7);
+  EXPECT_EXIT(static_cast<void>(session->on_graph_launch(kExec)), ::testing::ExitedWithCode(1),
+              "findings at launch of graph 7");
+}
+
+TEST_F(CheckerSessionTest, ErrorPolicyCanAbort) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  reserve_and_map();
+  SessionOptions options;
+  options.launch_check = LaunchCheck::kEveryLaunch;
+  options.policy = FindingPolicy::kError;
+  options.error_action = ErrorAction::kAbort;
+  options.log = [](std::string_view text) {
+    std::fprintf(stderr, "%.*s", int(text.size()), text.data());
+  };
+  auto session = make_session(options);
+  session->note_graph_capture(7);
+  EXPECT_DEATH(static_cast<void>(session->on_graph_launch(kExec)), "findings at launch");
+}
+
+TEST_F(CheckerSessionTest, WritesSnapshotVersionOneAndReportsToTheOutputFolder) {
+  const auto dir =
+      std::filesystem::temp_directory_path() /
+      ("graphcheck-session-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+       "-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+  std::filesystem::create_directories(dir);
+  reserve_and_map();
+  SessionOptions options;
+  options.out_dir = dir;
+  options.file_prefix = "graphcheck-42";
+  auto session = make_session(options);
+  session->note_graph_capture(7);
+  sleep();
+  session->record_epoch("after_sleep");
+  map_weights(2);
+  const Report report = session->check_now("exit");
+  const Report again = session->check_now("exit");
+
+  const Snapshot snapshot = read_snapshot(dir / "graphcheck-42-exit-snapshot.json");
+  EXPECT_EQ(snapshot.producer.backend, "cupti");
+  ASSERT_EQ(snapshot.epochs.size(), 3u);
+  EXPECT_EQ(snapshot.epochs[0].label, "capture");
+  EXPECT_EQ(snapshot.epochs[1].label, "after_sleep");
+  EXPECT_TRUE(snapshot.epochs[1].allocations.empty());
+  EXPECT_EQ(snapshot.epochs[2].label, "exit");
+  ASSERT_EQ(snapshot.graphs.size(), 1u);
+  EXPECT_EQ(snapshot.graphs[0].epoch, "capture");
+
+  std::ifstream stream(dir / "graphcheck-42-exit-report.json");
+  std::stringstream text;
+  text << stream.rdbuf();
+  EXPECT_EQ(parse_report(text.str()).findings, report.findings);
+  EXPECT_TRUE(std::filesystem::exists(dir / "graphcheck-42-exit-report.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "graphcheck-42-exit.1-report.json"))
+      << "a second check with the same label must not overwrite the first";
+  EXPECT_EQ(again.findings, report.findings);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(CheckerSessionTest, UnwritableOutputFolderIsAnErrorNamingThePath) {
+  reserve_and_map();
+  SessionOptions options;
+  options.out_dir = "/proc/graphcheck-no-such-folder";
+  auto session = make_session(options);
+  try {
+    static_cast<void>(session->check_now("exit"));
+    FAIL() << "expected graphcheck::Error";
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("/proc/graphcheck-no-such-folder"));
+  }
+}
+
+}  // namespace
+}  // namespace graphcheck::cupti

@@ -1,0 +1,198 @@
+// Updates of instantiated graphs: per-node setters (driver and runtime forms), the generic
+// setter, whole-graph updates, and their error paths.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+
+#include "cupti_fake/capture_fixture.h"
+
+namespace graphcheck::cupti {
+namespace {
+
+using testing::bytes_of;
+using testing::CaptureTest;
+using ::testing::ElementsAre;
+using testing::FakeNode;
+using ::testing::HasSubstr;
+
+class ExecUpdateTest : public CaptureTest {
+ protected:
+  ExecUpdateTest() {
+    kernel_ = api_.add_node(graph_, kernel_node(1, scale_, old_params_.data()));
+    FakeNode memset;
+    memset.type = CU_GRAPH_NODE_TYPE_MEMSET;
+    memset.id = 2;
+    memset.memset = {0x1000, 0, 0, 1, 64, 1};
+    memset_ = api_.add_node(graph_, memset);
+    instantiate(exec_, graph_);
+    EXPECT_EQ(callback_error(), "");
+  }
+  // cuGraphExecKernelNodeSetParams_v2 with `params` returning `result`.
+  void set_kernel(const CUDA_KERNEL_NODE_PARAMS& params, CUgraphNode node, int result = 0) {
+    cuGraphExecKernelNodeSetParams_v2_params call{exec_, node, &params};
+    api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
+             &call, result);
+  }
+  const Node& node(std::size_t i) { return capture_.exec_graph(exec_)->nodes.at(i); }
+
+  CUfunction scale_ = api_.add_function("scale", {{0, 8}});
+  std::uint64_t old_pointer_ = 0x7f0000000000;
+  std::uint64_t new_pointer_ = 0x7f0000100000;
+  std::array<void*, 1> old_params_{&old_pointer_};
+  std::array<void*, 1> new_params_{&new_pointer_};
+  CUgraph graph_ = api_.add_graph(1);
+  CUgraphExec exec_ = api_.add_exec(90);
+  CUgraphNode kernel_ = nullptr;
+  CUgraphNode memset_ = nullptr;
+};
+
+TEST_F(ExecUpdateTest, KernelSetParamsReplacesTheArgumentsInANewRecord) {
+  const auto before = capture_.exec_graph(exec_);
+  CUDA_KERNEL_NODE_PARAMS params{};
+  params.func = scale_;
+  params.kernelParams = new_params_.data();
+  set_kernel(params, kernel_);
+  ASSERT_EQ(callback_error(), "");
+  EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(new_pointer_));
+  EXPECT_EQ(node(0).id, 1U);
+  EXPECT_EQ(before->nodes.at(0).params.at(0).bytes, bytes_of(old_pointer_));  // old record intact
+  EXPECT_EQ(capture_.stats().exec_updates, 1U);
+}
+
+TEST_F(ExecUpdateTest, RejectedAndEnterOnlyUpdatesChangeNothing) {
+  CUDA_KERNEL_NODE_PARAMS params{};
+  params.func = scale_;
+  params.kernelParams = new_params_.data();
+  cuGraphExecKernelNodeSetParams_v2_params call{exec_, kernel_, &params};
+  api_enter(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
+            &call);
+  set_kernel(params, kernel_, CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(old_pointer_));
+  EXPECT_EQ(capture_.stats().exec_updates, 0U);
+}
+
+TEST_F(ExecUpdateTest, AnUpdateOfANodeTheRecordLacksIsReported) {
+  CUgraph other = api_.add_graph(2);
+  CUgraphNode stranger = api_.add_node(other, kernel_node(7, scale_, new_params_.data()));
+  CUDA_KERNEL_NODE_PARAMS params{};
+  params.func = scale_;
+  params.kernelParams = new_params_.data();
+  set_kernel(params, stranger);
+  EXPECT_THAT(callback_error(),
+              HasSubstr("exec graph 90 had a node updated that its record does not hold"));
+}
+
+TEST_F(ExecUpdateTest, UpdatesOfUnknownExecGraphsAreIgnored) {
+  CUgraphExec unknown = api_.add_exec(91);
+  CUDA_KERNEL_NODE_PARAMS params{};
+  params.func = scale_;
+  params.kernelParams = new_params_.data();
+  cuGraphExecKernelNodeSetParams_v2_params call{unknown, kernel_, &params};
+  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
+           &call);
+  EXPECT_EQ(callback_error(), "");
+  EXPECT_EQ(capture_.exec_graph(unknown), nullptr);
+}
+
+TEST_F(ExecUpdateTest, GenericSetParamsHandlesKernelMemsetAndMemcpy) {
+  CUgraphNodeParams params{};
+  params.type = CU_GRAPH_NODE_TYPE_KERNEL;
+  params.kernel.func = scale_;
+  params.kernel.kernelParams = new_params_.data();
+  cuGraphExecNodeSetParams_params call{exec_, kernel_, &params};
+  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams, &call);
+  EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(new_pointer_));
+
+  CUgraphNodeParams memset{};
+  memset.type = CU_GRAPH_NODE_TYPE_MEMSET;
+  memset.memset.dst = 0x2000;
+  memset.memset.elementSize = 4;
+  memset.memset.width = 8;
+  memset.memset.height = 1;
+  cuGraphExecNodeSetParams_params set_memset{exec_, memset_, &memset};
+  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams,
+           &set_memset);
+  EXPECT_THAT(node(1).operands, ElementsAre(Operand{"dst", 0x2000, 32, Access::kWrite}));
+
+  CUDA_MEMCPY3D copy{};
+  copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.srcDevice = 0x3000;
+  copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.dstDevice = 0x4000;
+  copy.WidthInBytes = 16;
+  cuGraphExecMemcpyNodeSetParams_params set_copy{exec_, memset_, &copy, nullptr};
+  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemcpyNodeSetParams,
+           &set_copy);
+  ASSERT_EQ(callback_error(), "");
+  EXPECT_THAT(node(1).operands, ElementsAre(Operand{"src", 0x3000, 16, Access::kRead},
+                                            Operand{"dst", 0x4000, 16, Access::kWrite}));
+  EXPECT_EQ(capture_.stats().exec_updates, 3U);
+}
+
+TEST_F(ExecUpdateTest, RuntimeKernelUpdatesUseThePreviousKernelsLayout) {
+  cudaKernelNodeParams params{};
+  params.func = reinterpret_cast<void*>(0x1234);  // a host stub, not a CUfunction
+  params.kernelParams = new_params_.data();
+  cudaGraphExecKernelNodeSetParams_v10010_params call{exec_, kernel_, &params};
+  api_exit(CUPTI_CB_DOMAIN_RUNTIME_API,
+           CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &call);
+  ASSERT_EQ(callback_error(), "");
+  EXPECT_EQ(node(0).name, "scale");
+  EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(new_pointer_));
+}
+
+TEST_F(ExecUpdateTest, WholeGraphUpdateRereadsTheSourceGraph) {
+  CUgraph replacement = api_.add_graph(3);
+  CUgraphNode moved = api_.add_node(replacement, kernel_node(1, scale_, new_params_.data()));
+  cuGraphExecUpdate_v2_params call{exec_, replacement, nullptr};
+  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2, &call);
+  ASSERT_EQ(callback_error(), "");
+  const auto record = capture_.exec_graph(exec_);
+  EXPECT_EQ(record->id, 90U);
+  ASSERT_EQ(record->nodes.size(), 1U);
+  EXPECT_EQ(record->nodes[0].params.at(0).bytes, bytes_of(new_pointer_));
+  // Later per-node updates name the nodes of the graph it was updated from.
+  CUDA_KERNEL_NODE_PARAMS params{};
+  params.func = scale_;
+  params.kernelParams = old_params_.data();
+  set_kernel(params, moved);
+  ASSERT_EQ(callback_error(), "");
+  EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(old_pointer_));
+}
+
+TEST_F(ExecUpdateTest, NodesInsideChildGraphsAreUpdatedInPlace) {
+  CUgraph child = api_.add_graph(5);
+  CUgraphNode inner = api_.add_node(child, kernel_node(51, scale_, old_params_.data()));
+  CUgraph outer = api_.add_graph(6);
+  FakeNode holder;
+  holder.type = CU_GRAPH_NODE_TYPE_GRAPH;
+  holder.id = 50;
+  holder.child = child;
+  api_.add_node(outer, holder);
+  CUgraphExec exec = api_.add_exec(95);
+  instantiate(exec, outer);
+  CUDA_KERNEL_NODE_PARAMS params{};
+  params.func = scale_;
+  params.kernelParams = new_params_.data();
+  cuGraphExecKernelNodeSetParams_v2_params call{exec, inner, &params};
+  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
+           &call);
+  ASSERT_EQ(callback_error(), "");
+  const Node& updated = capture_.exec_graph(exec)->nodes.at(0).bodies.at(0).at(0);
+  EXPECT_EQ(updated.id, 51U);
+  EXPECT_EQ(updated.params.at(0).bytes, bytes_of(new_pointer_));
+}
+
+TEST_F(ExecUpdateTest, NodeUpdateResourceCallbacksAreCounted) {
+  CUpti_GraphData data{};
+  data.graphExec = exec_;
+  data.node = kernel_;
+  resource(CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS, data);
+  resource(CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED, data);
+  EXPECT_EQ(capture_.stats().node_update_events, 2U);
+}
+
+}  // namespace
+}  // namespace graphcheck::cupti

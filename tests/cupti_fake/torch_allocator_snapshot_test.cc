@@ -1,0 +1,56 @@
+// Caching-allocator segments as allocations (label torch: needs LibTorch with CUDA headers;
+// runs on the CPU, where the allocator holds no segments).
+#include "cupti/torch_allocator_snapshot.h"
+
+#include <graphcheck/error.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace graphcheck::cupti {
+namespace {
+
+TEST(TorchAllocatorSnapshotTest, PoolIdsMapToDefaultGraphAndMempoolNames) {
+  EXPECT_EQ(torch_pool_name({0, 0}), "default");
+  EXPECT_EQ(torch_pool_name({3, 0}), "graph:3,0") << "a graph's own private pool";
+  EXPECT_EQ(torch_pool_name({0, 7}), "mempool:0,7") << "a user MemPool is not graph-owned";
+  TorchSnapshotOptions options;
+  options.graph_pools = {{0, 7}};
+  EXPECT_EQ(torch_pool_name({0, 7}, options), "graph:0,7") << "a declared graph_pool_handle()";
+}
+
+TEST(TorchAllocatorSnapshotTest, SegmentsAndAllocatedBlocksBecomeAllocations) {
+  detail::TorchSegment segment;
+  segment.address = 0x7f0000000000;
+  segment.total_size = 2 << 20;
+  segment.pool = {2, 0};
+  segment.device = 1;
+  segment.blocks = {{4096, true}, {8192, false}, {512, true}};
+  const auto allocations = detail::torch_allocations({segment}, {});
+  ASSERT_EQ(allocations.size(), 3u);
+  EXPECT_EQ(allocations[0].size, 2u << 20);
+  EXPECT_EQ(allocations[0].label, "torch segment dev1");
+  EXPECT_TRUE(allocations[0].is_graph_pool());
+  EXPECT_EQ(allocations[1].begin, 0x7f0000000000u);
+  EXPECT_EQ(allocations[1].size, 4096u);
+  EXPECT_EQ(allocations[2].begin, 0x7f0000000000u + 4096 + 8192) << "free blocks are skipped";
+  EXPECT_EQ(allocations[2].pool, "graph:2,0");
+  EXPECT_EQ(allocations[2].label, "torch block dev1");
+}
+
+TEST(TorchAllocatorSnapshotTest, LiveSnapshotWithoutAGpuHoldsNoSegments) {
+  // No device here: the allocator was never initialised, so the snapshot is empty (on a GPU
+  // machine with CUDA initialised it lists the process's segments instead).
+  try {
+    const auto allocations = torch_allocator_allocations();
+    for (const Allocation& allocation : allocations) {
+      EXPECT_GT(allocation.size, 0u);
+    }
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("torch caching-allocator snapshot failed"),
+              std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace graphcheck::cupti

@@ -1,0 +1,39 @@
+// Kernels of the gpu tier (see gpu_kernels.h). UNVERIFIED on a GPU.
+#include "gpu_kernels.h"
+
+namespace graphcheck::gpu_testing {
+namespace {
+
+__global__ void struct_kernel(Pointers p) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < p.n) {
+    p.out[i] = p.weight[i] * p.scratch[i];
+  }
+}
+
+__global__ void axpy_kernel(float a, const float* x, float* y, int n) {
+  const int i = static_cast<int>(threadIdx.x);
+  if (i < n) {
+    y[i] = a * x[i] + y[i];
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_struct_kernel(const Pointers& pointers, cudaStream_t stream) {
+  const int blocks = (pointers.n + 255) / 256;
+  // clang-format off
+  struct_kernel<<<blocks, 256, 0, stream>>>(pointers);
+  // clang-format on
+  return cudaGetLastError();
+}
+
+cudaError_t launch_axpy_kernel(float a, const float* x, float* y, int n, cudaStream_t stream) {
+  const int threads = n < 1024 ? n : 1024;
+  // clang-format off
+  axpy_kernel<<<1, threads, 0, stream>>>(a, x, y, n);
+  // clang-format on
+  return cudaGetLastError();
+}
+
+}  // namespace graphcheck::gpu_testing

@@ -1,0 +1,29 @@
+// Kernels of the gpu tier and GPU benchmarks, compiled by nvcc in an object library of their
+// own (gpu_kernels.cu) so that the tests and benchmarks are plain C++ built with the
+// project's warning and sanitizer flags, which nvcc does not accept. UNVERIFIED on a GPU.
+#ifndef GRAPHCHECK_TESTS_GPU_GPU_KERNELS_H_
+#define GRAPHCHECK_TESTS_GPU_GPU_KERNELS_H_
+
+#include <cuda_runtime_api.h>
+
+namespace graphcheck::gpu_testing {
+
+/// Pointers passed by value inside a struct: graphcheck must find them by scanning the
+/// argument's 8-byte words.
+struct Pointers {
+  const float* weight;
+  const float* scratch;
+  float* out;
+  int n;
+};
+
+/// out[i] = weight[i] * scratch[i] for i < n, as one kernel node "struct_kernel(Pointers)".
+cudaError_t launch_struct_kernel(const Pointers& pointers, cudaStream_t stream);
+
+/// A one-block kernel "axpy_kernel(float, const float*, float*, int)": the unit of the
+/// 1,000-node benchmark graph.
+cudaError_t launch_axpy_kernel(float a, const float* x, float* y, int n, cudaStream_t stream);
+
+}  // namespace graphcheck::gpu_testing
+
+#endif  // GRAPHCHECK_TESTS_GPU_GPU_KERNELS_H_
