@@ -2,7 +2,7 @@
 # and the sanitizer configurations and runs every test tier. Both bootstrap first.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test bootstrap configure build build-asan lint bench clean
+.PHONY: run example test bootstrap configure build build-asan lint bench clean
 
 VENV = $(shell scripts/bootstrap.sh | tail -n 1)
 JOBS ?= $(shell nproc)
@@ -20,8 +20,13 @@ build-asan: bootstrap
 	@cmake --preset asan -DGRAPHCHECK_TORCH_VENV=$(VENV) >/dev/null
 	cmake --build --preset asan -j $(JOBS)
 
-# The main job: a findings report exits 1 by design, which is a successful run here.
+# The main job: the reference model's capture, sleep, wake and reload story on the CPU, for
+# the legacy and the registered variant (snapshots and summary.json in build/demo).
 run: build
+	build/bin/graphcheck demo --out build/demo
+
+# The core on its own: the synthetic decode step (findings exit 1 by design).
+example: build
 	@build/bin/graphcheck check tests/data/decode_step.json; rc=$$?; \
 	  if [ $$rc -gt 1 ]; then exit $$rc; fi
 
@@ -35,6 +40,8 @@ test: build build-asan
 
 bench: build
 	build/bin/graphcheck_bench
+	build/bin/graphcheck_torch_bench
+	build/bin/graphcheck_cupti_bench
 
 clean:
 	rm -rf build build-asan build-debug

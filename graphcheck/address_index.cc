@@ -77,38 +77,38 @@ AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) {
     return std::tie(a.position, a.size, a.item) < std::tie(b.position, b.size, b.item);
   });
   {
-    std::vector<Edge> kept;
-    kept.reserve(span_starts.size());
+    // In place; spans are only dereferenced (names compared) within a run of equal
+    // (begin, size), so distinct spans cost no random access into the epoch.
+    std::size_t kept = 0;
     std::size_t run = 0;  // first kept edge with the current (begin, size)
     for (const Edge& edge : span_starts) {
-      const Span& span = spans[static_cast<std::size_t>(edge.item)];
       bool duplicate = false;
-      if (!kept.empty()) {
-        if (kept.back().position != edge.position || kept.back().size != edge.size) {
-          run = kept.size();
+      if (kept != 0 && span_starts[kept - 1].position == edge.position &&
+          span_starts[kept - 1].size == edge.size) {
+        const Span& span = spans[static_cast<std::size_t>(edge.item)];
+        for (std::size_t k = run; k < kept && !duplicate; ++k) {
+          const Span& other = spans[static_cast<std::size_t>(span_starts[k].item)];
+          duplicate = other.kind == span.kind && other.name == span.name;
         }
-        for (std::size_t k = run; k < kept.size() && !duplicate; ++k) {
-          const Span& other = spans[static_cast<std::size_t>(kept[k].item)];
-          duplicate = other.begin == span.begin && other.size == span.size &&
-                      other.kind == span.kind && other.name == span.name;
-        }
+      } else {
+        run = kept;
       }
       if (!duplicate) {
-        kept.push_back(edge);
+        span_starts[kept++] = edge;
       }
     }
-    span_starts = std::move(kept);
+    span_starts.resize(kept);
   }
   std::vector<Edge> span_ends;
   span_ends.reserve(span_starts.size());
   for (const Edge& edge : span_starts) {
-    const Span& span = spans[static_cast<std::size_t>(edge.item)];
-    if (has_end(span.begin, span.size)) {
-      span_ends.push_back({span.begin + span.size, 0, edge.item});
+    if (has_end(edge.position, edge.size)) {
+      span_ends.push_back({edge.position + edge.size, 0, edge.item});
     }
   }
   std::sort(span_ends.begin(), span_ends.end(), edge_less);
 
+  std::vector<char> graph_pool(allocations.size(), 0);
   std::vector<Edge> alloc_starts;
   std::vector<Edge> alloc_ends;
   alloc_starts.reserve(allocations.size());
@@ -118,6 +118,7 @@ AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) {
     if (allocation.size == 0) {
       continue;
     }
+    graph_pool[i] = allocation.is_graph_pool() ? 1 : 0;
     alloc_starts.push_back({allocation.begin, 0, static_cast<std::int32_t>(i)});
     if (has_end(allocation.begin, allocation.size)) {
       alloc_ends.push_back({allocation.begin + allocation.size, 0, static_cast<std::int32_t>(i)});
@@ -176,7 +177,9 @@ AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) {
       const Span& winner = spans[static_cast<std::size_t>(cell.span)];
       cell.kind = winner.kind;
       const std::size_t count_at = rivals_.size();
-      rivals_.push_back(0);
+      if (covering.size() > 1) {
+        rivals_.push_back(0);
+      }
       for (std::size_t k = 1; k < covering.size(); ++k) {
         const Span& other = spans[static_cast<std::size_t>(covering[k])];
         if (other.kind != winner.kind || other.name != winner.name) {
@@ -185,7 +188,7 @@ AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) {
       }
       if (rivals_.size() == count_at + 1) {
         rivals_.pop_back();
-      } else {
+      } else if (rivals_.size() > count_at) {
         rivals_[count_at] = static_cast<std::int32_t>(rivals_.size() - count_at - 1);
         cell.rivals = static_cast<std::uint32_t>(count_at);
         cell.flags |= kRivals;
@@ -193,11 +196,18 @@ AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) {
     }
     if (!active_allocs.items().empty()) {
       cell.allocation = active_allocs.items().front();
-      if (allocations[static_cast<std::size_t>(cell.allocation)].is_graph_pool()) {
+      if (graph_pool[static_cast<std::size_t>(cell.allocation)] != 0) {
         cell.flags |= kGraphPool;
       }
     }
     cells_.push_back(cell);
+  }
+  if (!cells_.empty()) {
+    low_ = cells_.front().begin;
+    const Cell& last = cells_.back();
+    // The last cell is empty unless a range reaches the top of the address space.
+    high_ = last.span == kNone && last.allocation == kNone ? last.begin - 1
+                                                           : std::numeric_limits<Address>::max();
   }
   build_buckets();
 }
@@ -287,6 +297,24 @@ std::uint32_t AddressIndex::cell_of(Address address) const {
     ++first;
   }
   return first - 1;
+}
+
+std::uint32_t AddressIndex::find_cell(Address address, Address* first, Address* last) const {
+  if (address < low_) {
+    *first = 0;
+    *last = low_ - 1;  // low_ > address >= 0
+    return kNoCell;
+  }
+  if (address > high_) {
+    *first = high_ + 1;  // high_ < address <= top
+    *last = std::numeric_limits<Address>::max();
+    return kNoCell;
+  }
+  const std::uint32_t cell = cell_of(address);
+  *first = cells_[cell].begin;
+  *last =
+      cell + 1 < cells_.size() ? cells_[cell + 1].begin - 1 : std::numeric_limits<Address>::max();
+  return cell;
 }
 
 AddressHit AddressIndex::hit_of(std::uint32_t cell) const {

@@ -32,7 +32,8 @@ constexpr std::string_view kFixDangling =
 constexpr std::string_view kFixStaleMoved =
     "reload in place with copy_ rather than rebinding the tensor, or recapture the graph";
 constexpr std::string_view kFixStaleOwner =
-    "keep the original storage alive in place, or recapture the graph";
+    "keep the original storage in place (reload with copy_ instead of rebinding), or recapture "
+    "the graph";
 
 std::string in_quotes(std::string_view text) {
   std::string result;
@@ -202,19 +203,40 @@ class Checker {
 
     const GraphRanges ranges(graph);
     const AddressIndex& capture = *epochs.capture_index;
-    AddressHit capture_hit;
+    // When all three epochs are one, a reference whose cell has a sole owning span is
+    // decided by that span's kind alone (no stale or lost without two epochs, no overlap
+    // to warn about), so the full rules only run for the rest.
+    const bool one_epoch = epochs.checked == epochs.capture && epochs.baseline == epochs.capture;
+    // The predicate passes its lookup to the visitor as a cell number, not a whole hit, and
+    // a run of words in the same cell (one tensor's pointers) is looked up once.
+    std::uint32_t capture_cell = AddressIndex::kNoCell;
+    Address memo_begin = 1;  // [memo_begin, memo_end] lies in memo_cell; empty at first
+    Address memo_end = 0;
+    std::uint32_t memo_cell = AddressIndex::kNoCell;
+    const auto lookup = [&](Address address) {
+      if (address >= memo_begin && address <= memo_end) {
+        return memo_cell;
+      }
+      memo_cell = capture.find_cell(address, &memo_begin, &memo_end);
+      return memo_cell;
+    };
     scan_graph(
         graph,
         [&](Address word) {
-          capture_hit = capture.find(word);
-          return capture_hit.span != nullptr || capture_hit.allocation != nullptr ||
-                 ranges.contains(word);
+          capture_cell = lookup(word);
+          return capture.holds(capture_cell) || ranges.contains(word);
         },
         [&](const Reference& reference) {
           if (reference.operand != nullptr) {
-            capture_hit = capture.find(reference.address);  // operands skip the predicate
+            capture_cell = lookup(reference.address);  // operands skip the predicate
           }
-          judge(reference, capture_hit, epochs, ranges);
+          OwnerKind kind = OwnerKind::kParameter;
+          if (one_epoch && capture.sole_owner(capture_cell, &kind)) {
+            ++report_.summary.references;
+            count(ok_verdict(kind));
+            return;
+          }
+          judge(reference, capture.hit(capture_cell), epochs, ranges);
         });
   }
 
@@ -343,7 +365,8 @@ class Checker {
       finding.param = reference.param;
       finding.offset = reference.offset;
     } else {
-      if (reference.node->type == NodeType::kOp) {
+      // Op nodes, and kernel operands (TMA descriptor targets), name their op or kernel.
+      if (reference.node->type == NodeType::kOp || reference.node->type == NodeType::kKernel) {
         finding.kernel = reference.node->name;
       }
       finding.operand = reference.operand->role;

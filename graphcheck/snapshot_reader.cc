@@ -181,6 +181,18 @@ Node read_node(const JsonField& field, std::size_t depth) {
       for (std::size_t i = 0; i < count; ++i) {
         node.params.push_back(read_param(params.element(i)));
       }
+      // Optional (absent in older files): addresses the kernel uses outside its argument
+      // bytes, such as the global address inside a TMA descriptor. Always reads.
+      if (const std::optional<JsonField> operands = field.optional("operands")) {
+        const std::size_t operand_count = operands->array_size();
+        node.operands.reserve(operand_count);
+        for (std::size_t i = 0; i < operand_count; ++i) {
+          const JsonField operand = operands->element(i);
+          node.operands.push_back({operand.required("role").as_nonempty_string(),
+                                   operand.required("begin").as_address(),
+                                   operand.required("size").as_uint(), Access::kRead});
+        }
+      }
       break;
     }
     case NodeType::kMemcpy: {

@@ -134,6 +134,21 @@ void write_node(Emitter& emitter, const Node& node) {
         emitter.end('}');
       }
       emitter.end(']');
+      if (!node.operands.empty()) {  // optional key: files without kernel operands unchanged
+        emitter.key("operands");
+        emitter.begin('[', Layout::kBlock);
+        for (const Operand& operand : node.operands) {
+          emitter.begin('{', Layout::kInline);
+          emitter.key("role");
+          emitter.string(operand.role);
+          emitter.key("begin");
+          emitter.address(operand.begin);
+          emitter.key("size");
+          emitter.number(operand.size);
+          emitter.end('}');
+        }
+        emitter.end(']');
+      }
       break;
     case NodeType::kMemcpy:
       emitter.key("src");

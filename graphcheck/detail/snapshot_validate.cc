@@ -248,6 +248,25 @@ class Validator {
         }
         break;
       }
+      case NodeType::kKernel:
+        // Optional addresses outside the argument bytes (TMA descriptor targets): the file
+        // spells role, begin and size only, so every one is a read of a known or 0 size.
+        for (std::size_t i = 0; i < operands.size(); ++i) {
+          const Operand& operand = operands[i];
+          const auto operand_path = [&] { return element_path(path + ".operands", i); };
+          if (operand.role.empty()) {
+            fail(operand_path() + ".role", "a non-empty role", "\"\"");
+          }
+          check_text(operand.role, [&] { return operand_path() + ".role"; });
+          if (operand.access != Access::kRead) {
+            fail(operand_path(), "a kernel operand with read access (the only one a file holds)",
+                 operand.access == Access::kWrite ? "write access" : "unknown access");
+          }
+          if (operand.size != 0 && !fits_in_address_space(operand.begin, operand.size)) {
+            check_extent(operand.begin, operand.size, operand_path);
+          }
+        }
+        break;
       default:
         expect(0, "no operands");
         break;

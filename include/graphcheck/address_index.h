@@ -48,12 +48,45 @@ class AddressIndex {
   /// @brief Builds the index of `epoch`'s spans and allocations.
   explicit AddressIndex(const Epoch& epoch);
 
+  /// A `find_cell` result for addresses that nothing covers.
+  static constexpr std::uint32_t kNoCell = 0xffffffffU;
+
   /// @brief The span and allocation that `address` resolves to.
   [[nodiscard]] AddressHit find(Address address) const {
-    if (cells_.empty() || address < cells_.front().begin) {
-      return {};
+    const std::uint32_t cell = find_cell(address);
+    return cell == kNoCell ? AddressHit{} : hit_of(cell);
+  }
+
+  /// @brief The cell holding `address`, or `kNoCell` when the address lies below or above
+  /// all known memory (two comparisons: most scalar words end here). A cell may still be
+  /// empty (a gap between ranges); see `holds`.
+  [[nodiscard]] std::uint32_t find_cell(Address address) const {
+    if (address < low_ || address > high_) {
+      return kNoCell;
     }
-    return hit_of(cell_of(address));
+    return cell_of(address);
+  }
+  /// @brief `find_cell`, also giving the addresses `[*first, *last]` that resolve alike
+  /// (the cell's extent, or the whole gap below or above known memory), so that a caller
+  /// may skip the lookup of the next address in the same range.
+  [[nodiscard]] std::uint32_t find_cell(Address address, Address* first, Address* last) const;
+  /// @brief True if a span or an allocation covers cell `cell` (from `find_cell`).
+  [[nodiscard]] bool holds(std::uint32_t cell) const {
+    return cell != kNoCell && (cells_[cell].span != kNone || cells_[cell].allocation != kNone);
+  }
+  /// @brief What cell `cell` (from `find_cell`, possibly `kNoCell`) resolves to.
+  [[nodiscard]] AddressHit hit(std::uint32_t cell) const {
+    return cell == kNoCell ? AddressHit{} : hit_of(cell);
+  }
+  /// @brief True, with `*kind` set, when cell `cell` has a winning span and no rival owner:
+  /// the case where the span alone decides a verdict.
+  [[nodiscard]] bool sole_owner(std::uint32_t cell, OwnerKind* kind) const {
+    if (cell == kNoCell) {
+      return false;
+    }
+    const Cell& c = cells_[cell];
+    *kind = c.kind;
+    return c.span != kNone && (c.flags & kRivals) == 0;
   }
 
   /// @brief The winning span containing `address`, or nullptr.
@@ -91,6 +124,10 @@ class AddressIndex {
   void build_buckets();
 
   const Epoch* epoch_;
+  // Addresses outside [low_, high_] resolve to nothing: low_ is the first boundary, high_ the
+  // last address before the final (empty) cell, or the top when a range reaches it.
+  Address low_ = ~Address{0};
+  Address high_ = 0;
   std::vector<Cell> cells_;
   std::vector<std::int32_t> rivals_;
   // Device addresses come in clusters (weights, graph pool, KV cache) far apart, so the

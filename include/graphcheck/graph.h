@@ -48,7 +48,8 @@ struct KernelParam {
 /// @brief Whether a node reads or writes an operand, where known.
 enum class Access : std::uint8_t { kUnknown, kRead, kWrite };
 
-/// @brief An address operand of a non-kernel node, with its extent where known.
+/// @brief An address operand of a node (for kernels: an address outside the argument bytes,
+/// such as a TMA descriptor's global address), with its extent where known.
 struct Operand {
   std::string role;  ///< "src", "dst", "alloc", "dptr", "reads[0]", "writes[1]", ...
   Address begin = 0;
@@ -67,7 +68,7 @@ struct Node {
   NodeType type = NodeType::kEmpty;
   std::string name;                 ///< kernel or op name; empty for other kinds
   std::vector<KernelParam> params;  ///< kernel arguments, index = argument position
-  std::vector<Operand> operands;    ///< memcpy, memset, mem_alloc, mem_free, op
+  std::vector<Operand> operands;    ///< memcpy, memset, mem_alloc, mem_free, op; kernel (TMA)
   std::vector<NodeList> bodies;     ///< child graph (one body) or conditional (one per branch)
   friend bool operator==(const Node&, const Node&) = default;
 };

@@ -24,7 +24,8 @@ struct Reference {
   /// Kernel nodes: argument index and byte offset of the word within that argument.
   std::uint32_t param = 0;
   std::uint32_t offset = 0;
-  const Operand* operand = nullptr;  ///< other nodes: the operand; nullptr for kernels
+  /// The operand (any node kind, kernel operands included); nullptr for kernel argument words.
+  const Operand* operand = nullptr;
   Address address = 0;
 };
 
@@ -95,6 +96,15 @@ void scan_nodes(std::uint64_t graph_id, const NodeList& nodes, IsReference& is_r
             }
           }
         }
+        // Addresses outside the argument bytes (a TMA descriptor's global address): named
+        // outright by the backend, so references without the predicate, after the words.
+        reference.param = 0;
+        reference.offset = 0;
+        for (const Operand& operand : node.operands) {
+          reference.operand = &operand;
+          reference.address = operand.begin;
+          visit(reference);
+        }
         break;
       case NodeType::kMemcpy:
       case NodeType::kMemset:
@@ -129,10 +139,12 @@ void scan_nodes(std::uint64_t graph_id, const NodeList& nodes, IsReference& is_r
 /// Kernel nodes: each 8-byte word at byte offsets 0, 8, 16, ... of each argument (while
 /// offset + 8 <= the argument's size), read little-endian, is a reference iff
 /// `is_reference(word)` returns true; `visit` is called right after that call, so a
-/// predicate may cache its lookup for the visitor. Memcpy, memset, mem_alloc, mem_free and
-/// op nodes: every operand is a reference (address = operand begin; the predicate is not
-/// consulted). Child and conditional bodies are recursed; other node kinds hold none.
-/// Thread safety: as safe as the callables; the graph is only read.
+/// predicate may cache its lookup for the visitor; then each of the kernel's operands
+/// (addresses outside its argument bytes, such as TMA descriptor targets) is a reference
+/// without the predicate. Memcpy, memset, mem_alloc, mem_free and op nodes: every operand is
+/// a reference (address = operand begin; the predicate is not consulted). Child and conditional
+/// bodies are recursed; other node kinds hold none. Thread safety: as safe as the callables; the
+/// graph is only read.
 template <typename IsReference, typename Visit>
 void scan_graph(const GraphRecord& graph, IsReference&& is_reference, Visit&& visit) {
   detail::scan_nodes(graph.id, graph.nodes, is_reference, visit);

@@ -302,6 +302,46 @@ TEST(CheckerTest, NonKernelFindingsNameTheirOperand) {
   EXPECT_EQ(report.findings[5].param, 1U);
 }
 
+TEST(CheckerTest, KernelOperandsGetVerdictsNamedByKernelAndRole) {
+  // A TMA descriptor's global address: not in the argument bytes (the descriptor argument
+  // holds no known word), reported by the backend as a kernel operand.
+  Snapshot snapshot =
+      one_reference(kW + 8, {make_span(kW, 0x100, OwnerKind::kParameter, "w")},
+                    {make_alloc(kWs, 0x1000, 1, "ws")},
+                    {{"after_wake", {make_span(kMoved, 0x100, OwnerKind::kParameter, "w")}, {}}});
+  Node& node = snapshot.graphs[0].nodes[0];
+  node.params.push_back({24, std::vector<std::uint8_t>(128, 0)});
+  node.operands = {{"param[2]+0:tensor_map", kWs + 0x40, 0x100, Access::kRead},
+                   {"param[2]+64:tensor_map", kW + 0x10, 0, Access::kRead}};
+
+  const Report at_capture = check(snapshot, {"capture", "", {}});
+  EXPECT_EQ(at_capture.summary.references, 3U);
+  EXPECT_EQ(at_capture.summary.counts[static_cast<std::size_t>(Verdict::kRegistered)], 2U);
+  ASSERT_EQ(at_capture.findings.size(), 1U);
+  const Finding& unregistered = at_capture.findings[0];
+  EXPECT_EQ(unregistered.verdict, Verdict::kUnregistered);
+  EXPECT_EQ(unregistered.node_type, NodeType::kKernel);
+  EXPECT_EQ(unregistered.kernel, "gemm");
+  EXPECT_EQ(unregistered.operand, "param[2]+0:tensor_map");
+  EXPECT_FALSE(unregistered.param.has_value());
+  EXPECT_FALSE(unregistered.offset.has_value());
+  EXPECT_EQ(unregistered.address, kWs + 0x40);
+  EXPECT_EQ(unregistered.owner, "ws");
+
+  // After a rebinding reload the descriptor still points at the old storage: stale, in
+  // reference order (the argument word first, then the operands).
+  const Report after = check(snapshot);
+  ASSERT_EQ(after.findings.size(), 3U);
+  EXPECT_EQ(after.findings[0].param, 1U);
+  EXPECT_EQ(after.findings[0].verdict, Verdict::kStale);
+  EXPECT_EQ(after.findings[1].operand, "param[2]+0:tensor_map");
+  EXPECT_EQ(after.findings[1].verdict, Verdict::kDangling);
+  EXPECT_EQ(after.findings[2].operand, "param[2]+64:tensor_map");
+  EXPECT_EQ(after.findings[2].verdict, Verdict::kStale);
+  EXPECT_EQ(after.findings[2].owner, "w");
+  EXPECT_EQ(after.findings[2].detail, "moved to 0x7f0000800000 after capture");
+}
+
 TEST(CheckerTest, OverlapIsWarnedOncePerPairWhenReferenced) {
   Snapshot snapshot = one_reference(0x1000,
                                     {make_span(0x1000, 0x100, OwnerKind::kParameter, "a"),

@@ -1,10 +1,9 @@
 // The model's small pieces: address text, enum spellings, span containment.
-#include <gtest/gtest.h>
-
 #include <graphcheck/address.h>
 #include <graphcheck/epoch.h>
 #include <graphcheck/graph.h>
 #include <graphcheck/verdict.h>
+#include <gtest/gtest.h>
 
 namespace graphcheck {
 namespace {
@@ -18,7 +17,8 @@ TEST(AddressTest, FormatsLowerCaseHexWithoutPadding) {
 TEST(AddressTest, ParsesEitherCaseAndRejectsEverythingElse) {
   EXPECT_EQ(parse_address("0x7F3a00000000"), 0x7f3a00000000ULL);
   EXPECT_EQ(parse_address("0X10"), 0x10ULL);
-  for (const char* bad : {"", "0x", "7f3a", "0x-1", "0x12g", "0x1 ", " 0x1", "0x10000000000000000"}) {
+  for (const char* bad :
+       {"", "0x", "7f3a", "0x-1", "0x12g", "0x1 ", " 0x1", "0x10000000000000000"}) {
     EXPECT_FALSE(parse_address(bad).has_value()) << bad;
   }
 }

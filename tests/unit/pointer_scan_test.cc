@@ -146,6 +146,29 @@ TEST_F(PointerScanTest, EveryOperandOfNonKernelNodesIsAReference) {
             (std::vector<std::string>{"src", "dst", "dst", "dptr", "reads[0]", "writes[0]"}));
 }
 
+TEST_F(PointerScanTest, KernelOperandsAreReferencesAfterTheArgumentWords) {
+  GraphRecord graph{1, "capture", {}};
+  // The descriptor's own bytes hold no known address; its global address is an operand,
+  // and an operand inside nothing known is still a reference (the backend named it).
+  Node node = kernel(0, {{0, le_words({0x7f0000001008, 0x1234})}});
+  node.operands = {{"param[1]+0:tensor_map", 0x7f0000002000, 0x400, Access::kRead},
+                   {"param[2]+0:tensor_map", 0x9000, 0, Access::kRead}};
+  graph.nodes.push_back(node);
+  graph.nodes.push_back(kernel(1, {{0, le_words({0x7f0000100010})}}));
+  const std::vector<Reference> references = scan(graph);
+  EXPECT_EQ(rows(references), (std::vector<Row>{{0, 0, 0, 0x7f0000001008},
+                                                {0, 0, 0, 0x7f0000002000},
+                                                {0, 0, 0, 0x9000},
+                                                {1, 0, 0, 0x7f0000100010}}));
+  ASSERT_EQ(references.size(), 4U);
+  EXPECT_EQ(references[0].operand, nullptr);
+  ASSERT_NE(references[1].operand, nullptr);
+  EXPECT_EQ(references[1].operand->role, "param[1]+0:tensor_map");
+  ASSERT_NE(references[2].operand, nullptr);
+  EXPECT_EQ(references[2].operand->role, "param[2]+0:tensor_map");
+  EXPECT_EQ(references[3].operand, nullptr);
+}
+
 TEST_F(PointerScanTest, NodesWithoutOperandsHoldNone) {
   GraphRecord graph{1, "capture", {}};
   for (NodeType type :

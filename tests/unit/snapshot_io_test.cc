@@ -176,6 +176,41 @@ TEST(SnapshotNodes, FieldlessTypesHoldNoReferences) {
   }
 }
 
+TEST(SnapshotNodes, KernelOperandsAreOptionalReadsWithRoleBeginAndSize) {
+  const Snapshot without =
+      parse_snapshot(with_nodes(R"({"id": 0, "type": "kernel", "name": "k", "params": []})"));
+  EXPECT_TRUE(without.graphs[0].nodes[0].operands.empty());
+  const Snapshot with = parse_snapshot(with_nodes(
+      R"({"id": 0, "type": "kernel", "name": "k", "params": [], "operands": [
+        {"role": "param[3]+0:tensor_map", "begin": "0x7f0000001000", "size": 4096},
+        {"role": "param[4]+0:tensor_map", "begin": "0x7f0000002000", "size": 0}]})"));
+  EXPECT_EQ(with.graphs[0].nodes[0].operands,
+            (std::vector<Operand>{{"param[3]+0:tensor_map", 0x7f0000001000, 4096, Access::kRead},
+                                  {"param[4]+0:tensor_map", 0x7f0000002000, 0, Access::kRead}}));
+}
+
+TEST(SnapshotErrors, KernelOperandsNeedARoleAndAnAddress) {
+  EXPECT_THAT(
+      [] {
+        (void)parse_snapshot(with_nodes(
+            R"({"id": 0, "type": "kernel", "name": "k", "params": [], "operands": [{"begin": "0x10", "size": 1}]})"));
+      },
+      ::testing::ThrowsMessage<Error>(
+          HasSubstr(R"(graphs[0].nodes[0].operands[0]: missing required key "role")")));
+  EXPECT_THAT(
+      [] {
+        (void)parse_snapshot(with_nodes(
+            R"({"id": 0, "type": "kernel", "name": "k", "params": [], "operands": [{"role": "", "begin": "0x10", "size": 1}]})"));
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("graphs[0].nodes[0].operands[0].role")));
+  EXPECT_THAT(
+      [] {
+        (void)parse_snapshot(with_nodes(
+            R"({"id": 0, "type": "kernel", "name": "k", "params": [], "operands": [{"role": "t", "begin": "16", "size": 1}]})"));
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("graphs[0].nodes[0].operands[0].begin")));
+}
+
 TEST(SnapshotErrors, BadJsonNamesTheByte) {
   const std::string message = error_of(R"({"format": tru})");
   EXPECT_THAT(message, StartsWith("t.json: not valid JSON: "));
@@ -372,6 +407,7 @@ TEST(SnapshotWrite, RoundTripsEveryNodeType) {
   const std::string text = to_json(snapshot);
   EXPECT_EQ(parse_snapshot(text), snapshot);
   EXPECT_EQ(to_json(parse_snapshot(text)), text);
+  EXPECT_THAT(text, ::testing::Not(HasSubstr(R"("operands")")));  // only when non-empty
   const Snapshot example = parse_snapshot(kExample);
   EXPECT_EQ(parse_snapshot(to_json(example)), example);
 }
@@ -386,6 +422,32 @@ TEST(SnapshotWrite, RoundTripsAConstructedSnapshot) {
   snapshot.graphs.push_back({7, "capture", {kernel}});
   snapshot.allow = {"a*", ""};
   EXPECT_EQ(parse_snapshot(to_json(snapshot)), snapshot);
+}
+
+TEST(SnapshotWrite, RoundTripsKernelOperandsExactly) {
+  Snapshot snapshot;
+  snapshot.epochs.push_back({"capture", {}, {}});
+  Node kernel{1, NodeType::kKernel, "tma_gemm", {{0, std::vector<std::uint8_t>(128, 0)}}, {}, {}};
+  kernel.operands = {{"param[0]+0:tensor_map", 0x7f0000001000, 0x2000, Access::kRead},
+                     {"param[0]+64:tensor_map", 0xffffffffffffff00, 0, Access::kRead}};
+  snapshot.graphs.push_back({7, "capture", {kernel}});
+  const std::string text = to_json(snapshot);
+  EXPECT_THAT(
+      text,
+      HasSubstr(R"({"role": "param[0]+0:tensor_map", "begin": "0x7f0000001000", "size": 8192})"));
+  EXPECT_EQ(parse_snapshot(text), snapshot);
+  EXPECT_EQ(to_json(parse_snapshot(text)), text);
+
+  Snapshot bad = snapshot;
+  bad.graphs[0].nodes[0].operands[0].access = Access::kWrite;
+  EXPECT_THAT([&] { (void)to_json(bad); },
+              ::testing::ThrowsMessage<Error>(HasSubstr(
+                  "graphs[0].nodes[0].operands[0]: expected a kernel operand with read access")));
+  bad = snapshot;
+  bad.graphs[0].nodes[0].operands[1].size = 0x200;
+  EXPECT_THAT([&] { (void)to_json(bad); },
+              ::testing::ThrowsMessage<Error>(HasSubstr(
+                  "graphs[0].nodes[0].operands[1].size: expected a size that keeps begin + size")));
 }
 
 TEST(SnapshotWrite, RefusesBrokenInvariantsWithThePath) {
