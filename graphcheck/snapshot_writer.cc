@@ -109,6 +109,24 @@ void write_hex(Emitter& emitter, const std::vector<std::uint8_t>& bytes) {
 
 void write_nodes(Emitter& emitter, const NodeList& nodes);
 
+// Whether an operand record carries its role (kernel operands) or not (op reads/writes,
+// whose role follows from their position).
+enum class Role : std::uint8_t { kOmitted, kWritten };
+
+// One operand as an inline record: {"role"?, "begin", "size"}.
+void write_extent(Emitter& emitter, const Operand& operand, Role role) {
+  emitter.begin('{', Layout::kInline);
+  if (role == Role::kWritten) {
+    emitter.key("role");
+    emitter.string(operand.role);
+  }
+  emitter.key("begin");
+  emitter.address(operand.begin);
+  emitter.key("size");
+  emitter.number(operand.size);
+  emitter.end('}');
+}
+
 void write_node(Emitter& emitter, const Node& node) {
   const bool nested = node.type == NodeType::kKernel || node.type == NodeType::kOp ||
                       node.type == NodeType::kChildGraph || node.type == NodeType::kConditional;
@@ -138,14 +156,7 @@ void write_node(Emitter& emitter, const Node& node) {
         emitter.key("operands");
         emitter.begin('[', Layout::kBlock);
         for (const Operand& operand : node.operands) {
-          emitter.begin('{', Layout::kInline);
-          emitter.key("role");
-          emitter.string(operand.role);
-          emitter.key("begin");
-          emitter.address(operand.begin);
-          emitter.key("size");
-          emitter.number(operand.size);
-          emitter.end('}');
+          write_extent(emitter, operand, Role::kWritten);
         }
         emitter.end(']');
       }
@@ -178,12 +189,7 @@ void write_node(Emitter& emitter, const Node& node) {
         emitter.begin('[', Layout::kBlock);
         for (const Operand& operand : node.operands) {
           if (operand.access == access) {
-            emitter.begin('{', Layout::kInline);
-            emitter.key("begin");
-            emitter.address(operand.begin);
-            emitter.key("size");
-            emitter.number(operand.size);
-            emitter.end('}');
+            write_extent(emitter, operand, Role::kOmitted);
           }
         }
         emitter.end(']');
