@@ -111,12 +111,12 @@ void capture_path(benchmark::State& state, Handlers handlers) {
       benchmark::Counter(static_cast<double>(state.iterations() * state.range(0)),
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-void BM_CaptureCallbacks_Baseline(benchmark::State& state) { capture_path(state, Handlers::kNone); }
-void BM_CaptureCallbacks_Graphcheck(benchmark::State& state) {
+void capture_callbacks_baseline(benchmark::State& state) { capture_path(state, Handlers::kNone); }
+void capture_callbacks_graphcheck(benchmark::State& state) {
   capture_path(state, Handlers::kGraphcheck);
 }
-BENCHMARK(BM_CaptureCallbacks_Baseline)->Arg(100)->Arg(1000);
-BENCHMARK(BM_CaptureCallbacks_Graphcheck)->Arg(100)->Arg(1000);
+BENCHMARK(capture_callbacks_baseline)->Arg(100)->Arg(1000);
+BENCHMARK(capture_callbacks_graphcheck)->Arg(100)->Arg(1000);
 
 void alloc_path(benchmark::State& state, Handlers handlers) {
   Fixture fixture(1, handlers);
@@ -129,15 +129,15 @@ void alloc_path(benchmark::State& state, Handlers handlers) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-void BM_AllocFreeCallbacks_Baseline(benchmark::State& state) { alloc_path(state, Handlers::kNone); }
-void BM_AllocFreeCallbacks_Graphcheck(benchmark::State& state) {
+void alloc_free_callbacks_baseline(benchmark::State& state) { alloc_path(state, Handlers::kNone); }
+void alloc_free_callbacks_graphcheck(benchmark::State& state) {
   alloc_path(state, Handlers::kGraphcheck);
 }
-BENCHMARK(BM_AllocFreeCallbacks_Baseline);
-BENCHMARK(BM_AllocFreeCallbacks_Graphcheck);
+BENCHMARK(alloc_free_callbacks_baseline);
+BENCHMARK(alloc_free_callbacks_graphcheck);
 
 // A launch check in debug mode: one snapshot of the graph and the current state, checked.
-void BM_LaunchCheck(benchmark::State& state) {
+void launch_check(benchmark::State& state) {
   Fixture fixture(static_cast<int>(state.range(0)), Handlers::kGraphcheck,
                   LaunchCheck::kEveryLaunch);
   fixture.capture_and_instantiate();
@@ -146,7 +146,7 @@ void BM_LaunchCheck(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
-BENCHMARK(BM_LaunchCheck)->Arg(100)->Arg(1000);
+BENCHMARK(launch_check)->Arg(100)->Arg(1000);
 
 }  // namespace
 }  // namespace graphcheck::cupti

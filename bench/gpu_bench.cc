@@ -1,9 +1,9 @@
 // GPU benchmarks (issue 4, section 7), all in one run on one GPU. UNVERIFIED: written and
 // compiled without a GPU; every benchmark reports an error (skip) without a device.
-//   BM_CaptureInstantiate/graphcheck:{0,1}  capture + instantiate of a 1,000-kernel graph
+//   capture_instantiate/graphcheck:{0,1}  capture + instantiate of a 1,000-kernel graph
 //       (goal: graphcheck adds at most 5% and at most 40 us per node)
-//   BM_Replay/graphcheck:{0,1}              one replay of that graph (goal: no difference)
-//   BM_OnDemandCheck                        session.check_now() over that graph
+//   replay/graphcheck:{0,1}              one replay of that graph (goal: no difference)
+//   on_demand_check                        session.check_now() over that graph
 // Built by tests/gpu/CMakeLists.txt (CUDA is enabled only there) as graphcheck_gpu_bench.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>  // the typed cudaMalloc overloads
@@ -85,7 +85,7 @@ bool ready(benchmark::State& state, int graphcheck) {
   return true;
 }
 
-void BM_CaptureInstantiate(benchmark::State& state) {
+void capture_instantiate(benchmark::State& state) {
   if (!ready(state, static_cast<int>(state.range(0)))) {
     return;
   }
@@ -99,14 +99,14 @@ void BM_CaptureInstantiate(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(state.iterations()) * kNodes / 1e6,
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_CaptureInstantiate)
+BENCHMARK(capture_instantiate)
     ->ArgName("graphcheck")
     ->Arg(0)
     ->Arg(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-void BM_Replay(benchmark::State& state) {
+void replay(benchmark::State& state) {
   if (!ready(state, static_cast<int>(state.range(0)))) {
     return;
   }
@@ -117,14 +117,14 @@ void BM_Replay(benchmark::State& state) {
   }
   cudaGraphExecDestroy(exec);
 }
-BENCHMARK(BM_Replay)
+BENCHMARK(replay)
     ->ArgName("graphcheck")
     ->Arg(0)
     ->Arg(1)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
-void BM_OnDemandCheck(benchmark::State& state) {
+void on_demand_check(benchmark::State& state) {
   if (!ready(state, 1)) {
     return;
   }
@@ -137,7 +137,7 @@ void BM_OnDemandCheck(benchmark::State& state) {
   state.counters["references"] = static_cast<double>(references);
   cudaGraphExecDestroy(exec);
 }
-BENCHMARK(BM_OnDemandCheck)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(on_demand_check)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace graphcheck::gpu_testing

@@ -116,19 +116,19 @@ graphcheck::libtorch::ReferenceModel& bench_model(std::int64_t hidden) {
 constexpr std::int64_t kBenchTokens = 16;
 
 // Forward without a capture window: the baseline.
-void BM_ReferenceForward(benchmark::State& state) {
+void reference_forward(benchmark::State& state) {
   auto& model = bench_model(state.range(0));
   const at::Tensor ids = at::arange(kBenchTokens, at::kLong);
   for (auto _ : state) {
     benchmark::DoNotOptimize(model.forward(ids, ids).data_ptr());
   }
 }
-BENCHMARK(BM_ReferenceForward)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
+BENCHMARK(reference_forward)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
 
 // Forward inside a capture window (open, forward, finish). Counters: ops recorded per
 // forward, the slowdown against a plain forward timed in the same iterations (ratio; goal
 // <= 2 at hidden >= 1024), and the added cost per recorded op.
-void BM_ReferenceForwardCaptured(benchmark::State& state) {
+void reference_forward_captured(benchmark::State& state) {
   using Clock = std::chrono::steady_clock;
   auto& model = bench_model(state.range(0));
   const at::Tensor ids = at::arange(kBenchTokens, at::kLong);
@@ -157,7 +157,7 @@ void BM_ReferenceForwardCaptured(benchmark::State& state) {
 }
 // The hot path alone: 256 tiny ops (4-element adds) per iteration, without (0) and with (1)
 // a capture window; the time per op difference is the recording cost per op.
-void BM_TinyOps(benchmark::State& state) {
+void tiny_ops(benchmark::State& state) {
   constexpr int kOps = 256;
   const at::Tensor a = at::ones({4});
   const at::Tensor b = at::ones({4});
@@ -177,9 +177,9 @@ void BM_TinyOps(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(state.iterations()) * kOps,
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_TinyOps)->Arg(0)->Arg(1);
+BENCHMARK(tiny_ops)->Arg(0)->Arg(1);
 
-BENCHMARK(BM_ReferenceForwardCaptured)
+BENCHMARK(reference_forward_captured)
     ->Arg(256)
     ->Arg(1024)
     ->Arg(2048)

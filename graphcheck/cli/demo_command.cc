@@ -65,7 +65,13 @@ void print_step(const libtorch::ReplayStep& step) {
   if (step.outputs_equal) {
     outputs << "outputs equal";
   } else {
-    outputs << "outputs DIFFER (max |diff| " << std::setprecision(3) << step.max_abs_diff << ")";
+    outputs << "outputs DIFFER (max |diff| ";
+    if (std::isnan(step.max_abs_diff)) {
+      outputs << "nan";  // not "-nan": the sign of a NaN says nothing here
+    } else {
+      outputs << std::setprecision(3) << step.max_abs_diff;
+    }
+    outputs << ")";
   }
   std::cout << "  " << std::left << std::setw(22) << step.label << ' ' << std::setw(36)
             << outputs.str() << std::right << " findings " << std::setw(3) << s.findings()
