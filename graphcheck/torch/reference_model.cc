@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <unordered_set>
 
 // Allocation-site labels (weights_arena.h) name the function that allocated: the functions
 // that allocate the planted tensors must keep their own frames.
@@ -52,6 +53,11 @@ class ReferenceInt8Method {
     const auto buffers = layer.named_buffers(/*recurse=*/false);
     packed_ = buffers["weight_packed"];
     scale_ = buffers["weight_scale"];
+  }
+
+  // Every tensor the method keeps (for ReferenceModel::move_to).
+  [[nodiscard]] std::vector<at::Tensor> tensors() const {
+    return {sign_table_, weight_, packed_, scale_};
   }
 
   // y = ((x * signs) @ dequant(packed)) * scale, dequantizing into the runtime workspace.
@@ -263,7 +269,8 @@ void ReferenceModel::load_weights_by_rebinding(const Checkpoint& checkpoint) {
       throw Error("ReferenceModel::load_weights_by_rebinding: checkpoint tensor '" + name +
                   "' has no parameter of that name; use make_checkpoint(model)");
     }
-    target->set_data(tensor.clone());
+    // A fresh copy on the parameter's device (a clone on the CPU).
+    target->set_data(tensor.to(target->options(), /*non_blocking=*/false, /*copy=*/true));
   }
 }
 
@@ -276,7 +283,32 @@ void ReferenceModel::process_weights_after_loading() {
 void ReferenceModel::allocate_runtime_state() {
   const std::int64_t h = config_.hidden;
   const std::int64_t largest = std::max({3 * h * h, 2 * config_.intermediate * h});
-  workspace_ = at::empty({largest}, at::kFloat);
+  workspace_ = at::empty({largest}, at::TensorOptions().dtype(at::kFloat).device(config_.device));
+}
+
+void ReferenceModel::move_to(torch::Device device) {
+  const at::NoGradGuard no_grad;
+  std::vector<at::Tensor> tensors = parameters(/*recurse=*/true);
+  for (const at::Tensor& buffer : buffers(/*recurse=*/true)) {
+    tensors.push_back(buffer);
+  }
+  tensors.insert(tensors.end(), sign_tables_.begin(), sign_tables_.end());
+  tensors.push_back(rotary_->cos_sin_cache);
+  tensors.push_back(workspace_);
+  for (const auto& layer : layers_) {
+    for (const auto& linear : {layer->qkv, layer->o, layer->gate_up, layer->down}) {
+      const auto held = linear->method->tensors();
+      tensors.insert(tensors.end(), held.begin(), held.end());
+    }
+  }
+  // Handles share TensorImpls (a method's weight is its layer's parameter, the legacy sign
+  // table is shared by layers): move each TensorImpl once, so they keep sharing one storage.
+  std::unordered_set<const c10::TensorImpl*> moved;
+  for (at::Tensor& tensor : tensors) {
+    if (tensor.defined() && moved.insert(tensor.unsafeGetTensorImpl()).second) {
+      tensor.set_data(tensor.to(device));
+    }
+  }
 }
 
 void ReferenceModel::declare_runtime_state(Registry& registry) const {
@@ -298,6 +330,10 @@ Checkpoint make_checkpoint(const ReferenceModel& model, std::uint64_t seed) {
 
 std::shared_ptr<ReferenceModel> build_reference_model(const ReferenceConfig& config,
                                                       std::uint64_t seed, WeightsArena* arena) {
+  if (!config.device.is_cpu() && arena != nullptr) {
+    throw Error("build_reference_model: ReferenceConfig::device is " + config.device.str() +
+                " but a WeightsArena was given; the arena holds CPU memory only: pass nullptr");
+  }
   std::shared_ptr<ReferenceModel> model;
   {
     std::optional<WeightsArena::LoadScope> scope;
@@ -307,6 +343,9 @@ std::shared_ptr<ReferenceModel> build_reference_model(const ReferenceConfig& con
     model = std::make_shared<ReferenceModel>(config);
     model->load_weights_in_place(make_checkpoint(*model, seed));
     model->process_weights_after_loading();
+    if (!config.device.is_cpu()) {
+      model->move_to(config.device);  // before register_held_tensors: its aliases would stay
+    }
     if (config.variant == ModelVariant::kRegistered) {
       register_held_tensors(*model);
     }

@@ -42,6 +42,10 @@ struct ReferenceConfig {
   std::int64_t intermediate = 0;  ///< 0: 2 * hidden
   std::int64_t max_positions = 64;
   ModelVariant variant = ModelVariant::kRegistered;
+  /// Where the model runs. It is built and loaded on the CPU, then moved here before
+  /// `register_held_tensors` (see `ReferenceModel::move_to`). A device other than the CPU
+  /// needs `arena == nullptr` in `build_reference_model`: the weights arena is CPU memory.
+  torch::Device device = torch::kCPU;
 };
 
 /// @brief Checkpoint-format tensors by parameter name ("layers.0.mlp.down_proj.weight").
@@ -81,6 +85,12 @@ class ReferenceModel : public torch::nn::Module {
   /// @brief Allocates the runtime workspace (call outside any `WeightsArena::LoadScope`:
   /// runtime state is not weights). `build_reference_model` does.
   void allocate_runtime_state();
+
+  /// @brief Moves every tensor the model keeps (parameters, buffers, the plain members of the
+  /// legacy variant, the RoPE cache, the workspace) to `device` in place (`set_data`: every
+  /// handle to a tensor follows it). Call before `register_held_tensors`: its aliases have
+  /// their own TensorImpls and would stay behind. `build_reference_model` does.
+  void move_to(torch::Device device);
 
   /// @brief Declares the runtime workspace (allocated outside the weights arena) in
   /// `registry`.

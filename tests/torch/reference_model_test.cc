@@ -2,8 +2,10 @@
 // registers what the legacy one keeps as plain members; reloads keep or move addresses.
 #include <ATen/ATen.h>
 #include <gmock/gmock.h>
+#include <graphcheck/error.h>
 #include <graphcheck/torch/reference_model.h>
 #include <graphcheck/torch/registry.h>
+#include <graphcheck/torch/weights_arena.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -13,6 +15,7 @@ namespace graphcheck::libtorch {
 namespace {
 
 using ::testing::Contains;
+using ::testing::HasSubstr;
 using ::testing::Not;
 
 ReferenceConfig config_for(ModelVariant variant) {
@@ -99,6 +102,14 @@ TEST(ReferenceModel, RuntimeWorkspaceIsDeclared) {
   ASSERT_EQ(spans.size(), 1U);
   EXPECT_EQ(spans[0].kind, OwnerKind::kRuntime);
   EXPECT_EQ(spans[0].name, "workspace");
+}
+
+TEST(ReferenceModel, DeviceModelRefusesTheCpuWeightsArenaBeforeBuildingAnything) {
+  ReferenceConfig config;
+  config.device = torch::Device(torch::kCUDA, 0);  // never touched: the check comes first
+  WeightsArena arena(std::size_t{1} << 20);
+  EXPECT_THAT([&] { static_cast<void>(build_reference_model(config, 1, &arena)); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("arena holds CPU memory only")));
 }
 
 }  // namespace
