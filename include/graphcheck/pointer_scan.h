@@ -96,16 +96,10 @@ void scan_nodes(std::uint64_t graph_id, const NodeList& nodes, IsReference& is_r
             }
           }
         }
-        // Addresses outside the argument bytes (a TMA descriptor's global address): named
-        // outright by the backend, so references without the predicate, after the words.
-        reference.param = 0;
-        reference.offset = 0;
-        for (const Operand& operand : node.operands) {
-          reference.operand = &operand;
-          reference.address = operand.begin;
-          visit(reference);
-        }
-        break;
+        // Then its operands, like every other node's: addresses outside the argument bytes
+        // (a TMA descriptor's global address), named outright by the backend, so references
+        // without the predicate.
+        [[fallthrough]];
       case NodeType::kMemcpy:
       case NodeType::kMemset:
       case NodeType::kMemAlloc:
