@@ -39,17 +39,74 @@ if(NOT GRAPHCHECK_TORCH STREQUAL "OFF")
   endif()
 endif()
 
-# --- CUDA toolkit and CUPTI (compile and link only; the driver is loaded at run time) ---
+# --- CUDA and CUPTI headers (compile only; the driver and CUPTI are loaded at run time) ---
+# The backend needs headers, never libraries: cuda.h and cupti*.h of CUDA 13. They come from
+# GRAPHCHECK_CUPTI_ROOT when set, else the CUDA toolkit (CUDA::cupti), else pip's
+# nvidia-cuda-runtime and nvidia-cuda-cupti wheels for CUDA 13, which share
+# site-packages/nvidia/cu13/include (looked up in GRAPHCHECK_TORCH_VENV, then python3's).
+set(GRAPHCHECK_CUPTI_ROOT "" CACHE PATH
+  "Folder whose include/ holds cuda.h and cupti.h of CUDA 13 (e.g. site-packages/nvidia/cu13); empty: the toolkit's, else pip's")
 set(GRAPHCHECK_HAS_CUPTI OFF)
+set(GRAPHCHECK_CUPTI_INCLUDE_DIRS "")
+
+# _graphcheck_cuda13_headers(<root> <out-var>): <out-var> is "" when <root>/include holds
+# cuda.h (CUDA_VERSION >= 13000) and cupti.h, else says what is missing.
+function(_graphcheck_cuda13_headers root out)
+  if(NOT EXISTS "${root}/include/cuda.h" OR NOT EXISTS "${root}/include/cupti.h")
+    set(${out} "no include/cuda.h and include/cupti.h in ${root}" PARENT_SCOPE)
+    return()
+  endif()
+  file(STRINGS "${root}/include/cuda.h" _version REGEX "^#define CUDA_VERSION [0-9]+")
+  string(REGEX MATCH "[0-9]+$" _version "${_version}")
+  if(NOT _version OR _version LESS 13000)
+    set(${out} "${root}/include/cuda.h is CUDA_VERSION '${_version}', expected 13000 or later" PARENT_SCOPE)
+    return()
+  endif()
+  set(${out} "" PARENT_SCOPE)
+endfunction()
+
 if(NOT GRAPHCHECK_CUPTI STREQUAL "OFF")
   find_package(CUDAToolkit QUIET)
-  if(CUDAToolkit_FOUND AND TARGET CUDA::cupti)
-    set(GRAPHCHECK_HAS_CUPTI ON)
-    message(STATUS "graphcheck: CUDA ${CUDAToolkit_VERSION} with CUPTI found; building the CUPTI backend")
-  elseif(GRAPHCHECK_CUPTI STREQUAL "ON")
-    message(FATAL_ERROR "GRAPHCHECK_CUPTI=ON but the CUDA toolkit with CUPTI was not found. Install the "
-      "CUDA toolkit (or pip's nvidia-cuda-cupti), set CUDAToolkit_ROOT, or set GRAPHCHECK_CUPTI=OFF.")
+  if(GRAPHCHECK_CUPTI_ROOT)
+    _graphcheck_cuda13_headers("${GRAPHCHECK_CUPTI_ROOT}" _problem)
+    if(_problem)
+      message(FATAL_ERROR "GRAPHCHECK_CUPTI_ROOT: ${_problem}. Point it at a folder whose include/ "
+        "holds CUDA 13's cuda.h and cupti.h (pip's site-packages/nvidia/cu13), or leave it empty.")
+    endif()
+    set(GRAPHCHECK_CUPTI_INCLUDE_DIRS "${GRAPHCHECK_CUPTI_ROOT}/include")
+    set(_graphcheck_cupti_from "GRAPHCHECK_CUPTI_ROOT (${GRAPHCHECK_CUPTI_ROOT})")
+  elseif(CUDAToolkit_FOUND AND TARGET CUDA::cupti)
+    get_target_property(_cuda_includes CUDA::toolkit INTERFACE_INCLUDE_DIRECTORIES)
+    get_target_property(_cupti_includes CUDA::cupti INTERFACE_INCLUDE_DIRECTORIES)
+    set(GRAPHCHECK_CUPTI_INCLUDE_DIRS ${_cuda_includes} ${_cupti_includes})
+    set(_graphcheck_cupti_from "the CUDA ${CUDAToolkit_VERSION} toolkit")
   else()
-    message(STATUS "graphcheck: CUDA toolkit with CUPTI not found; the CUPTI backend is skipped")
+    set(_roots "")
+    if(GRAPHCHECK_TORCH_VENV)
+      file(GLOB _roots "${GRAPHCHECK_TORCH_VENV}/lib/python3*/site-packages/nvidia/cu13")
+    endif()
+    execute_process(COMMAND python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'], end='')"
+      OUTPUT_VARIABLE _purelib RESULT_VARIABLE _rc ERROR_QUIET)
+    if(_rc EQUAL 0 AND _purelib)
+      list(APPEND _roots "${_purelib}/nvidia/cu13")
+    endif()
+    foreach(_root IN LISTS _roots)
+      _graphcheck_cuda13_headers("${_root}" _problem)
+      if(NOT _problem)
+        set(GRAPHCHECK_CUPTI_INCLUDE_DIRS "${_root}/include")
+        set(_graphcheck_cupti_from "pip's nvidia-cuda-cupti (${_root})")
+        break()
+      endif()
+    endforeach()
+  endif()
+  if(GRAPHCHECK_CUPTI_INCLUDE_DIRS)
+    set(GRAPHCHECK_HAS_CUPTI ON)
+    message(STATUS "graphcheck: CUDA and CUPTI headers from ${_graphcheck_cupti_from}; building the CUPTI backend")
+  elseif(GRAPHCHECK_CUPTI STREQUAL "ON")
+    message(FATAL_ERROR "GRAPHCHECK_CUPTI=ON but CUDA 13 with CUPTI was found neither in a CUDA toolkit "
+      "nor in pip's nvidia-cuda-cupti. Install the CUDA toolkit (or pip's nvidia-cuda-cupti and "
+      "nvidia-cuda-runtime for cu13), set CUDAToolkit_ROOT or GRAPHCHECK_CUPTI_ROOT, or set GRAPHCHECK_CUPTI=OFF.")
+  else()
+    message(STATUS "graphcheck: CUDA 13 with CUPTI not found; the CUPTI backend is skipped")
   endif()
 endif()

@@ -100,16 +100,35 @@ void GraphCapture::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
 void GraphCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& data) {
   // Only handles and counters here: the CUPTI guide does not support driver calls inside
   // callbacks, and these run inside every captured launch.
-  const std::lock_guard<std::mutex> lock(mutex_);
-  if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
-    reader_.forget_kernels();  // function handles of the module may be reused
+  ResourceEvent event;
+  event.cbid = cbid;
+  if (cbid != CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
+    const auto* graph = static_cast<const CUpti_GraphData*>(data.resourceDescriptor);
+    if (graph == nullptr) {
+      return;
+    }
+    event.graph = graph->graph;
+    event.node = graph->node;
+    event.exec = graph->graphExec;
+  }
+  // The driver fires this from inside one of its calls; a reader on another thread may hold
+  // mutex_ while it waits for that call's driver lock. Never wait for mutex_ here.
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    const std::lock_guard<std::mutex> queue_lock(queue_mutex_);
+    queued_.push_back(event);
     return;
   }
-  const auto* graph = static_cast<const CUpti_GraphData*>(data.resourceDescriptor);
-  if (graph == nullptr) {
-    return;
-  }
-  switch (cbid) {
+  drain_locked();
+  apply_locked(event);
+  drain_locked();
+}
+
+void GraphCapture::apply_locked(const ResourceEvent& event) {
+  switch (event.cbid) {
+    case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
+      reader_.forget_kernels();  // function handles of the module may be reused
+      break;
     case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
       ++stats_.nodes_created;
       break;
@@ -120,20 +139,20 @@ void GraphCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& 
       ++stats_.graphs_cloned;
       break;
     case CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING:
-      reader_.forget_node(graph->node);
+      reader_.forget_node(event.node);
       break;
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
       ++stats_.execs_created;
-      pending_execs_.emplace_back(graph->graphExec, graph->graph);
+      pending_execs_.emplace_back(event.exec, event.graph);
       break;
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
       ++stats_.execs_destroyed;
-      execs_.erase(graph->graphExec);
-      std::erase_if(pending_execs_, [&](const auto& p) { return p.first == graph->graphExec; });
+      execs_.erase(event.exec);
+      std::erase_if(pending_execs_, [&](const auto& p) { return p.first == event.exec; });
       break;
     case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
-      captured_.erase(graph->graph);
-      std::erase_if(pending_execs_, [&](const auto& p) { return p.second == graph->graph; });
+      captured_.erase(event.graph);
+      std::erase_if(pending_execs_, [&](const auto& p) { return p.second == event.graph; });
       break;
     case CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED:
     case CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS:
@@ -142,6 +161,34 @@ void GraphCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& 
     default:
       break;
   }
+}
+
+void GraphCapture::drain_locked() {
+  std::vector<ResourceEvent> events;
+  {
+    const std::lock_guard<std::mutex> queue_lock(queue_mutex_);
+    if (queued_.empty()) {
+      return;
+    }
+    events.swap(queued_);
+  }
+  for (const ResourceEvent& event : events) {
+    apply_locked(event);
+  }
+}
+
+GraphCapture::StateLock::StateLock(const GraphCapture& capture)
+    : capture_(const_cast<GraphCapture&>(capture)) {  // NOLINT: see the declaration
+  capture_.mutex_.lock();
+  capture_.drain_locked();
+}
+
+GraphCapture::StateLock::~StateLock() {
+  try {
+    capture_.drain_locked();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): only bad_alloc; the events stay queued
+  }
+  capture_.mutex_.unlock();
 }
 
 void GraphCapture::on_driver_api(CUpti_CallbackId cbid, const CUpti_CallbackData& data) {
@@ -252,7 +299,7 @@ void GraphCapture::on_runtime_api(CUpti_CallbackId cbid, const CUpti_CallbackDat
 }
 
 void GraphCapture::captured(CUgraph graph) {
-  const std::lock_guard<std::mutex> lock(mutex_);
+  const StateLock lock(*this);
   std::uint32_t id = 0;
   GRAPHCHECK_CUPTI_CHECK(api_, cupti_get_graph_id(graph, &id));
   auto record = std::make_shared<GraphRecord>();
@@ -264,20 +311,29 @@ void GraphCapture::captured(CUgraph graph) {
 }
 
 void GraphCapture::instantiated(CUgraphExec exec, CUgraph graph) {
-  const std::lock_guard<std::mutex> lock(mutex_);
+  const StateLock lock(*this);
   if (exec != nullptr && graph != nullptr) {
     instantiated_locked(exec, graph);
   }
   // Exec graphs announced by GRAPHEXEC_CREATED but made by an instantiate variant not
-  // intercepted above; their templates are alive (destroy callbacks drop them).
+  // intercepted above; their templates are alive (destroy callbacks drop them). The CUPTI
+  // headers do not say which CUpti_GraphData fields GRAPHEXEC_CREATED fills in [verify]: an
+  // entry without both handles cannot be read, and must not fail the read of the others.
   while (!pending_execs_.empty()) {
     const auto [pending_exec, pending_graph] = pending_execs_.back();
     pending_execs_.pop_back();
-    instantiated_locked(pending_exec, pending_graph);
+    if (pending_exec != nullptr && pending_graph != nullptr) {
+      instantiated_locked(pending_exec, pending_graph);
+    }
   }
 }
 
 void GraphCapture::instantiated_locked(CUgraphExec exec, CUgraph graph) {
+  for (const auto& [pending_exec, pending_graph] : pending_execs_) {
+    if (pending_exec == exec) {
+      ++(pending_graph == graph ? stats_.exec_templates_matched : stats_.exec_templates_differed);
+    }
+  }
   std::erase_if(pending_execs_, [&](const auto& p) { return p.first == exec; });
   if (execs_.contains(exec)) {
     return;  // the driver-level EXIT inside a runtime instantiate already read it
@@ -304,7 +360,7 @@ void GraphCapture::conditional_added(CUgraphNode node, const CUgraphNodeParams& 
   if (conditional.phGraph_out != nullptr) {
     bodies.assign(conditional.phGraph_out, conditional.phGraph_out + conditional.size);
   }
-  const std::lock_guard<std::mutex> lock(mutex_);
+  const StateLock lock(*this);
   reader_.set_conditional_bodies(node, std::move(bodies));
 }
 
@@ -313,13 +369,13 @@ void GraphCapture::tensor_map_encoded(const CUtensorMap* map, const void* global
     return;
   }
   static_assert(sizeof(CUtensorMap) == TensorMapTable::kDescriptorSize);
-  const std::lock_guard<std::mutex> lock(mutex_);
+  const StateLock lock(*this);
   tensor_maps_.record(map, reinterpret_cast<Address>(global));
   ++stats_.tensor_maps;
 }
 
 std::shared_ptr<const GraphRecord> GraphCapture::exec_graph(CUgraphExec exec) const {
-  const std::lock_guard<std::mutex> lock(mutex_);
+  const StateLock lock(*this);
   const auto found = execs_.find(exec);
   return found == execs_.end() ? nullptr : found->second.record;
 }
@@ -327,7 +383,7 @@ std::shared_ptr<const GraphRecord> GraphCapture::exec_graph(CUgraphExec exec) co
 std::vector<std::shared_ptr<const GraphRecord>> GraphCapture::exec_graphs() const {
   std::vector<std::shared_ptr<const GraphRecord>> out;
   {
-    const std::lock_guard<std::mutex> lock(mutex_);
+    const StateLock lock(*this);
     for (const auto& [exec, state] : execs_) {
       out.push_back(state.record);
     }
@@ -339,7 +395,7 @@ std::vector<std::shared_ptr<const GraphRecord>> GraphCapture::exec_graphs() cons
 std::vector<std::shared_ptr<const GraphRecord>> GraphCapture::captured_graphs() const {
   std::vector<std::shared_ptr<const GraphRecord>> out;
   {
-    const std::lock_guard<std::mutex> lock(mutex_);
+    const StateLock lock(*this);
     for (const auto& [graph, record] : captured_) {
       out.push_back(record);
     }
@@ -349,7 +405,7 @@ std::vector<std::shared_ptr<const GraphRecord>> GraphCapture::captured_graphs() 
 }
 
 GraphRecord GraphCapture::read_graph(CUgraph graph, std::uint64_t id) {
-  const std::lock_guard<std::mutex> lock(mutex_);
+  const StateLock lock(*this);
   GraphRecord record;
   record.id = id;
   record.epoch = epoch_;
@@ -358,12 +414,12 @@ GraphRecord GraphCapture::read_graph(CUgraph graph, std::uint64_t id) {
 }
 
 void GraphCapture::set_epoch(std::string label) {
-  const std::lock_guard<std::mutex> lock(mutex_);
+  const StateLock lock(*this);
   epoch_ = std::move(label);
 }
 
 GraphCaptureStats GraphCapture::stats() const {
-  const std::lock_guard<std::mutex> lock(mutex_);
+  const StateLock lock(*this);
   return stats_;
 }
 

@@ -39,6 +39,11 @@ struct GraphCaptureStats {
   std::uint64_t node_update_events =
       0;                          ///< resource callbacks 22/23 (GRAPH_NODE_UPDATED/SET_PARAMS)
   std::uint64_t tensor_maps = 0;  ///< cuTensorMapEncode*/ReplaceAddress calls recorded
+  /// Instantiate EXITs whose GRAPHEXEC_CREATED named the same template graph (`graph`
+  /// field) as the call's arguments, or another one (an internal clone, or none): evidence
+  /// for which CUpti_GraphData fields CUPTI fills in [verify].
+  std::uint64_t exec_templates_matched = 0;
+  std::uint64_t exec_templates_differed = 0;
 };
 
 /// @brief Builds a `GraphRecord` for every captured and every instantiated CUDA graph.
@@ -62,7 +67,11 @@ struct GraphCaptureStats {
 /// template node. Records are immutable once published (an update publishes a new one).
 ///
 /// Thread safety: all methods may be called from any thread; state is guarded by a mutex
-/// that no per-launch callback takes (this handler enables no launch callbacks).
+/// that no per-launch callback takes (this handler enables no launch callbacks). Reading a
+/// graph calls the driver with that mutex held, so resource callbacks, which the driver
+/// fires from inside its own calls (and possibly under its own locks), never wait for it:
+/// when it is busy they queue their event, and every holder applies the queue, in order,
+/// right after locking and again before unlocking.
 /// Lifetime: `api` must outlive this object.
 class GraphCapture final : public CallbackHandler {
  public:
@@ -93,7 +102,30 @@ class GraphCapture final : public CallbackHandler {
     NodeIndex index;  // template node -> position in record->nodes
   };
 
+  // One resource callback, as much of it as applying it later needs.
+  struct ResourceEvent {
+    CUpti_CallbackId cbid = 0;
+    CUgraph graph = nullptr;
+    CUgraphNode node = nullptr;
+    CUgraphExec exec = nullptr;
+  };
+  // Holds mutex_ and applies the queued resource events after locking and before unlocking.
+  class StateLock {
+   public:
+    // Const queries lock too: applying queued events catches up with what already
+    // happened (a destroyed exec graph must not be reported), it changes nothing visible.
+    explicit StateLock(const GraphCapture& capture);
+    ~StateLock();
+    StateLock(const StateLock&) = delete;
+    StateLock& operator=(const StateLock&) = delete;
+
+   private:
+    GraphCapture& capture_;
+  };
+
   void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& data);
+  void apply_locked(const ResourceEvent& event);
+  void drain_locked();
   void on_driver_api(CUpti_CallbackId cbid, const CUpti_CallbackData& data);
   void on_runtime_api(CUpti_CallbackId cbid, const CUpti_CallbackData& data);
   // graph_capture_updates.cc: updates of instantiated graphs (driver and runtime forms).
@@ -118,6 +150,10 @@ class GraphCapture final : public CallbackHandler {
 
   DriverApi& api_;
   mutable std::mutex mutex_;
+  // Resource events that found mutex_ busy. queue_mutex_ is never held across a driver call
+  // nor while waiting for mutex_.
+  std::mutex queue_mutex_;
+  std::vector<ResourceEvent> queued_;
   std::string epoch_;
   GraphReader reader_;
   TensorMapTable tensor_maps_;

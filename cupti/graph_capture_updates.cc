@@ -184,7 +184,7 @@ void GraphCapture::on_runtime_exec_update(CUpti_CallbackId cbid, const CUpti_Cal
 
 template <typename Update>
 void GraphCapture::update_exec_node(CUgraphExec exec, CUgraphNode node, Update&& update) {
-  const std::lock_guard<std::mutex> lock(mutex_);
+  const StateLock lock(*this);
   const auto found = execs_.find(exec);
   if (found == execs_.end()) {
     return;  // instantiated while graphcheck was not enabled: nothing recorded to update
@@ -250,7 +250,7 @@ void GraphCapture::exec_updated(CUgraphExec exec, CUgraph graph) {
   if (graph == nullptr) {
     return;
   }
-  const std::lock_guard<std::mutex> lock(mutex_);
+  const StateLock lock(*this);
   const auto found = execs_.find(exec);
   if (found == execs_.end()) {
     return;

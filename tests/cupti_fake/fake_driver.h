@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -83,6 +84,9 @@ class FakeDriver : public DriverApi {
   std::string other_subscriber;                      // reported with MULTIPLE_SUBSCRIBERS
   std::map<CUdeviceptr, unsigned int> memory_types;  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
   std::map<std::string, int> calls;
+  // Called with the method name at the start of every driver call (before `fail`): lets a
+  // test stand for what the real driver does meanwhile, e.g. another thread's callback.
+  std::function<void(const std::string&)> on_call;
   std::vector<CallbackId> enabled;
   std::string subscriber_name;
   bool subscribed = false;
@@ -125,6 +129,9 @@ class FakeDriver : public DriverApi {
   }
   CUresult cu_graph_get_nodes(CUgraph graph, CUgraphNode* nodes, size_t* count) override {
     if (auto r = injected("cu_graph_get_nodes")) return *r;
+    if (graph == nullptr || count == nullptr) {
+      return CUDA_ERROR_INVALID_VALUE;  // as the real driver does for a null handle
+    }
     const auto& list = graph_of(graph).nodes;
     if (nodes != nullptr) {
       const std::size_t n = std::min(*count, list.size());
@@ -285,6 +292,9 @@ class FakeDriver : public DriverApi {
 
  protected:
   std::optional<CUresult> injected(const std::string& name) {
+    if (on_call) {
+      on_call(name);
+    }
     ++calls[name];
     const auto found = fail.find(name);
     return found == fail.end() ? std::nullopt : std::optional<CUresult>(found->second);

@@ -332,6 +332,8 @@ TEST_F(GraphCaptureTest, RuntimeInstantiateAfterTheDriverOneKeepsOneRecord) {
   EXPECT_EQ(capture_.exec_graphs().size(), 1U);
   EXPECT_EQ(capture_.stats().graphs_walked, 1U);
   EXPECT_EQ(capture_.stats().execs_created, 1U);
+  EXPECT_EQ(capture_.stats().exec_templates_matched, 1U);
+  EXPECT_EQ(capture_.stats().exec_templates_differed, 0U);
 }
 
 TEST_F(GraphCaptureTest, ExecGraphsAnnouncedOnlyByResourceCallbacksAreReadAtTheNextExit) {
@@ -348,6 +350,24 @@ TEST_F(GraphCaptureTest, ExecGraphsAnnouncedOnlyByResourceCallbacksAreReadAtTheN
   ASSERT_EQ(callback_error(), "");
   ASSERT_NE(capture_.exec_graph(exec), nullptr);
   EXPECT_EQ(capture_.exec_graph(exec)->id, 70U);
+}
+
+TEST_F(GraphCaptureTest, AnExecAnnouncedWithoutItsTemplateDoesNotFailTheNextInstantiate) {
+  // CUPTI's headers do not promise that GRAPHEXEC_CREATED fills in `graph`: an announcement
+  // without it cannot be read, and must not turn the next instantiate into an error.
+  CUgraph graph = api_.add_graph(1);
+  api_.add_node(graph, kernel_node(1, gemm_, kernel_params_.data()));
+  CUgraphExec unknown = api_.add_exec(71);
+  CUpti_GraphData created{};
+  created.graphExec = unknown;
+  resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, created);
+  CUgraphExec exec = api_.add_exec(72);
+  instantiate(exec, graph);
+  EXPECT_EQ(callback_error(), "");
+  ASSERT_NE(capture_.exec_graph(exec), nullptr);
+  EXPECT_EQ(capture_.exec_graph(exec)->nodes.size(), 1U);
+  EXPECT_EQ(capture_.exec_graph(unknown), nullptr);
+  EXPECT_EQ(capture_.stats().exec_templates_matched, 1U);
 }
 
 TEST_F(GraphCaptureTest, DestroyCallbacksDropRecords) {

@@ -10,9 +10,14 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <string_view>
 
+#include "common/expect_block.h"
 #include "cupti/backend.h"
 #include "cupti/driver_api.h"
 
@@ -48,6 +53,45 @@ inline std::string skip_reason() {
         << #call << ": " << cudaGetErrorString(graphcheck_cuda_status); \
   } while (false)
 
+/// Whether graphcheck's own injection library (CUDA_INJECTION64_PATH) attached to this
+/// process. It then holds the process's one CUPTI subscription, so a test's `LiveBackend`
+/// cannot subscribe (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED); gpu-check.sh's
+/// injection smoke run does exactly this.
+inline bool injected_by_graphcheck() {
+  const char* path = std::getenv("CUDA_INJECTION64_PATH");
+  return path != nullptr && std::string_view(path).find("graphcheck") != std::string_view::npos;
+}
+
+/// Prints `line` (ending in a newline) and appends it to
+/// <$GRAPHCHECK_GPU_OUT>/callback_counts.txt: what a gpu test observed of the real driver
+/// (ctest shows a passing test's output only in its junit file).
+inline void report_observation(const std::string& line) {
+  std::cout << line << std::flush;
+  const char* out = std::getenv("GRAPHCHECK_GPU_OUT");
+  if (out != nullptr && *out != '\0') {
+    std::filesystem::create_directories(out);
+    std::ofstream(std::filesystem::path(out) / "callback_counts.txt", std::ios::app) << line;
+  }
+}
+
+/// Prints what CUPTI delivered (one line) and appends it to
+/// <$GRAPHCHECK_GPU_OUT>/callback_counts.txt (ctest shows a passing test's output only in
+/// its junit file): the counters answer the [verify] questions of docs/gpu-check.md.
+inline void print_callback_counts(cupti::Backend& backend, std::string_view label) {
+  const cupti::GraphCaptureStats stats = backend.capture().stats();
+  std::ostringstream line;
+  line << "graphcheck-gpu: " << label << ": nodes_created=" << stats.nodes_created
+       << " nodes_cloned=" << stats.nodes_cloned << " graphs_cloned=" << stats.graphs_cloned
+       << " execs_created=" << stats.execs_created << " execs_destroyed=" << stats.execs_destroyed
+       << " graphs_walked=" << stats.graphs_walked << " exec_updates=" << stats.exec_updates
+       << " node_update_events=" << stats.node_update_events
+       << " exec_templates_matched=" << stats.exec_templates_matched
+       << " exec_templates_differed=" << stats.exec_templates_differed
+       << " allocation_events=" << backend.tracker().events()
+       << " launches_seen=" << backend.launch_hook().launches() << "\n";
+  report_observation(line.str());
+}
+
 /// The real driver table and a subscribed backend (capture, tracking, session).
 struct LiveBackend {
   explicit LiveBackend(cupti::BackendOptions options = {}) {
@@ -69,14 +113,20 @@ struct LiveBackend {
   cupti::Status status;
 };
 
-/// Writes `snapshot` as <$GRAPHCHECK_GPU_OUT>/<name>.json when the variable is set.
+/// Writes `snapshot` as <$GRAPHCHECK_GPU_OUT>/<name>.json when the variable is set, with a
+/// description and the expect blocks check() gives here, on the GPU machine: copied into
+/// tests/data/gpu/ unchanged, the file is a CPU regression test (tests/data/gpu/README.md).
 inline void record_snapshot(const Snapshot& snapshot, const std::string& name) {
   const char* out = std::getenv("GRAPHCHECK_GPU_OUT");
   if (out == nullptr || *out == '\0') {
     return;
   }
   std::filesystem::create_directories(out);
-  write_snapshot(snapshot, std::filesystem::path(out) / (name + ".json"));
+  std::ofstream file(std::filesystem::path(out) / (name + ".json"), std::ios::binary);
+  file << test_support::with_expect_blocks(
+      snapshot, "Recorded on a GPU by the gpu tier (tests/gpu, " + name +
+                    "): " + std::to_string(snapshot.graphs.size()) + " graph(s), " +
+                    std::to_string(snapshot.epochs.size()) + " epoch(s).");
 }
 
 /// A VMM allocator in the style of vLLM's CuMemAllocator: one reserved range; sleep unmaps

@@ -88,6 +88,9 @@ class GpuReferenceModelTest : public ::testing::Test {
     c10::cuda::device_synchronize();
     c10::cuda::CUDACachingAllocator::emptyCache();
     LiveBackend live;
+    if (!live.status.ok() && injected_by_graphcheck()) {
+      GTEST_SKIP() << "graphcheck's injection holds CUPTI: " << live.status.message();
+    }
     ASSERT_TRUE(live.status.ok()) << live.status.message();
     cupti::Backend& backend = *live.backend;
 
@@ -137,7 +140,9 @@ class GpuReferenceModelTest : public ::testing::Test {
       out.cupti_snapshot = backend.session().snapshot("after_replay");
       out.cupti_report = backend.session().check_now("after_replay");
     }
-    ASSERT_TRUE(backend.dispatcher().take_error().ok());
+    print_callback_counts(backend, "reference_model_" + libtorch::to_string(variant));
+    const cupti::Status callback_error = backend.dispatcher().take_error();
+    ASSERT_TRUE(callback_error.ok()) << callback_error.message();
 
     const std::string name = "reference_model_" + libtorch::to_string(variant);
     record_snapshot(out.cupti_snapshot, name + "_cupti");
@@ -175,7 +180,7 @@ class GpuReferenceModelTest : public ::testing::Test {
 TEST_F(GpuReferenceModelTest, RegisteredVariantHasNoUnregisteredOrDanglingReferenceAtCapture) {
   CudaCapture run;
   capture(ModelVariant::kRegistered, run);
-  if (HasFatalFailure()) {
+  if (HasFatalFailure() || IsSkipped()) {
     return;
   }
   const Report& report = run.aten_report;
@@ -191,7 +196,7 @@ TEST_F(GpuReferenceModelTest, RegisteredVariantHasNoUnregisteredOrDanglingRefere
 TEST_F(GpuReferenceModelTest, LegacyVariantNamesItsPlantedSitesAsUnregistered) {
   CudaCapture run;
   capture(ModelVariant::kLegacy, run);
-  if (HasFatalFailure()) {
+  if (HasFatalFailure() || IsSkipped()) {
     return;
   }
   const Report& report = run.aten_report;

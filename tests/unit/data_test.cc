@@ -2,6 +2,7 @@
 // one epoch, known by construction) that check() must reproduce. A checker change that
 // moves a count, or a data file edited by hand into inconsistency, fails here.
 #include <graphcheck/checker.h>
+#include <graphcheck/error.h>
 #include <graphcheck/snapshot.h>
 #include <graphcheck/verdict.h>
 #include <gtest/gtest.h>
@@ -19,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "common/expect_block.h"
+
 namespace graphcheck {
 namespace {
 
@@ -31,11 +34,19 @@ std::string read_text(const fs::path& path) {
   return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
 }
 
+// Every *.json in tests/data/ and in tests/data/gpu/ (snapshots recorded on a GPU by the gpu
+// tier, docs/gpu-check.md), as paths relative to tests/data/.
 std::vector<std::string> data_files() {
   std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(data_dir())) {
-    if (entry.path().extension() == ".json") {
-      names.push_back(entry.path().filename().string());
+  for (const char* folder : {"", "gpu"}) {
+    const fs::path dir = data_dir() / folder;
+    if (!fs::is_directory(dir)) {
+      continue;
+    }
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (entry.path().extension() == ".json") {
+        names.push_back((fs::path(folder) / entry.path().filename()).string());
+      }
     }
   }
   std::sort(names.begin(), names.end());
@@ -107,8 +118,11 @@ TEST_P(DataSnapshotTest, LastEpochIsTheDefaultAndTheExpectBlockNamesIt) {
 
 INSTANTIATE_TEST_SUITE_P(TestsData, DataSnapshotTest, ::testing::ValuesIn(data_files()),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
-                           std::string name = fs::path(param_info.param).stem().string();
-                           std::replace(name.begin(), name.end(), '-', '_');
+                           fs::path path(param_info.param);
+                           std::string name = (path.parent_path() / path.stem()).string();
+                           std::replace_if(
+                               name.begin(), name.end(),
+                               [](char c) { return c == '-' || c == '/' || c == '.'; }, '_');
                            return name;
                          });
 
@@ -179,6 +193,54 @@ TEST(DecodeStep, LastEpochHasEveryKindOfFinding) {
   ASSERT_NE(stale, report.findings.end());
   EXPECT_EQ(stale->owner.rfind("model.layers.7.", 0), 0U) << stale->owner;
   EXPECT_FALSE(stale->fix.empty());
+}
+
+// The gpu tier writes recorded snapshots with expect blocks computed on the GPU machine
+// (tests/common/expect_block.h); on every hand-built file here they must agree with the
+// blocks written by hand, and the snapshot must read back unchanged.
+TEST(ExpectBlocks, AgreeWithTheHandWrittenBlocksOfEveryDataFile) {
+  for (const std::string& name : data_files()) {
+    SCOPED_TRACE(name);
+    const fs::path path = data_dir() / name;
+    const nlohmann::json committed = nlohmann::json::parse(read_text(path));
+    const Snapshot snapshot = read_snapshot(path);
+    const std::string text = test_support::with_expect_blocks(snapshot, "regenerated");
+    EXPECT_EQ(parse_snapshot(text, name), snapshot);
+    const nlohmann::json generated = nlohmann::json::parse(text);
+    EXPECT_EQ(generated.at("description"), "regenerated");
+    EXPECT_EQ(generated.at("expect"), generated.at("expect_epochs").back());
+    ASSERT_EQ(generated.at("expect_epochs").size(), snapshot.epochs.size());
+    for (const nlohmann::json& expect : expectations(committed)) {
+      const std::string epoch = expect.at("epoch").get<std::string>();
+      const nlohmann::json* match = nullptr;
+      for (const nlohmann::json& candidate : generated.at("expect_epochs")) {
+        if (candidate.at("epoch") == epoch) {
+          match = &candidate;
+        }
+      }
+      ASSERT_NE(match, nullptr) << epoch;
+      for (const auto& [key, value] : expect.at("summary").items()) {
+        EXPECT_EQ(match->at("summary").at(key), value) << epoch << " " << key;
+      }
+      if (expect.contains("stale_allow")) {
+        EXPECT_EQ(match->at("stale_allow"), expect.at("stale_allow")) << epoch;
+      }
+    }
+  }
+}
+
+TEST(ExpectBlocks, CountEveryVerdictAndFailOnAnUnknownEpoch) {
+  const Snapshot snapshot = read_snapshot(data_dir() / "verdict_stale.json");
+  const nlohmann::json block = test_support::expect_block(snapshot, "after_reload");
+  EXPECT_EQ(block.at("summary").size(), 3U + kVerdictCount);
+  EXPECT_EQ(block.at("summary").at("stale"), 2);
+  EXPECT_EQ(block.at("summary").at("lost"), 0);
+  try {
+    static_cast<void>(test_support::expect_block(snapshot, "after_lunch"));
+    FAIL() << "expected graphcheck::Error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("after_lunch"), std::string::npos) << error.what();
+  }
 }
 
 // The committed file is what the generator writes today (so a hand edit, or a generator
