@@ -1,6 +1,7 @@
 // Check throughput: graphs of 1k, 10k and 100k kernel nodes (8 arguments each) against 1k,
-// 10k and 100k spans, each beside a floor that reads the same argument words without any
-// lookup. Run: graphcheck_bench --benchmark_min_time=0.2
+// 10k and 100k spans, checked in their capture epoch and in a later one (after a sleep that
+// discarded the weights pool), each beside a floor that reads the same argument words
+// without any lookup. Run: graphcheck_bench --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
 #include <graphcheck/address_index.h>
 #include <graphcheck/checker.h>
@@ -53,7 +54,17 @@ class WorldBuilder {
       epoch.allocations.push_back({kWorkspace + static_cast<Address>(w) * 0x100000, 0x1000,
                                    "default", 1, "layers." + std::to_string(w) + ".workspace"});
     }
+    // After sleep level 2 and wake: the same spans and allocations, the weights pool's
+    // contents discarded (a new generation), as vLLM's CuMemAllocator leaves them.
+    Epoch after_sleep = epoch;
+    after_sleep.label = "after_sleep";
+    for (Allocation& allocation : after_sleep.allocations) {
+      if (allocation.pool == "weights") {
+        allocation.generation = 2;
+      }
+    }
     world_->snapshot.epochs.push_back(std::move(epoch));
+    world_->snapshot.epochs.push_back(std::move(after_sleep));
     GraphRecord graph{1, "capture", {}};
     graph.nodes.reserve(nodes);
     for (std::size_t n = 0; n < nodes; ++n) {
@@ -139,11 +150,16 @@ const World& world(std::size_t nodes, std::size_t spans) {
   return *cached;
 }
 
-void check_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spans) {
+// check() in `epoch` ("capture": one epoch index; "after_sleep": the capture index and the
+// later epoch's, which is also compared against the capture for stale and lost).
+void check_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spans,
+                     const std::string& epoch) {
   const World& w = world(nodes, spans);
+  CheckOptions options;
+  options.epoch = epoch;
   std::uint64_t references = 0;
   for (auto _ : state) {
-    Report report = check(w.snapshot);
+    Report report = check(w.snapshot, options);
     references = report.summary.references;
     benchmark::DoNotOptimize(report);
   }
@@ -197,8 +213,11 @@ int main(int argc, char** argv) {
     for (std::size_t spans : {1000U, 10000U, 100000U}) {
       const std::string suffix =
           "/nodes:" + std::to_string(nodes) + "/spans:" + std::to_string(spans);
-      benchmark::RegisterBenchmark(("check" + suffix).c_str(), check_benchmark, nodes, spans)
-          ->Unit(benchmark::kMillisecond);
+      for (const std::string epoch : {"capture", "after_sleep"}) {
+        benchmark::RegisterBenchmark(("check/" + epoch + suffix).c_str(), check_benchmark, nodes,
+                                     spans, epoch)
+            ->Unit(benchmark::kMillisecond);
+      }
       benchmark::RegisterBenchmark(("floor" + suffix).c_str(), floor_benchmark, nodes, spans)
           ->Unit(benchmark::kMillisecond);
     }

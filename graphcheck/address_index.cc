@@ -2,17 +2,23 @@
 // the set of covering ranges is constant; each cell stores its winners, so a lookup is one
 // search over the cell boundaries and never compares names.
 #include <graphcheck/address_index.h>
+#include <graphcheck/error.h>
 
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cstddef>
 #include <limits>
+#include <string>
 #include <tuple>
 #include <utility>
 
+#include "graphcheck/detail/radix_sort.h"
+
 namespace graphcheck {
 namespace {
+
+using detail::radix_sort;
 
 // Tie order among spans of the same size: parameter, buffer, runtime, input, graph. Spans
 // the contract restores come first so that a registered tensor is named over memory that
@@ -23,13 +29,18 @@ int kind_rank(OwnerKind kind) { return kKindRank.at(static_cast<std::size_t>(kin
 
 struct Edge {
   Address position = 0;
-  std::uint64_t size = 0;  // only for span starts: sorts duplicates together
-  std::int32_t item = 0;
+  std::int32_t item = 0;  // index into the epoch's spans or allocations
 };
 
-bool edge_less(const Edge& a, const Edge& b) {
-  return a.position != b.position ? a.position < b.position : a.item < b.item;
-}
+// Buckets per cell boundary inside a page: 2 << kFinerBits at most, (1 << kFinerBits) at
+// least. One finer step than one per boundary measured fastest: most buckets then hold at
+// most one boundary, and the tables stay small.
+constexpr unsigned kFinerBits = 1;
+
+// Span indexes are int32 in cells (kNone = -1) and in edges.
+constexpr std::size_t kMaxSpans = std::numeric_limits<std::int32_t>::max();
+
+constexpr auto kEdgePosition = [](const Edge& edge) { return edge.position; };
 
 // The end of [begin, begin + size), or nothing when it lies past the top of the address
 // space (such a range is open to the top and never ends in the sweep).
@@ -44,9 +55,17 @@ class ActiveSet {
  public:
   explicit ActiveSet(Less less) : less_(less) {}
   void insert(std::int32_t item) {
+    if (items_.empty()) {  // the common case: ranges that do not overlap
+      items_.push_back(item);
+      return;
+    }
     items_.insert(std::lower_bound(items_.begin(), items_.end(), item, less_), item);
   }
   void erase(std::int32_t item) {
+    if (items_.size() == 1 && items_.front() == item) {
+      items_.pop_back();
+      return;
+    }
     const auto it = std::find(items_.begin(), items_.end(), item);
     if (it != items_.end()) {
       items_.erase(it);
@@ -64,27 +83,56 @@ class ActiveSet {
 AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) {
   const std::vector<Span>& spans = epoch.spans;
   const std::vector<Allocation>& allocations = epoch.allocations;
+  if (allocations.size() > kMaxAllocations || spans.size() > kMaxSpans) {
+    throw Error("address index: epoch \"" + epoch.label + "\" has " + std::to_string(spans.size()) +
+                " spans and " + std::to_string(allocations.size()) +
+                " allocations, more than the " + std::to_string(kMaxSpans) + " spans and " +
+                std::to_string(kMaxAllocations) + " allocations one index holds; split the epoch");
+  }
 
-  // Spans: drop empty ones and identical duplicates (views of one storage).
+  // Spans: drop empty ones and identical duplicates (views of one storage). One pass reads
+  // the epoch's spans; the sweep then reads only these arrays (and the spans' names and
+  // sizes where ranges meet), so the epoch is not streamed through the cache again.
   std::vector<Edge> span_starts;
+  std::vector<Edge> span_ends;  // duplicates' ends too: erasing what is not active is a no-op
+  std::vector<OwnerKind> kinds(spans.size());
   span_starts.reserve(spans.size());
+  span_ends.reserve(spans.size());
   for (std::size_t i = 0; i < spans.size(); ++i) {
-    if (spans[i].size != 0) {
-      span_starts.push_back({spans[i].begin, spans[i].size, static_cast<std::int32_t>(i)});
+    const Span& span = spans[i];
+    kinds[i] = span.kind;
+    if (span.size != 0) {
+      const auto item = static_cast<std::int32_t>(i);
+      span_starts.push_back({span.begin, item});
+      if (has_end(span.begin, span.size)) {
+        span_ends.push_back({span.begin + span.size, item});
+      }
     }
   }
-  std::sort(span_starts.begin(), span_starts.end(), [](const Edge& a, const Edge& b) {
-    return std::tie(a.position, a.size, a.item) < std::tie(b.position, b.size, b.item);
-  });
+  const auto size_of = [&](const Edge& edge) {
+    return spans[static_cast<std::size_t>(edge.item)].size;
+  };
+  // By begin, then size, then position in the epoch: radix by begin keeps the epoch order
+  // (stable), and runs of one begin (rare: nested spans) are then sorted by size.
+  radix_sort(span_starts, kEdgePosition);
+  for (auto run = span_starts.begin(); run != span_starts.end();) {
+    const auto next = std::find_if(
+        run, span_starts.end(), [&](const Edge& edge) { return edge.position != run->position; });
+    if (next - run > 1) {
+      std::stable_sort(run, next,
+                       [&](const Edge& a, const Edge& b) { return size_of(a) < size_of(b); });
+    }
+    run = next;
+  }
   {
-    // In place; spans are only dereferenced (names compared) within a run of equal
-    // (begin, size), so distinct spans cost no random access into the epoch.
+    // In place; spans are only dereferenced within a run of equal begins, so distinct
+    // spans cost no random access into the epoch.
     std::size_t kept = 0;
     std::size_t run = 0;  // first kept edge with the current (begin, size)
     for (const Edge& edge : span_starts) {
       bool duplicate = false;
       if (kept != 0 && span_starts[kept - 1].position == edge.position &&
-          span_starts[kept - 1].size == edge.size) {
+          size_of(span_starts[kept - 1]) == size_of(edge)) {
         const Span& span = spans[static_cast<std::size_t>(edge.item)];
         for (std::size_t k = run; k < kept && !duplicate; ++k) {
           const Span& other = spans[static_cast<std::size_t>(span_starts[k].item)];
@@ -99,14 +147,8 @@ AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) {
     }
     span_starts.resize(kept);
   }
-  std::vector<Edge> span_ends;
-  span_ends.reserve(span_starts.size());
-  for (const Edge& edge : span_starts) {
-    if (has_end(edge.position, edge.size)) {
-      span_ends.push_back({edge.position + edge.size, 0, edge.item});
-    }
-  }
-  std::sort(span_ends.begin(), span_ends.end(), edge_less);
+  // The order of edges at one position does not matter to the sweep.
+  radix_sort(span_ends, kEdgePosition);
 
   std::vector<char> graph_pool(allocations.size(), 0);
   std::vector<Edge> alloc_starts;
@@ -119,13 +161,13 @@ AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) {
       continue;
     }
     graph_pool[i] = allocation.is_graph_pool() ? 1 : 0;
-    alloc_starts.push_back({allocation.begin, 0, static_cast<std::int32_t>(i)});
+    alloc_starts.push_back({allocation.begin, static_cast<std::int32_t>(i)});
     if (has_end(allocation.begin, allocation.size)) {
-      alloc_ends.push_back({allocation.begin + allocation.size, 0, static_cast<std::int32_t>(i)});
+      alloc_ends.push_back({allocation.begin + allocation.size, static_cast<std::int32_t>(i)});
     }
   }
-  std::sort(alloc_starts.begin(), alloc_starts.end(), edge_less);
-  std::sort(alloc_ends.begin(), alloc_ends.end(), edge_less);
+  radix_sort(alloc_starts, kEdgePosition);
+  radix_sort(alloc_ends, kEdgePosition);
 
   const auto span_less = [&](std::int32_t a, std::int32_t b) {
     const Span& x = spans[static_cast<std::size_t>(a)];
@@ -174,12 +216,12 @@ AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) {
     const std::vector<std::int32_t>& covering = active_spans.items();
     if (!covering.empty()) {
       cell.span = covering.front();
-      const Span& winner = spans[static_cast<std::size_t>(cell.span)];
-      cell.kind = winner.kind;
+      cell.kind = static_cast<std::uint32_t>(kinds[static_cast<std::size_t>(cell.span)]) & 7U;
       const std::size_t count_at = rivals_.size();
       if (covering.size() > 1) {
         rivals_.push_back(0);
       }
+      const Span& winner = spans[static_cast<std::size_t>(cell.span)];
       for (std::size_t k = 1; k < covering.size(); ++k) {
         const Span& other = spans[static_cast<std::size_t>(covering[k])];
         if (other.kind != winner.kind || other.name != winner.name) {
@@ -190,12 +232,13 @@ AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) {
         rivals_.pop_back();
       } else if (rivals_.size() > count_at) {
         rivals_[count_at] = static_cast<std::int32_t>(rivals_.size() - count_at - 1);
-        cell.rivals = static_cast<std::uint32_t>(count_at);
+        rival_lists_.emplace_back(static_cast<std::uint32_t>(cells_.size()),
+                                  static_cast<std::uint32_t>(count_at));
         cell.flags |= kRivals;
       }
     }
     if (!active_allocs.items().empty()) {
-      cell.allocation = active_allocs.items().front();
+      cell.allocation = static_cast<std::uint32_t>(active_allocs.items().front()) & kNoAllocation;
       if (graph_pool[static_cast<std::size_t>(cell.allocation)] != 0) {
         cell.flags |= kGraphPool;
       }
@@ -206,131 +249,79 @@ AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) {
     low_ = cells_.front().begin;
     const Cell& last = cells_.back();
     // The last cell is empty unless a range reaches the top of the address space.
-    high_ = last.span == kNone && last.allocation == kNone ? last.begin - 1
-                                                           : std::numeric_limits<Address>::max();
+    high_ = last.span == kNone && last.allocation == kNoAllocation
+                ? last.begin - 1
+                : std::numeric_limits<Address>::max();
   }
-  build_buckets();
+  build_pages();
 }
 
-void AddressIndex::build_buckets() {
+void AddressIndex::build_pages() {
   if (cells_.empty()) {
     return;
   }
-  // Cut at the largest gaps between cell boundaries (at most kMaxRegions - 1 cuts).
-  constexpr std::size_t kMaxRegions = 64;
-  std::vector<std::uint32_t> cuts;  // a region starts at each of these cells
-  if (cells_.size() > 1) {
-    std::vector<std::pair<Address, std::uint32_t>> gaps;
-    gaps.reserve(cells_.size() - 1);
-    for (std::size_t i = 1; i < cells_.size(); ++i) {
-      gaps.emplace_back(cells_[i].begin - cells_[i - 1].begin, static_cast<std::uint32_t>(i));
+  // Coarse pages, about one per 16 cells (at least 64), so that the page table stays small
+  // and cheap to build; the buckets of each page then follow its own boundaries.
+  const std::uint64_t wanted = std::max<std::uint64_t>(64, std::bit_ceil(cells_.size()) / 16);
+  const Address range = high_ - low_;
+  while (page_shift_ < 63 && (range >> page_shift_) >= wanted) {
+    ++page_shift_;
+  }
+  const std::size_t page_count = static_cast<std::size_t>(range >> page_shift_) + 1;
+  pages_.resize(page_count);
+  // Two entries per page at least, and fewer than 2 << kFinerBits per boundary (bit_ceil
+  // rounding): one allocation, of which only the part written is touched.
+  buckets_.reserve(2 * page_count + (std::size_t{2} << kFinerBits) * cells_.size());
+  std::uint32_t cursor = 0;  // cells_[0] holds low_, the first page's start
+  const Address page_mask = (Address{1} << page_shift_) - 1;
+  const Cell* const cells = cells_.data();
+  const auto cell_count = static_cast<std::uint32_t>(cells_.size());
+  for (std::size_t p = 0; p < page_count; ++p) {
+    Page& page = pages_[p];
+    const Address start = low_ + (static_cast<Address>(p) << page_shift_);
+    // The last page may stop short of a whole page (high_ may even be the top).
+    const Address end = std::min(high_ - start, page_mask) + start;  // its last address
+    // `first` holds the previous page's last address (or low_); a cell may begin right at
+    // `start`, and the bucket fill below hands bucket 0 over to it.
+    const std::uint32_t first = cursor;
+    std::uint32_t last = first;  // the cell holding `end`
+    while (last + 1 < cell_count && cells[last + 1].begin <= end) {
+      ++last;
     }
-    const std::size_t keep = std::min(kMaxRegions - 1, gaps.size());
-    std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(keep), gaps.end(),
-                     [](const auto& x, const auto& y) { return x.first > y.first; });
-    for (std::size_t k = 0; k < keep; ++k) {
-      cuts.push_back(gaps[k].second);
+    cursor = last;
+    page.buckets = static_cast<std::uint32_t>(buckets_.size());
+    if (last == first) {
+      page.base = start;  // extent 0, shift 0: one bucket
+      buckets_.push_back(first);
+      buckets_.push_back(last);
+      continue;
     }
-    std::sort(cuts.begin(), cuts.end());
-  }
-  cuts.insert(cuts.begin(), 0);
-  cuts.push_back(static_cast<std::uint32_t>(cells_.size()));
-
-  for (std::size_t r = 0; r + 1 < cuts.size(); ++r) {
-    const std::uint32_t first = cuts[r];
-    const std::uint32_t end = cuts[r + 1];
-    Region region;
-    region.low = cells_[first].begin;
-    region.last_cell = end - 1;
-    region.last = cells_[region.last_cell].begin;
-    region.buckets = static_cast<std::uint32_t>(buckets_.size());
-    // About one bucket per cell: uniform spacing then gives one or two cells per bucket.
-    const Address range = region.last - region.low;
-    const std::uint64_t wanted = std::bit_ceil(static_cast<std::uint64_t>(end - first));
-    while ((range >> region.shift) >= wanted) {
-      ++region.shift;
+    // Buckets span the page's boundaries only: from just below the first (so that bucket 0
+    // starts in `first`) to the last.
+    page.base = cells[first + 1].begin - 1;
+    page.extent = cells[last].begin - page.base;
+    const std::uint64_t wanted_buckets = std::bit_ceil(std::uint64_t{last - first}) << kFinerBits;
+    while ((page.extent >> page.shift) >= wanted_buckets) {
+      ++page.shift;
     }
-    const std::size_t count = static_cast<std::size_t>(range >> region.shift) + 1;
-    std::uint32_t cell = first;
-    for (std::size_t bucket = 0; bucket <= count; ++bucket) {
-      while (cell < end &&
-             static_cast<std::size_t>((cells_[cell].begin - region.low) >> region.shift) < bucket) {
-        ++cell;
-      }
-      buckets_.push_back(cell);
+    const auto bucket_count = static_cast<std::size_t>(page.extent >> page.shift) + 1;
+    buckets_.resize(page.buckets + bucket_count + 1);
+    std::uint32_t* const out = buckets_.data() + page.buckets;
+    // Bucket b holds the cell holding its first address: the last cell whose begin rounds
+    // up to b or below. Written without data-dependent branches: each boundary marks the
+    // bucket its begin rounds up to (a later cell overwrites an earlier one), and a running
+    // maximum spreads the marks over the buckets without one (resize zeroed them).
+    const Address round_up = (Address{1} << page.shift) - 1;
+    for (std::uint32_t c = first + 1; c <= last; ++c) {
+      const Address from_base = cells[c].begin - page.base;
+      out[(from_base >> page.shift) + ((from_base & round_up) != 0 ? 1 : 0)] = c;
     }
-    region_lows_.push_back(region.low);
-    regions_.push_back(region);
+    std::uint32_t holder = first;
+    for (std::size_t b = 0; b <= bucket_count; ++b) {
+      holder = std::max(holder, out[b]);
+      out[b] = holder;
+    }
   }
-  region_lows_.resize(std::bit_ceil(region_lows_.size()), std::numeric_limits<Address>::max());
-}
-
-std::uint32_t AddressIndex::cell_of(Address address) const {
-  // Precondition: cells_ is non-empty and address >= cells_.front().begin.
-  // Both searches are written so that the compiler emits conditional moves: the data
-  // decides each step, and mispredicted branches cost more than the comparisons.
-  const Address* low = region_lows_.data();
-  for (std::size_t n = region_lows_.size(); n > 1;) {  // a power of two
-    const std::size_t half = n / 2;
-    low = low[half] <= address ? low + half : low;
-    n -= half;
-  }
-  // Padding lows (the top address) can only be passed by the top address itself.
-  const std::size_t r =
-      std::min(static_cast<std::size_t>(low - region_lows_.data()), regions_.size() - 1);
-  const Region& region = regions_[r];
-  if (address >= region.last) {
-    return region.last_cell;  // the region's last cell reaches up to the next region
-  }
-  const std::size_t bucket =
-      region.buckets + static_cast<std::size_t>((address - region.low) >> region.shift);
-  // The first cell starting above `address` lies in [first, first + count]; its
-  // predecessor holds the address.
-  std::uint32_t first = buckets_[bucket];
-  std::uint32_t count = buckets_[bucket + 1] - first;
-  while (count > 1) {
-    const std::uint32_t half = count / 2;
-    first = cells_[first + half].begin <= address ? first + half : first;
-    count -= half;
-  }
-  if (count == 1 && cells_[first].begin <= address) {
-    ++first;
-  }
-  return first - 1;
-}
-
-std::uint32_t AddressIndex::find_cell(Address address, Address* first, Address* last) const {
-  if (address < low_) {
-    *first = 0;
-    *last = low_ - 1;  // low_ > address >= 0
-    return kNoCell;
-  }
-  if (address > high_) {
-    *first = high_ + 1;  // high_ < address <= top
-    *last = std::numeric_limits<Address>::max();
-    return kNoCell;
-  }
-  const std::uint32_t cell = cell_of(address);
-  *first = cells_[cell].begin;
-  *last =
-      cell + 1 < cells_.size() ? cells_[cell + 1].begin - 1 : std::numeric_limits<Address>::max();
-  return cell;
-}
-
-AddressHit AddressIndex::hit_of(std::uint32_t cell) const {
-  const Cell& c = cells_[cell];
-  AddressHit hit;
-  hit.cell = cell;
-  if (c.span != kNone) {
-    hit.span = &epoch_->spans[static_cast<std::size_t>(c.span)];
-    hit.kind = c.kind;
-    hit.has_rivals = (c.flags & kRivals) != 0;
-  }
-  if (c.allocation != kNone) {
-    hit.allocation = &epoch_->allocations[static_cast<std::size_t>(c.allocation)];
-    hit.graph_pool = (c.flags & kGraphPool) != 0;
-  }
-  return hit;
 }
 
 std::vector<const Span*> AddressIndex::rivals(const AddressHit& hit) const {
@@ -338,7 +329,9 @@ std::vector<const Span*> AddressIndex::rivals(const AddressHit& hit) const {
   if (!hit.has_rivals) {
     return result;
   }
-  const std::uint32_t at = cells_[hit.cell].rivals;
+  const auto list = std::lower_bound(rival_lists_.begin(), rival_lists_.end(),
+                                     std::make_pair(hit.cell, std::uint32_t{0}));
+  const std::uint32_t at = list->second;
   const auto count = static_cast<std::uint32_t>(rivals_[at]);
   result.reserve(count);
   for (std::uint32_t k = 1; k <= count; ++k) {

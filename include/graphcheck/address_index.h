@@ -6,7 +6,10 @@
 #include <graphcheck/address.h>
 #include <graphcheck/epoch.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace graphcheck {
@@ -29,8 +32,10 @@ struct AddressHit {
 
 /// @brief Resolves addresses to the spans and allocations of one epoch.
 ///
-/// Built once per epoch (O(n log n) in the number of spans and allocations); each lookup is
-/// a bucket probe plus a binary search over the cell boundaries, O(log n), no allocation.
+/// Built once per epoch (a few linear passes when the epoch lists its ranges in address
+/// order, O(n log n) at worst in the number of spans and allocations); each lookup is
+/// a page and a bucket probe plus a search over the few cells of one bucket (O(log n) at
+/// worst), no allocation.
 ///
 /// Resolution rules (documented in docs/verdicts.md):
 /// - Ranges are half-open: an address equal to a span's `end()` is not inside it.
@@ -46,7 +51,13 @@ struct AddressHit {
 class AddressIndex {
  public:
   /// @brief Builds the index of `epoch`'s spans and allocations.
+  /// @throws Error when the epoch holds more than `kMaxAllocations` allocations or more than
+  /// INT32_MAX spans.
   explicit AddressIndex(const Epoch& epoch);
+
+  /// The most allocations one epoch's index holds (a cell stores an allocation index in
+  /// 27 bits so that a cell fits in 16 bytes); the constructor throws `Error` beyond it.
+  static constexpr std::size_t kMaxAllocations = (std::size_t{1} << 27) - 1;
 
   /// A `find_cell` result for addresses that nothing covers.
   static constexpr std::uint32_t kNoCell = 0xffffffffU;
@@ -69,10 +80,26 @@ class AddressIndex {
   /// @brief `find_cell`, also giving the addresses `[*first, *last]` that resolve alike
   /// (the cell's extent, or the whole gap below or above known memory), so that a caller
   /// may skip the lookup of the next address in the same range.
-  [[nodiscard]] std::uint32_t find_cell(Address address, Address* first, Address* last) const;
+  [[nodiscard]] std::uint32_t find_cell(Address address, Address* first, Address* last) const {
+    if (address < low_) {
+      *first = 0;
+      *last = low_ - 1;  // low_ > address >= 0
+      return kNoCell;
+    }
+    if (address > high_) {
+      *first = high_ + 1;  // high_ < address <= top
+      *last = ~Address{0};
+      return kNoCell;
+    }
+    const std::uint32_t cell = cell_of(address);
+    *first = cells_[cell].begin;
+    *last = cell + 1 < cells_.size() ? cells_[cell + 1].begin - 1 : ~Address{0};
+    return cell;
+  }
   /// @brief True if a span or an allocation covers cell `cell` (from `find_cell`).
   [[nodiscard]] bool holds(std::uint32_t cell) const {
-    return cell != kNoCell && (cells_[cell].span != kNone || cells_[cell].allocation != kNone);
+    return cell != kNoCell &&
+           (cells_[cell].span != kNone || cells_[cell].allocation != kNoAllocation);
   }
   /// @brief What cell `cell` (from `find_cell`, possibly `kNoCell`) resolves to.
   [[nodiscard]] AddressHit hit(std::uint32_t cell) const {
@@ -85,7 +112,7 @@ class AddressIndex {
       return false;
     }
     const Cell& c = cells_[cell];
-    *kind = c.kind;
+    *kind = static_cast<OwnerKind>(c.kind);
     return c.span != kNone && (c.flags & kRivals) == 0;
   }
 
@@ -105,23 +132,58 @@ class AddressIndex {
 
  private:
   static constexpr std::int32_t kNone = -1;
-  static constexpr std::uint8_t kGraphPool = 1;
-  static constexpr std::uint8_t kRivals = 2;
+  static constexpr std::uint32_t kNoAllocation = (1U << 27) - 1;
+  static constexpr std::uint32_t kGraphPool = 1;
+  static constexpr std::uint32_t kRivals = 2;
+
   // Cell i covers [cells_[i].begin, cells_[i + 1].begin); the last one is open to the top.
-  // The boundary and the payload share a cache line, so a lookup's last probe brings in
-  // everything a verdict needs.
+  // The boundary and the payload share 16 bytes, so a lookup's last probe brings in
+  // everything a verdict needs, and four cells share a cache line.
   struct Cell {
     Address begin = 0;
-    std::int32_t span = kNone;        // index into epoch_->spans
-    std::int32_t allocation = kNone;  // index into epoch_->allocations
-    std::uint32_t rivals = 0;         // into rivals_: a count, then that many span indices
-    OwnerKind kind = OwnerKind::kParameter;
-    std::uint8_t flags = 0;  // kGraphPool, kRivals
+    std::int32_t span = kNone;                      // index into epoch_->spans
+    std::uint32_t allocation : 27 = kNoAllocation;  // index into epoch_->allocations
+    std::uint32_t kind : 3 = 0;                     // the winning span's OwnerKind
+    std::uint32_t flags : 2 = 0;                    // kGraphPool, kRivals
   };
+  static_assert(sizeof(Cell) == 16, "a cell is a boundary and two packed indexes");
 
-  [[nodiscard]] std::uint32_t cell_of(Address address) const;
-  [[nodiscard]] AddressHit hit_of(std::uint32_t cell) const;
-  void build_buckets();
+  // Precondition: cells_ is non-empty and low_ <= address <= high_.
+  [[nodiscard]] std::uint32_t cell_of(Address address) const {
+    // Written without data-dependent branches (conditional moves): lookups of unrelated
+    // addresses follow each other, and a mispredicted branch costs more than the reads.
+    const Page& page = pages_[static_cast<std::size_t>((address - low_) >> page_shift_)];
+    const Address above = address > page.base ? address - page.base : 0;
+    const Address offset = std::min(above, page.extent);
+    const std::size_t bucket = page.buckets + static_cast<std::size_t>(offset >> page.shift);
+    // The answer is the last cell in [first, first + count] that starts at or below the
+    // address; `first` always does. Buckets are fine enough that count is mostly 0 or 1.
+    std::uint32_t first = buckets_[bucket];
+    std::uint32_t count = buckets_[bucket + 1] - first;
+    while (count > 1) {
+      const std::uint32_t half = count / 2;
+      first = cells_[first + half].begin <= address ? first + half : first;
+      count -= half;
+    }
+    const std::uint32_t next = first + count;
+    return cells_[next].begin <= address ? next : first;
+  }
+  [[nodiscard]] AddressHit hit_of(std::uint32_t cell) const {
+    const Cell& c = cells_[cell];
+    AddressHit hit;
+    hit.cell = cell;
+    if (c.span != kNone) {
+      hit.span = &epoch_->spans[static_cast<std::size_t>(c.span)];
+      hit.kind = static_cast<OwnerKind>(c.kind);
+      hit.has_rivals = (c.flags & kRivals) != 0;
+    }
+    if (c.allocation != kNoAllocation) {
+      hit.allocation = &epoch_->allocations[static_cast<std::size_t>(c.allocation)];
+      hit.graph_pool = (c.flags & kGraphPool) != 0;
+    }
+    return hit;
+  }
+  void build_pages();
 
   const Epoch* epoch_;
   // Addresses outside [low_, high_] resolve to nothing: low_ is the first boundary, high_ the
@@ -129,22 +191,29 @@ class AddressIndex {
   Address low_ = ~Address{0};
   Address high_ = 0;
   std::vector<Cell> cells_;
+  // The cells with rivals, in cell order, each with where its list starts in rivals_ (a
+  // count, then that many span indices).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> rival_lists_;
   std::vector<std::int32_t> rivals_;
-  // Device addresses come in clusters (weights, graph pool, KV cache) far apart, so the
-  // cells are cut at their largest gaps into regions, each with its own uniform buckets:
-  // bucket b of region r holds the cells c with ((c.begin - r.low) >> r.shift) == b, from
-  // buckets_[r.buckets + b] to buckets_[r.buckets + b + 1]. A lookup finds its region
-  // among a few dozen, then binary-searches one short bucket.
-  struct Region {
-    Address low = 0;   // begin of the region's first cell
-    Address last = 0;  // begin of its last cell
-    std::uint32_t last_cell = 0;
+  // A two-level table over [low_, high_]: the address's offset from low_, shifted right by
+  // page_shift_, picks a page. Pages are coarse, so that the page table stays small; each
+  // splits the extent of the cell boundaries it holds into uniform buckets (one to four
+  // per boundary), so that a lookup is two table reads and mostly one comparison with a
+  // cell boundary, and far-apart clusters cost nothing in between.
+  struct Page {
+    // Bucket b covers offsets [b << shift, (b + 1) << shift) from base; addresses below
+    // base go to bucket 0 and those above base + extent (the page's last boundary) to the
+    // last bucket. A page inside one cell has extent 0 and one bucket.
+    Address base = 0;
+    Address extent = 0;
     std::uint32_t buckets = 0;  // index of its first bucket in buckets_
-    unsigned shift = 0;
+    std::uint32_t shift = 0;
   };
-  // region_lows_[r] == regions_[r].low, padded with the top address to a power of two.
-  std::vector<Address> region_lows_;
-  std::vector<Region> regions_;
+  unsigned page_shift_ = 0;
+  std::vector<Page> pages_;
+  // buckets_[page.buckets + b] is the cell holding base + (b << shift), and one entry past
+  // the page's last bucket is the cell holding the page's last address: a bucket's
+  // addresses resolve to cells between its entry and the next one.
   std::vector<std::uint32_t> buckets_;
 };
 

@@ -84,11 +84,15 @@ void scan_nodes(std::uint64_t graph_id, const NodeList& nodes, IsReference& is_r
     switch (node.type) {
       case NodeType::kKernel:
         reference.operand = nullptr;
-        for (std::size_t p = 0; p < node.params.size(); ++p) {
+        // Sizes and pointers are read once per argument: the callables may write memory,
+        // which would otherwise make the compiler reload them for every word.
+        for (std::size_t p = 0, params = node.params.size(); p < params; ++p) {
           const std::vector<std::uint8_t>& bytes = node.params[p].bytes;
+          const std::uint8_t* const data = bytes.data();
+          const std::size_t size = bytes.size();
           reference.param = static_cast<std::uint32_t>(p);
-          for (std::size_t at = 0; at + 8 <= bytes.size(); at += 8) {
-            const Address word = load_le64(bytes.data() + at);
+          for (std::size_t at = 0; at + 8 <= size; at += 8) {
+            const Address word = load_le64(data + at);
             if (is_reference(word)) {
               reference.offset = static_cast<std::uint32_t>(at);
               reference.address = word;
