@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <limits>
@@ -78,9 +79,51 @@ class ActiveSet {
   std::vector<std::int32_t> items_;
 };
 
+// Layout numbers for `same_cells`: unique per build in the process, so that indexes of
+// different checks (or threads) never compare equal by accident.
+std::atomic<std::uint64_t> next_layout{1};
+
+// True when a build from `a` would produce the same tables as one from `b`: the sweep reads
+// spans' begin, size, kind and name and allocations' begin, size and graph-pool status, by
+// position; nothing else (reasons, labels, generations) reaches a cell.
+bool same_ranges(const Epoch& a, const Epoch& b) {
+  if (a.spans.size() != b.spans.size() || a.allocations.size() != b.allocations.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.spans.size(); ++i) {
+    const Span& x = a.spans[i];
+    const Span& y = b.spans[i];
+    if (x.begin != y.begin || x.size != y.size || x.kind != y.kind || x.name != y.name) {
+      return false;
+    }
+  }
+  for (std::size_t i = 0; i < a.allocations.size(); ++i) {
+    const Allocation& x = a.allocations[i];
+    const Allocation& y = b.allocations[i];
+    if (x.begin != y.begin || x.size != y.size ||
+        (x.pool != y.pool && x.is_graph_pool() != y.is_graph_pool())) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
-AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) {
+AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) { build(); }
+
+AddressIndex::AddressIndex(const Epoch& epoch, const AddressIndex& like) : epoch_(&epoch) {
+  if (!same_ranges(epoch, like.epoch())) {
+    build();
+    return;
+  }
+  *this = like;  // the tables hold positions in the epoch, which mean the same ranges here
+  epoch_ = &epoch;
+}
+
+void AddressIndex::build() {
+  layout_ = next_layout.fetch_add(1, std::memory_order_relaxed);
+  const Epoch& epoch = *epoch_;
   const std::vector<Span>& spans = epoch.spans;
   const std::vector<Allocation>& allocations = epoch.allocations;
   if (allocations.size() > kMaxAllocations || spans.size() > kMaxSpans) {

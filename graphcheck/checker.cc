@@ -7,15 +7,20 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <functional>
 #include <map>
-#include <memory>
+#include <optional>
 #include <set>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "graphcheck/detail/allowlist.h"
+#include "graphcheck/detail/decision_memo.h"
+#include "graphcheck/detail/epoch_indexes.h"
 
 namespace graphcheck {
 namespace {
@@ -50,65 +55,6 @@ std::string owner_text(const Span& span) {
   return std::string(to_string(span.kind)) + " " + in_quotes(span.name);
 }
 
-// The epochs of a check, each indexed once however many graphs use it.
-class EpochIndexes {
- public:
-  explicit EpochIndexes(const Snapshot& snapshot) : snapshot_(snapshot) {}
-
-  [[nodiscard]] const Epoch* find(std::string_view label) const {
-    for (const Epoch& epoch : snapshot_.epochs) {
-      if (epoch.label == label) {
-        return &epoch;
-      }
-    }
-    return nullptr;
-  }
-
-  const AddressIndex& index(const Epoch& epoch) {
-    std::unique_ptr<AddressIndex>& slot = indexes_[&epoch];
-    if (!slot) {
-      slot = std::make_unique<AddressIndex>(epoch);
-    }
-    return *slot;
-  }
-
-  // A span of `epoch` with `span`'s kind and name but another begin, first in epoch order:
-  // where a rebinding reload moved the owner. The name table is built on first use only,
-  // since most checks never need it.
-  const Span* moved(const Epoch& epoch, const Span& span) {
-    auto [it, inserted] = by_name_.try_emplace(&epoch);
-    if (inserted) {
-      for (const Span& candidate : epoch.spans) {
-        it->second.emplace(std::string_view(candidate.name), &candidate);
-      }
-    }
-    const auto [first, last] = it->second.equal_range(std::string_view(span.name));
-    const Span* best = nullptr;
-    for (auto at = first; at != last; ++at) {
-      const Span* candidate = at->second;
-      if (candidate->kind == span.kind && candidate->begin != span.begin &&
-          (best == nullptr || candidate < best)) {
-        best = candidate;
-      }
-    }
-    return best;
-  }
-
-  [[nodiscard]] std::string labels() const {
-    std::string text;
-    for (const Epoch& epoch : snapshot_.epochs) {
-      text += text.empty() ? "" : ", ";
-      text += epoch.label;
-    }
-    return text.empty() ? "(none)" : text;
-  }
-
- private:
-  const Snapshot& snapshot_;
-  std::unordered_map<const Epoch*, std::unique_ptr<AddressIndex>> indexes_;
-  std::unordered_map<const Epoch*, std::unordered_multimap<std::string_view, const Span*>> by_name_;
-};
-
 // The epochs one graph is checked with.
 struct GraphEpochs {
   const Epoch* capture = nullptr;
@@ -118,6 +64,9 @@ struct GraphEpochs {
   const AddressIndex* checked_index = nullptr;
   const AddressIndex* baseline_index = nullptr;
   bool compare = false;  // checked and baseline labels differ: stale is possible
+  // The checked (baseline) index shares the capture's cell numbers: no second lookup.
+  bool checked_cells = false;
+  bool baseline_cells = false;
 };
 
 class Checker {
@@ -201,15 +150,25 @@ class Checker {
     epochs.checked_index = &indexes_.index(*epochs.checked);
     epochs.baseline_index = &indexes_.index(*epochs.baseline);
     epochs.compare = epochs.checked->label != epochs.baseline->label;
+    epochs.checked_cells = epochs.checked_index->same_cells(*epochs.capture_index);
+    epochs.baseline_cells = epochs.baseline_index->same_cells(*epochs.capture_index);
     report_.summary.nodes += count_nodes(graph.nodes);
 
     const GraphRanges ranges(graph);
     const AddressIndex& capture = *epochs.capture_index;
-    // When all three epochs are one, a reference whose cell has a sole owning span is
-    // decided by that span's kind alone (no stale or lost without two epochs, no overlap
-    // to warn about), and one in graph pool memory without a span is graph-owned, so the
-    // full rules only run for the rest.
+    // When the checked and baseline indexes share the capture's cells (all three epochs are
+    // one, or the later ones list the same ranges: an epoch after sleep and wake), a
+    // reference whose cell has a sole owning span is decided by that span's kind alone: the
+    // span at the same position in each epoch has the same name and kind, so no stale;
+    // lost needs no owner or an input owner (and one epoch has one allocation object);
+    // there is no overlap to warn about. One in graph pool memory without a span is
+    // graph-owned whatever the graph's ranges say (lost excludes graph pools; dangling
+    // needs a missing allocation). The full rules only run for the rest.
     const bool one_epoch = epochs.checked == epochs.capture && epochs.baseline == epochs.capture;
+    const bool aligned = epochs.checked_cells && epochs.baseline_cells;
+    // Made on first use: the graphs of one capture epoch share it (checked and baseline
+    // epochs are fixed per check).
+    detail::DecisionMemo* memo = nullptr;
     // The predicate passes its lookup to the visitor as a cell number, not a whole hit.
     std::uint32_t capture_cell = AddressIndex::kNoCell;
     scan_graph(
@@ -222,35 +181,74 @@ class Checker {
           if (reference.operand != nullptr) {
             capture_cell = capture.find_cell(reference.address);  // operands skip the predicate
           }
-          OwnerKind kind = OwnerKind::kParameter;
-          if (one_epoch && capture.sole_owner(capture_cell, &kind)) {
-            ++report_.summary.references;
-            count(ok_verdict(kind));
-            return;
+          ++report_.summary.references;
+          if (aligned) {
+            OwnerKind kind = OwnerKind::kParameter;
+            if (capture.sole_owner(capture_cell, &kind) &&
+                (one_epoch || kind != OwnerKind::kInput)) {
+              count(ok_verdict(kind));
+              return;
+            }
+            const AddressHit hit = capture.hit(capture_cell);
+            if (hit.span == nullptr && hit.graph_pool) {
+              count(Verdict::kGraph);
+              return;
+            }
           }
-          const AddressHit hit = capture.hit(capture_cell);
-          if (one_epoch && hit.span == nullptr && hit.graph_pool) {
-            // Graph pool memory no span claims: graph-owned whatever the graph's ranges say
-            // (judge's rules 2 and 3 need a second epoch or a missing allocation).
-            ++report_.summary.references;
-            count(Verdict::kGraph);
-            return;
-          }
-          judge(reference, hit, epochs, ranges);
+          judge(reference, capture_cell, epochs, ranges, memo);
         });
   }
 
-  // One reference: the rules of docs/verdicts.md, in precedence order.
-  void judge(const Reference& reference, const AddressHit& capture_hit, const GraphEpochs& epochs,
-             const GraphRanges& ranges) {
+  // One reference, decided once per memo key (its three cells and, where a rule asks,
+  // whether the graph's ranges hold it): decide reads the address through nothing else.
+  // Not inlined into the scan's visitor, so that the one-epoch path stays lean.
+  [[gnu::noinline]] void judge(const Reference& reference, std::uint32_t capture_cell,
+                               const GraphEpochs& epochs, const GraphRanges& ranges,
+                               detail::DecisionMemo*& memo) {
+    if (memo == nullptr) {
+      memo = &memos_.try_emplace(epochs.capture, epochs.capture_index->cell_count()).first->second;
+    }
     const Address address = reference.address;
-    ++report_.summary.references;
-    const AddressHit now =
-        epochs.checked == epochs.capture ? capture_hit : epochs.checked_index->find(address);
-    const AddressHit then =
-        epochs.baseline == epochs.capture
-            ? capture_hit
-            : (epochs.baseline == epochs.checked ? now : epochs.baseline_index->find(address));
+
+    const std::uint32_t checked_cell =
+        epochs.checked_cells ? capture_cell : epochs.checked_index->find_cell(address);
+    const std::uint32_t baseline_cell =
+        epochs.baseline_cells
+            ? capture_cell
+            : (epochs.baseline == epochs.checked ? checked_cell
+                                                 : epochs.baseline_index->find_cell(address));
+    detail::DecisionMemo::Entry& entry = memo->at(capture_cell, checked_cell, baseline_cell);
+    detail::RangeQuestion in_graph(ranges, address);
+    std::uint32_t decision = entry.decision[0];
+    if (!entry.ranges_free()) {
+      if (!entry.vacant()) {  // decided for one answer to the range question
+        decision = entry.decision[in_graph.answer() ? 1 : 0];
+      }
+      if (decision == detail::DecisionMemo::kUnknown) {
+        decision = decide(epochs.checked_index->hit(checked_cell),
+                          epochs.baseline_index->hit(baseline_cell), epochs, in_graph);
+        if (in_graph.asked()) {
+          entry.decision[in_graph.answer() ? 1 : 0] = decision;
+        } else {
+          entry.decision = {decision, decision};
+        }
+      }
+    }
+    settle(reference, decision);
+  }
+
+  void settle(const Reference& reference, std::uint32_t decision) {
+    if (decision < detail::kFindingBase) {
+      count(static_cast<Verdict>(decision));
+    } else {
+      add(reference, decided_[decision - detail::kFindingBase]);
+    }
+  }
+
+  // The rules of docs/verdicts.md, in precedence order, for an address that resolves to
+  // `now` in the checked epoch and `then` in the baseline.
+  std::uint32_t decide(const AddressHit& now, const AddressHit& then, const GraphEpochs& epochs,
+                       detail::RangeQuestion& in_graph) {
     note_overlap(*epochs.checked_index, now);
     const Span* owner = now.span;
     const Span* owner_then = then.span;
@@ -260,20 +258,18 @@ class Checker {
       note_overlap(*epochs.baseline_index, then);
       if (owner != nullptr &&
           (owner->name != owner_then->name || owner->kind != owner_then->kind)) {
-        add(reference, Verdict::kStale, owner_then->name, owner_then->kind,
-            "now inside " + owner_text(*owner), kFixStaleOwner);
-        return;
+        return finding(Verdict::kStale, owner_then->name, owner_then->kind,
+                       "now inside " + owner_text(*owner), kFixStaleOwner);
       }
       if (owner == nullptr) {
         if (const Span* moved = indexes_.moved(*epochs.checked, *owner_then)) {
-          add(reference, Verdict::kStale, owner_then->name, owner_then->kind,
+          return finding(
+              Verdict::kStale, owner_then->name, owner_then->kind,
               "moved to " + format_address(moved->begin) + " after " + epochs.baseline->label,
               kFixStaleMoved);
-          return;
         }
       }
     }
-    const bool graph_range = ranges.contains(address);
     const Allocation* alloc = now.allocation;
     const Allocation* alloc_then = then.allocation;
     const std::string* names[3] = {owner != nullptr ? &owner->name : nullptr,
@@ -284,10 +280,9 @@ class Checker {
     if (alloc != alloc_then && alloc != nullptr && alloc_then != nullptr &&
         (owner == nullptr || now.kind == OwnerKind::kInput) && !now.graph_pool &&
         (alloc->begin != alloc_then->begin || alloc->generation != alloc_then->generation) &&
-        !graph_range) {
+        !in_graph.answer()) {
       if (allowed(names)) {
-        count(Verdict::kAllowed);
-        return;
+        return static_cast<std::uint32_t>(Verdict::kAllowed);
       }
       std::string detail = alloc->generation != alloc_then->generation
                                ? "generation " + std::to_string(alloc_then->generation) + " -> " +
@@ -296,19 +291,17 @@ class Checker {
                                      " replaced by " + format_address(alloc->begin);
       detail += " (bytes discarded after " + epochs.baseline->label + ")";
       const bool named = owner != nullptr;
-      add(reference, Verdict::kLost,
+      return finding(
+          Verdict::kLost,
           named ? owner->name : (!alloc->label.empty() ? alloc->label : alloc_then->label),
           named ? std::optional<OwnerKind>(owner->kind) : std::nullopt, std::move(detail),
           kFixLost);
-      return;
     }
     if (owner != nullptr) {
-      count(ok_verdict(now.kind));
-      return;
+      return static_cast<std::uint32_t>(ok_verdict(now.kind));
     }
-    if (graph_range) {
-      count(Verdict::kGraph);
-      return;
+    if (in_graph.answer()) {
+      return static_cast<std::uint32_t>(Verdict::kGraph);
     }
     // 3. dangling
     if (alloc == nullptr) {
@@ -317,18 +310,15 @@ class Checker {
         detail = "allocation " + format_address(alloc_then->begin) + " was freed after " +
                  epochs.baseline->label + "; " + detail;
       }
-      add(reference, Verdict::kDangling, alloc_then != nullptr ? alloc_then->label : "",
-          std::nullopt, std::move(detail), kFixDangling);
-      return;
+      return finding(Verdict::kDangling, alloc_then != nullptr ? alloc_then->label : "",
+                     std::nullopt, std::move(detail), kFixDangling);
     }
     if (now.graph_pool) {
-      count(Verdict::kGraph);
-      return;
+      return static_cast<std::uint32_t>(Verdict::kGraph);
     }
     // 4. unregistered
     if (allowed(names)) {
-      count(Verdict::kAllowed);
-      return;
+      return static_cast<std::uint32_t>(Verdict::kAllowed);
     }
     // The detail depends on the allocation alone, and one workspace is often hit by many
     // references: built once per allocation.
@@ -338,8 +328,15 @@ class Checker {
                        std::to_string(alloc->size) + " bytes, pool " + in_quotes(alloc->pool) +
                        ") that no span covers";
     }
-    add(reference, Verdict::kUnregistered, alloc->label, std::nullopt, detail->second,
-        kFixUnregistered);
+    return finding(Verdict::kUnregistered, alloc->label, std::nullopt, detail->second,
+                   kFixUnregistered);
+  }
+
+  std::uint32_t finding(Verdict verdict, const std::string& owner,
+                        std::optional<OwnerKind> owner_kind, std::string detail,
+                        std::string_view fix) {
+    decided_.push_back({verdict, owner, owner_kind, std::move(detail), fix});
+    return detail::kFindingBase + static_cast<std::uint32_t>(decided_.size() - 1);
   }
 
   // allowlist_.allows, remembered per set of names: the answer and the globs it marks as
@@ -370,9 +367,8 @@ class Checker {
 
   void count(Verdict verdict) { ++report_.summary.counts[static_cast<std::size_t>(verdict)]; }
 
-  void add(const Reference& reference, Verdict verdict, const std::string& owner,
-           std::optional<OwnerKind> owner_kind, std::string detail, std::string_view fix) {
-    count(verdict);
+  void add(const Reference& reference, const detail::Decided& decided) {
+    count(decided.verdict);
     Finding finding;
     finding.graph = reference.graph;
     finding.node = reference.node->id;
@@ -389,11 +385,11 @@ class Checker {
       finding.operand = reference.operand->role;
     }
     finding.address = reference.address;
-    finding.verdict = verdict;
-    finding.owner = owner;
-    finding.owner_kind = owner_kind;
-    finding.detail = std::move(detail);
-    finding.fix = std::string(fix);
+    finding.verdict = decided.verdict;
+    finding.owner = decided.owner;
+    finding.owner_kind = decided.owner_kind;
+    finding.detail = decided.detail;
+    finding.fix = std::string(decided.fix);
     report_.findings.push_back(std::move(finding));
   }
 
@@ -424,7 +420,7 @@ class Checker {
 
   const Snapshot& snapshot_;
   const CheckOptions& options_;
-  EpochIndexes indexes_;
+  detail::EpochIndexes indexes_;
   detail::Allowlist allowlist_;
   const Epoch* checked_ = nullptr;
   const Epoch* baseline_ = nullptr;
@@ -439,6 +435,8 @@ class Checker {
   };
   std::map<std::array<const std::string*, 3>, bool, NamesLess> allowed_;
   std::unordered_map<const Allocation*, std::string> unregistered_details_;
+  std::unordered_map<const Epoch*, detail::DecisionMemo> memos_;  // by capture epoch
+  std::vector<detail::Decided> decided_;
   Report report_;
 };
 
