@@ -113,15 +113,13 @@ void GraphCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& 
   }
   // The driver fires this from inside one of its calls; a reader on another thread may hold
   // mutex_ while it waits for that call's driver lock. Never wait for mutex_ here.
-  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-  if (!lock.owns_lock()) {
+  const StateLock lock(*this, std::try_to_lock);
+  if (!lock.owns()) {
     const std::lock_guard<std::mutex> queue_lock(queue_mutex_);
     queued_.push_back(event);
     return;
   }
-  drain_locked();
   apply_locked(event);
-  drain_locked();
 }
 
 void GraphCapture::apply_locked(const ResourceEvent& event) {
@@ -183,7 +181,18 @@ GraphCapture::StateLock::StateLock(const GraphCapture& capture)
   capture_.drain_locked();
 }
 
+GraphCapture::StateLock::StateLock(const GraphCapture& capture, std::try_to_lock_t /*unused*/)
+    : capture_(const_cast<GraphCapture&>(capture)),  // NOLINT: see the declaration
+      owns_(capture_.mutex_.try_lock()) {
+  if (owns_) {
+    capture_.drain_locked();
+  }
+}
+
 GraphCapture::StateLock::~StateLock() {
+  if (!owns_) {
+    return;
+  }
   try {
     capture_.drain_locked();
   } catch (...) {  // NOLINT(bugprone-empty-catch): only bad_alloc; the events stay queued

@@ -115,12 +115,16 @@ class GraphCapture final : public CallbackHandler {
     // Const queries lock too: applying queued events catches up with what already
     // happened (a destroyed exec graph must not be reported), it changes nothing visible.
     explicit StateLock(const GraphCapture& capture);
+    // Takes mutex_ only if it is free; `owns()` says whether it did.
+    StateLock(const GraphCapture& capture, std::try_to_lock_t /*unused*/);
     ~StateLock();
     StateLock(const StateLock&) = delete;
     StateLock& operator=(const StateLock&) = delete;
+    [[nodiscard]] bool owns() const { return owns_; }
 
    private:
     GraphCapture& capture_;
+    bool owns_ = true;
   };
 
   void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& data);

@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <string>
 #include <thread>
@@ -26,44 +27,56 @@ class GraphCaptureThreadsTest : public CaptureTest {
 
   CUgraph graph_with_one_kernel(std::uint32_t id) {
     CUgraph graph = api_.add_graph(id);
-    api_.add_node(graph, kernel_node(id * 10, axpy_, params_.data()));
+    api_.add_node(graph, kernel_node(std::uint64_t{id} * 10, axpy_, params_.data()));
     return graph;
+  }
+
+  // Runs `read` here. Its first cuGraphGetNodes, a driver call that on a real driver could
+  // wait for a lock the other thread holds while its callback runs, starts `other` on a
+  // second thread and waits up to 2 s for it. Returns whether `other` ran and finished in
+  // that time (a callback that waits for the reader's lock does not).
+  bool other_finishes_during_a_read(const std::function<void()>& read,
+                                    const std::function<void()>& other) {
+    std::thread thread;
+    bool in_time = false;
+    api_.on_call = [&](const std::string& name) {
+      if (name != "cu_graph_get_nodes" || thread.joinable()) {
+        return;
+      }
+      std::promise<void> done;
+      std::future<void> finished = done.get_future();
+      thread = std::thread([&other, done = std::move(done)]() mutable {
+        other();
+        done.set_value();
+      });
+      in_time = finished.wait_for(std::chrono::seconds(2)) == std::future_status::ready;
+    };
+    read();
+    api_.on_call = nullptr;
+    if (thread.joinable()) {
+      thread.join();
+    }
+    return in_time;
   }
 };
 
-// Thread A instantiates a graph; inside its read, its cuGraphGetNodes waits (up to 2 s) for
-// thread B, which destroys another exec graph, as the real driver would make A wait for a
-// lock B holds while B's GRAPHEXEC_DESTROY_STARTING callback runs.
+// Thread A instantiates a graph; inside its read, its cuGraphGetNodes waits for thread B,
+// which destroys another exec graph, as the real driver would make A wait for a lock B
+// holds while B's GRAPHEXEC_DESTROY_STARTING callback runs.
 TEST_F(GraphCaptureThreadsTest, AResourceCallbackDoesNotWaitForAReaderHoldingTheLock) {
   const CUgraph old_graph = graph_with_one_kernel(1);
   const CUgraphExec old_exec = api_.add_exec(10);
   instantiate(old_exec, old_graph);
   ASSERT_NE(capture_.exec_graph(old_exec), nullptr);
 
-  std::thread other;
-  bool other_finished_in_time = false;
-  api_.on_call = [&](const std::string& name) {
-    if (name != "cu_graph_get_nodes" || other.joinable()) {
-      return;
-    }
-    std::promise<void> done;
-    std::future<void> finished = done.get_future();
-    other = std::thread([this, old_exec, done = std::move(done)]() mutable {
-      CUpti_GraphData data{};
-      data.graphExec = old_exec;
-      resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, data);
-      done.set_value();
-    });
-    other_finished_in_time =
-        finished.wait_for(std::chrono::seconds(2)) == std::future_status::ready;
-  };
   const CUgraphExec exec = api_.add_exec(20);
-  instantiate(exec, graph_with_one_kernel(2));
-  ASSERT_TRUE(other.joinable());
-  other.join();
-  api_.on_call = nullptr;
-
-  EXPECT_TRUE(other_finished_in_time)
+  const CUgraph graph = graph_with_one_kernel(2);
+  const auto destroy_old_exec = [&] {
+    CUpti_GraphData data{};
+    data.graphExec = old_exec;
+    resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, data);
+  };
+  EXPECT_TRUE(other_finishes_during_a_read([&] { instantiate(exec, graph); }, destroy_old_exec))
       << "the destroy callback waited for the lock the reading thread held";
   EXPECT_EQ(callback_error(), "");
   // The queued destroy was applied before anyone could look: the old record is gone.
@@ -79,30 +92,15 @@ TEST_F(GraphCaptureThreadsTest, AResourceCallbackDoesNotWaitForAReaderHoldingThe
 TEST_F(GraphCaptureThreadsTest, QueuedEventsAreAppliedInOrder) {
   const CUgraph graph = graph_with_one_kernel(3);
   const CUgraphExec short_lived = api_.add_exec(30);
-  std::thread other;
-  bool queued_in_time = false;
-  api_.on_call = [&](const std::string& name) {
-    if (name != "cu_graph_get_nodes" || other.joinable()) {
-      return;
-    }
-    std::promise<void> done;
-    std::future<void> finished = done.get_future();
-    other = std::thread([this, graph, short_lived, done = std::move(done)]() mutable {
-      CUpti_GraphData data{};
-      data.graph = graph;
-      data.graphExec = short_lived;
-      resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, data);
-      resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, data);
-      done.set_value();
-    });
-    // Both events queue: this thread holds the lock.
-    queued_in_time = finished.wait_for(std::chrono::seconds(2)) == std::future_status::ready;
+  const auto create_and_destroy = [&] {
+    CUpti_GraphData data{};
+    data.graph = graph;
+    data.graphExec = short_lived;
+    resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, data);
+    resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, data);
   };
-  end_capture(graph);
-  ASSERT_TRUE(other.joinable());
-  other.join();
-  api_.on_call = nullptr;
-  EXPECT_TRUE(queued_in_time);
+  // Both events queue: the reading thread holds the lock.
+  EXPECT_TRUE(other_finishes_during_a_read([&] { end_capture(graph); }, create_and_destroy));
   ASSERT_EQ(callback_error(), "");
   const CUgraphExec exec = api_.add_exec(31);
   instantiate(exec, graph);
