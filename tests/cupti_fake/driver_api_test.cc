@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "common/thrown_message.h"
 #include "cupti/status.h"
 #include "cupti_fake/fake_driver.h"
 
@@ -21,14 +22,7 @@ using testing::FakeDriver;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string thrown_message(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(nothing thrown)";
-}
+using test_support::thrown_message;
 
 TEST(CApiName, MapsMethodCallsToTheirCFunctionNames) {
   EXPECT_EQ(detail::c_api_name("cu_graph_get_nodes(graph, nullptr, &count)"), "cuGraphGetNodes");

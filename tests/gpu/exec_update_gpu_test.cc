@@ -36,12 +36,7 @@ Address recorded_weight(cupti::Backend& backend, cudaGraphExec_t exec) {
 // The graph of one struct_kernel node on `stream` (kept: the caller destroys it).
 cudaGraph_t capture_graph(const Pointers& p, cudaStream_t stream) {
   cudaGraph_t graph = nullptr;
-  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) != cudaSuccess ||
-      launch_struct_kernel(p, stream) != cudaSuccess ||
-      cudaStreamEndCapture(stream, &graph) != cudaSuccess) {
-    return nullptr;
-  }
-  return graph;
+  return capture_struct_kernel(p, stream, &graph) == cudaSuccess ? graph : nullptr;
 }
 
 cudaGraphNode_t only_node(cudaGraph_t graph) {
@@ -68,9 +63,7 @@ cudaError_t set_kernel(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraphNode
 TEST(GpuExecUpdateTest, TheRecordFollowsAnUpdateAndEveryAcceptedNodeSetter) {
   GRAPHCHECK_SKIP_WITHOUT_GPU();
   LiveBackend live;
-  if (!live.status.ok() && injected_by_graphcheck()) {
-    GTEST_SKIP() << "graphcheck's injection holds CUPTI: " << live.status.message();
-  }
+  GRAPHCHECK_SKIP_WHILE_INJECTED(live);
   ASSERT_TRUE(live.status.ok()) << live.status.message();
   cupti::Backend& backend = *live.backend;
 

@@ -28,6 +28,17 @@ cudaError_t launch_struct_kernel(const Pointers& pointers, cudaStream_t stream) 
   return cudaGetLastError();
 }
 
+cudaError_t capture_struct_kernel(const Pointers& pointers, cudaStream_t stream,
+                                  cudaGraph_t* graph) {
+  cudaError_t status = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
+  if (status != cudaSuccess) {
+    return status;
+  }
+  const cudaError_t launched = launch_struct_kernel(pointers, stream);
+  status = cudaStreamEndCapture(stream, graph);  // ends the capture even after a failed launch
+  return launched != cudaSuccess ? launched : status;
+}
+
 cudaError_t launch_axpy_kernel(float a, const float* x, float* y, int n, cudaStream_t stream) {
   const int threads = n < 1024 ? n : 1024;
   // clang-format off

@@ -62,21 +62,38 @@ inline bool injected_by_graphcheck() {
   return path != nullptr && std::string_view(path).find("graphcheck") != std::string_view::npos;
 }
 
-/// Prints `line` (ending in a newline) and appends it to
-/// <$GRAPHCHECK_GPU_OUT>/callback_counts.txt: what a gpu test observed of the real driver
-/// (ctest shows a passing test's output only in its junit file).
+/// The folder named by $GRAPHCHECK_GPU_OUT, created, where the gpu tests leave what they
+/// recorded (gpu-check.sh's `snapshots/`); empty when the variable is unset or empty.
+inline std::filesystem::path gpu_out_dir() {
+  const char* out = std::getenv("GRAPHCHECK_GPU_OUT");
+  if (out == nullptr || *out == '\0') {
+    return {};
+  }
+  std::filesystem::create_directories(out);
+  return out;
+}
+
+/// Skips the test when graphcheck's injection holds CUPTI, so that `live` (a LiveBackend)
+/// could not subscribe: the injection smoke run runs the gpu test binary.
+#define GRAPHCHECK_SKIP_WHILE_INJECTED(live)                                             \
+  do {                                                                                   \
+    if (!(live).status.ok() && ::graphcheck::gpu_testing::injected_by_graphcheck()) {    \
+      GTEST_SKIP() << "graphcheck's injection holds CUPTI: " << (live).status.message(); \
+    }                                                                                    \
+  } while (false)
+
+/// Prints `line` (ending in a newline) and appends it to <gpu_out_dir()>/callback_counts.txt:
+/// what a gpu test observed of the real driver (ctest shows a passing test's output only in
+/// its junit file).
 inline void report_observation(const std::string& line) {
   std::cout << line << std::flush;
-  const char* out = std::getenv("GRAPHCHECK_GPU_OUT");
-  if (out != nullptr && *out != '\0') {
-    std::filesystem::create_directories(out);
-    std::ofstream(std::filesystem::path(out) / "callback_counts.txt", std::ios::app) << line;
+  if (const std::filesystem::path out = gpu_out_dir(); !out.empty()) {
+    std::ofstream(out / "callback_counts.txt", std::ios::app) << line;
   }
 }
 
-/// Prints what CUPTI delivered (one line) and appends it to
-/// <$GRAPHCHECK_GPU_OUT>/callback_counts.txt (ctest shows a passing test's output only in
-/// its junit file): the counters answer the [verify] questions of docs/gpu-check.md.
+/// Reports what CUPTI delivered (one line, `report_observation`): the counters answer the
+/// [verify] questions of docs/gpu-check.md.
 inline void print_callback_counts(cupti::Backend& backend, std::string_view label) {
   const cupti::GraphCaptureStats stats = backend.capture().stats();
   std::ostringstream line;
@@ -117,12 +134,11 @@ struct LiveBackend {
 /// description and the expect blocks check() gives here, on the GPU machine: copied into
 /// tests/data/gpu/ unchanged, the file is a CPU regression test (tests/data/gpu/README.md).
 inline void record_snapshot(const Snapshot& snapshot, const std::string& name) {
-  const char* out = std::getenv("GRAPHCHECK_GPU_OUT");
-  if (out == nullptr || *out == '\0') {
+  const std::filesystem::path out = gpu_out_dir();
+  if (out.empty()) {
     return;
   }
-  std::filesystem::create_directories(out);
-  std::ofstream file(std::filesystem::path(out) / (name + ".json"), std::ios::binary);
+  std::ofstream file(out / (name + ".json"), std::ios::binary);
   file << test_support::with_expect_blocks(
       snapshot, "Recorded on a GPU by the gpu tier (tests/gpu, " + name +
                     "): " + std::to_string(snapshot.graphs.size()) + " graph(s), " +

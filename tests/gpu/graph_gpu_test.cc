@@ -35,11 +35,7 @@ std::optional<Verdict> verdict_at(const Report& report, Address address) {
 cudaGraphExec_t capture(const Pointers& p, cudaStream_t stream) {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) != cudaSuccess) {
-    return nullptr;
-  }
-  if (launch_struct_kernel(p, stream) != cudaSuccess ||
-      cudaStreamEndCapture(stream, &graph) != cudaSuccess ||
+  if (capture_struct_kernel(p, stream, &graph) != cudaSuccess ||
       cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
     return nullptr;
   }
@@ -121,9 +117,7 @@ TEST(GpuGraphTest, VmmSleepWakeAndReloadMatchTheCpuStory) {
   cupti::BackendOptions options;
   options.session.launch_check = cupti::LaunchCheck::kEveryLaunch;  // warn: exercise the hook
   LiveBackend live(std::move(options));
-  if (!live.status.ok() && injected_by_graphcheck()) {
-    GTEST_SKIP() << "graphcheck's injection holds CUPTI: " << live.status.message();
-  }
+  GRAPHCHECK_SKIP_WHILE_INJECTED(live);
   ASSERT_TRUE(live.status.ok()) << live.status.message();
   cupti::Backend& backend = *live.backend;
   int device = 0;

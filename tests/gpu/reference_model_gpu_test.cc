@@ -88,9 +88,7 @@ class GpuReferenceModelTest : public ::testing::Test {
     c10::cuda::device_synchronize();
     c10::cuda::CUDACachingAllocator::emptyCache();
     LiveBackend live;
-    if (!live.status.ok() && injected_by_graphcheck()) {
-      GTEST_SKIP() << "graphcheck's injection holds CUPTI: " << live.status.message();
-    }
+    GRAPHCHECK_SKIP_WHILE_INJECTED(live);
     ASSERT_TRUE(live.status.ok()) << live.status.message();
     cupti::Backend& backend = *live.backend;
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/thrown_message.h"
+
 namespace graphcheck::libtorch {
 namespace {
 
@@ -29,15 +31,7 @@ std::vector<std::string> names(const std::vector<Span>& spans) {
   return result;
 }
 
-template <typename Fn>
-std::string error_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "<no graphcheck::Error thrown>";
-}
+using test_support::thrown_message;
 
 struct Block : torch::nn::Module {
   Block() {
@@ -228,22 +222,22 @@ TEST(RegistryTest, CoversSpanOfAndIdentitiesAnswerByStorage) {
 TEST(RegistryTest, DeclaringAMetaUndefinedOrUnexplainedTensorIsAnError) {
   Registry registry;
   const at::Tensor meta = at::empty({4}, at::TensorOptions().device(at::kMeta));
-  EXPECT_THAT(error_message([&] { registry.declare_runtime("scratch", meta, "scratch"); }),
+  EXPECT_THAT(thrown_message([&] { registry.declare_runtime("scratch", meta, "scratch"); }),
               HasSubstr("declare_runtime: tensor 'scratch' is on the meta device"));
-  EXPECT_THAT(error_message([&] { registry.declare_input("x", at::Tensor(), "input"); }),
+  EXPECT_THAT(thrown_message([&] { registry.declare_input("x", at::Tensor(), "input"); }),
               HasSubstr("declare_input: tensor 'x' is undefined"));
-  EXPECT_THAT(error_message([&] { registry.declare_runtime("ws", at::zeros({2}), ""); }),
+  EXPECT_THAT(thrown_message([&] { registry.declare_runtime("ws", at::zeros({2}), ""); }),
               HasSubstr("'ws' has an empty reason"));
   EXPECT_EQ(registry.entry_count(), 0U);
 }
 
 TEST(RegistryTest, AddNamedRejectsExemptKindsAndSparseTensors) {
   Registry registry;
-  EXPECT_THAT(error_message([&] {
+  EXPECT_THAT(thrown_message([&] {
                 registry.add_named({{"a", at::zeros({2})}}, OwnerKind::kRuntime);
               }),
               HasSubstr("kind must be parameter or buffer, found 'runtime'"));
-  EXPECT_THAT(error_message([&] {
+  EXPECT_THAT(thrown_message([&] {
                 registry.add_named({{"dense", at::zeros({2})}, {"sparse", at::eye(3).to_sparse()}},
                                    OwnerKind::kBuffer);
               }),

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/thrown_message.h"
+
 // Allocation sites with external linkage, not inlined, so the arena's labels can name them.
 namespace arena_test_sites {
 
@@ -54,15 +56,7 @@ bool all_bytes_are(const at::Tensor& tensor, unsigned char value) {
                      [&](unsigned char byte) { return byte == value; });
 }
 
-template <typename Fn>
-std::string error_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "<no graphcheck::Error thrown>";
-}
+using test_support::thrown_message;
 
 TEST(WeightsArenaTest, AllocatesFromTheArenaOnlyInsideALoadScope) {
   WeightsArena arena(kCapacity);
@@ -223,22 +217,22 @@ TEST(WeightsArenaTest, AllocationFromSeveralThreadsIsSafe) {
 TEST(WeightsArenaTest, MisuseIsAnErrorNamingTheFix) {
   WeightsArena arena(1 << 20);
   const Registry registry;
-  EXPECT_THAT(error_message([&] { arena.wake_up(); }),
+  EXPECT_THAT(thrown_message([&] { arena.wake_up(); }),
               HasSubstr("the arena is not asleep; call sleep() first"));
   {
     const WeightsArena::LoadScope scope(arena);
-    EXPECT_THAT(error_message([&] { arena.sleep(SleepLevel::kLevel1, registry); }),
+    EXPECT_THAT(thrown_message([&] { arena.sleep(SleepLevel::kLevel1, registry); }),
                 HasSubstr("a LoadScope of this arena is open"));
-    EXPECT_THAT(error_message([] { (void)at::empty({1 << 20}); }),
+    EXPECT_THAT(thrown_message([] { (void)at::empty({1 << 20}); }),
                 HasSubstr("exceeds the arena's capacity of 1048576 bytes"));
   }
   arena.sleep(SleepLevel::kLevel1, registry);
-  EXPECT_THAT(error_message([&] { arena.sleep(SleepLevel::kLevel2, registry); }),
+  EXPECT_THAT(thrown_message([&] { arena.sleep(SleepLevel::kLevel2, registry); }),
               HasSubstr("already asleep; call wake_up() first"));
-  EXPECT_THAT(error_message([&] { const WeightsArena::LoadScope scope(arena); }),
+  EXPECT_THAT(thrown_message([&] { const WeightsArena::LoadScope scope(arena); }),
               HasSubstr("the arena is asleep; call wake_up() before loading"));
   arena.wake_up();
-  EXPECT_THAT(error_message([] { const WeightsArena arena_zero(0); }),
+  EXPECT_THAT(thrown_message([] { const WeightsArena arena_zero(0); }),
               HasSubstr("capacity is 0 bytes"));
 }
 
