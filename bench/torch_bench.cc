@@ -1,5 +1,6 @@
-// LibTorch adapter benchmarks: registry build time (torch-a) and forward time with and
-// without the ATen capture window (torch-b). Run: build/bin/graphcheck_torch_bench
+// LibTorch adapter benchmarks: registry build time (torch-a), forward time with and without
+// the ATen capture window, and the replay of a captured forward (torch-b). Run:
+// build/bin/graphcheck_torch_bench
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
@@ -155,16 +156,52 @@ void reference_forward_captured(benchmark::State& state) {
   state.counters["ns_per_op"] =
       ops == 0 ? 0.0 : (captured_s - plain_s) / iterations / static_cast<double>(ops) * 1e9;
 }
-// The hot path alone: 256 tiny ops (4-element adds) per iteration, without (0) and with (1)
-// a capture window; the time per op difference is the recording cost per op.
+// Replay of a captured forward (`CapturedGraph::replay`: the depth-0 ops re-dispatched on
+// views of the captured storages, results copied into them) against a plain forward timed
+// in the same iterations. Counters: depth-0 ops replayed, ratio replay / forward.
+void reference_replay(benchmark::State& state) {
+  using Clock = std::chrono::steady_clock;
+  auto& model = bench_model(state.range(0));
+  const at::Tensor ids = at::arange(kBenchTokens, at::kLong);
+  graphcheck::libtorch::CaptureRecord record;
+  {
+    graphcheck::libtorch::CaptureWindow window;
+    window.declare_input("ids", ids);
+    benchmark::DoNotOptimize(model.forward(ids, ids).data_ptr());
+    record = window.finish();
+  }
+  graphcheck::libtorch::CapturedGraph& graph = *record.replayable;
+  double replay_s = 0;
+  double plain_s = 0;
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    graph.replay();
+    replay_s += std::chrono::duration<double>(Clock::now() - start).count();
+    state.PauseTiming();
+    const auto plain_start = Clock::now();
+    benchmark::DoNotOptimize(model.forward(ids, ids).data_ptr());
+    plain_s += std::chrono::duration<double>(Clock::now() - plain_start).count();
+    state.ResumeTiming();
+  }
+  state.counters["ops"] = static_cast<double>(graph.op_count());
+  state.counters["ratio"] = replay_s / plain_s;
+}
+BENCHMARK(reference_replay)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
+
+// The hot path alone: 256 tiny ops (4-element adds) per iteration, without a capture window
+// (0), with one that keeps the ops for replay (1, the default) and with one that does not
+// (2); the time per op difference is the recording cost per op.
 void tiny_ops(benchmark::State& state) {
   constexpr int kOps = 256;
   const at::Tensor a = at::ones({4});
   const at::Tensor b = at::ones({4});
+  graphcheck::libtorch::CaptureOptions options;
+  options.replay_ops = state.range(0) == 2 ? graphcheck::libtorch::ReplayOps::kDrop
+                                           : graphcheck::libtorch::ReplayOps::kKeep;
   for (auto _ : state) {
     std::optional<graphcheck::libtorch::CaptureWindow> window;
-    if (state.range(0) == 1) {
-      window.emplace();
+    if (state.range(0) != 0) {
+      window.emplace(options);
     }
     for (int i = 0; i < kOps; ++i) {
       benchmark::DoNotOptimize(at::add(a, b).data_ptr());
@@ -177,7 +214,7 @@ void tiny_ops(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(state.iterations()) * kOps,
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(tiny_ops)->Arg(0)->Arg(1);
+BENCHMARK(tiny_ops)->Arg(0)->Arg(1)->Arg(2);
 
 BENCHMARK(reference_forward_captured)
     ->Arg(256)

@@ -83,8 +83,9 @@ void AllocationTable::map(Address begin, std::uint64_t size, std::uint64_t /*han
   entry.pool = reservation != nullptr ? reservation->pool : std::string("vmm");
   entry.label = std::move(label);
   entry.is_mapping = true;
-  if (const auto it = history_.find(begin); it != history_.end()) {
-    entry.previous_generation = it->second;
+  if (auto it = history_.find(begin); it != history_.end()) {
+    entry.previous_generation = it->second.generation;
+    entry.label = std::move(it->second.label);
     history_.erase(it);
   }
   entry.generation = policy == RestorePolicy::kRestore && entry.previous_generation.has_value()
@@ -165,7 +166,7 @@ std::size_t AllocationTable::erase_overlapping(Address begin, Address end, Erase
     ++erased;
     if (mode == EraseMode::kUnmap) {
       const Address cut = entry_begin < begin ? begin : entry_begin;
-      history_.insert_or_assign(cut, it->second.generation);
+      history_.insert_or_assign(cut, History{it->second.generation, it->second.label});
       if (entry_begin < begin) {
         Entry left = it->second;
         left.size = begin - entry_begin;

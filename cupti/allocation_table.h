@@ -68,6 +68,9 @@ class AllocationTable {
   void release_handle(std::uint64_t handle);
   /// @brief Maps [begin, begin + size) (cuMemMap). The mapping gets a new generation, or
   /// the previous mapping's generation at the same address under `RestorePolicy::kRestore`.
+  /// A mapping at an address where one was unmapped is that allocation mapped again (a
+  /// sleep and wake): it keeps the earlier label, and `label` is ignored, so that the checker
+  /// sees the same allocation with another generation (docs/verdicts.md).
   void map(Address begin, std::uint64_t size, std::uint64_t handle, std::string label);
   /// @brief Unmaps every mapping overlapping [begin, begin + size) (cuMemUnmap); parts of a
   /// mapping outside the range stay mapped. The generation of each removed mapping is kept
@@ -119,7 +122,14 @@ class AllocationTable {
 
   std::map<Address, Entry> live_;
   std::map<Address, Reservation> reservations_;
-  std::map<Address, std::uint64_t> history_;  // address -> generation of the last unmapped mapping
+  // What a mapping unmapped at an address leaves behind: a later mapping at that address is
+  // the same allocation mapped again (the checker then compares generations), so it keeps
+  // the label too.
+  struct History {
+    std::uint64_t generation = 0;
+    std::string label;
+  };
+  std::map<Address, History> history_;              // address -> the last mapping unmapped there
   std::map<std::uint64_t, std::uint64_t> handles_;  // handle -> size
   std::uint64_t next_generation_ = 1;
   RestorePolicy default_policy_ = RestorePolicy::kDiscard;

@@ -242,11 +242,19 @@ void AddressIndex::build() {
          ae < alloc_ends.size()) {
     const Address position = std::min(
         {head(span_starts, ss), head(span_ends, se), head(alloc_starts, as), head(alloc_ends, ae)});
+    const std::size_t ends_before = se;
     for (; se < span_ends.size() && span_ends[se].position == position; ++se) {
       active_spans.erase(span_ends[se].item);
     }
+    const std::size_t starts_before = ss;
     for (; ss < span_starts.size() && span_starts[ss].position == position; ++ss) {
       active_spans.insert(span_starts[ss].item);
+    }
+    // A span ends here and neither a span nor an allocation begins: a word equal to this
+    // address is the span's end pointer (an allocation beginning here is a tensor of its
+    // own, such as the next block of the segment).
+    if (se != ends_before && ss == starts_before && head(alloc_starts, as) != position) {
+      end_cells_.push_back(static_cast<std::uint32_t>(cells_.size()));
     }
     for (; ae < alloc_ends.size() && alloc_ends[ae].position == position; ++ae) {
       active_allocs.erase(alloc_ends[ae].item);

@@ -20,21 +20,32 @@ Allowlist::Allowlist(const std::vector<std::string>& globs) {
     }
   }
   used_.assign(globs_.size(), 0);
+  unused_count_ = globs_.size();
 }
 
-bool Allowlist::allows(const std::string* const* names, std::size_t count) {
-  bool allowed = false;
-  for (std::size_t g = 0; g < globs_.size(); ++g) {
+bool Allowlist::allows(const std::string* const* names, std::size_t count) const {
+  for (const std::string& glob : globs_) {
     for (std::size_t n = 0; n < count; ++n) {
       const std::string* name = names[n];
-      if (name != nullptr && !name->empty() && fnmatch(globs_[g].c_str(), name->c_str(), 0) == 0) {
-        used_[g] = 1;
-        allowed = true;
-        break;
+      if (name != nullptr && !name->empty() && fnmatch(glob.c_str(), name->c_str(), 0) == 0) {
+        return true;
       }
     }
   }
-  return allowed;
+  return false;
+}
+
+void Allowlist::note_owner(std::string_view owner) {
+  if (owner.empty()) {
+    return;
+  }
+  const std::string name(owner);
+  for (std::size_t g = 0; g < globs_.size(); ++g) {
+    if (used_[g] == 0 && fnmatch(globs_[g].c_str(), name.c_str(), 0) == 0) {
+      used_[g] = 1;
+      --unused_count_;
+    }
+  }
 }
 
 std::vector<std::string> Allowlist::unused() const {

@@ -1,78 +1,69 @@
 // The verdict engine: scans each graph against its capture epoch and decides each reference
-// in the checked epoch against the baseline (docs/verdicts.md).
+// in the checked epoch against the baseline (docs/verdicts.md). The rules themselves are in
+// detail/verdict_rules.cc; this file finds the references, judges operands part by part,
+// memoizes decisions and builds the report.
 #include <graphcheck/address_index.h>
 #include <graphcheck/checker.h>
 #include <graphcheck/error.h>
 #include <graphcheck/pointer_scan.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
-#include <functional>
-#include <map>
+#include <limits>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "graphcheck/detail/allow_use.h"
 #include "graphcheck/detail/allowlist.h"
 #include "graphcheck/detail/decision_memo.h"
 #include "graphcheck/detail/epoch_indexes.h"
+#include "graphcheck/detail/verdict_rules.h"
 
 namespace graphcheck {
 namespace {
 
-constexpr std::size_t kMaxWarningLines = 100;
+using detail::GraphEpochs;
 
-constexpr std::string_view kFixUnregistered =
-    "register it (set_derived_buffer for weight-derived tensors, register_constant_buffer for "
-    "constants, persistent_tensors() for non-module holders) or declare it as runtime state";
-constexpr std::string_view kFixLost =
-    "register it as a buffer so sleep restores it, or declare it runtime state if the engine "
-    "refills it before replay";
-constexpr std::string_view kFixDangling =
-    "keep the tensor alive (and registered) for the graph's lifetime, or recapture the graph "
-    "after freeing it";
-constexpr std::string_view kFixStaleMoved =
-    "reload in place with copy_ rather than rebinding the tensor, or recapture the graph";
-constexpr std::string_view kFixStaleOwner =
-    "keep the original storage in place (reload with copy_ instead of rebinding), or recapture "
-    "the graph";
+std::string in_quotes(std::string_view text) { return "\"" + std::string(text) + "\""; }
 
-std::string in_quotes(std::string_view text) {
-  std::string result;
-  result.reserve(text.size() + 2);
-  result += '"';
-  result += text;
-  result += '"';
-  return result;
+// The last address of an operand's extent (its begin for an operand without one).
+Address last_address(const Operand& operand) {
+  if (operand.size == 0) {
+    return operand.begin;
+  }
+  const Address room = std::numeric_limits<Address>::max() - operand.begin;
+  return operand.size - 1 <= room ? operand.begin + (operand.size - 1)
+                                  : std::numeric_limits<Address>::max();
 }
 
-std::string owner_text(const Span& span) {
-  return std::string(to_string(span.kind)) + " " + in_quotes(span.name);
+// The last address of the cell (or gap) holding `address` in `index`.
+Address cell_last(const AddressIndex& index, Address address) {
+  Address first = 0;
+  Address last = 0;
+  static_cast<void>(index.find_cell(address, &first, &last));
+  return last;
 }
 
-// The epochs one graph is checked with.
-struct GraphEpochs {
-  const Epoch* capture = nullptr;
-  const Epoch* checked = nullptr;
-  const Epoch* baseline = nullptr;
-  const AddressIndex* capture_index = nullptr;
-  const AddressIndex* checked_index = nullptr;
-  const AddressIndex* baseline_index = nullptr;
-  bool compare = false;  // checked and baseline labels differ: stale is possible
-  // The checked (baseline) index shares the capture's cell numbers: no second lookup.
-  bool checked_cells = false;
-  bool baseline_cells = false;
+// A decision and the part of the reference it was made for.
+struct Judged {
+  std::uint32_t decision = 0;
+  Address first = 0;
+  Address last = 0;
 };
 
 class Checker {
  public:
   Checker(const Snapshot& snapshot, const CheckOptions& options)
-      : snapshot_(snapshot), options_(options), indexes_(snapshot), allowlist_(globs()) {}
+      : snapshot_(snapshot),
+        options_(options),
+        indexes_(snapshot),
+        allowlist_(globs()),
+        rules_(indexes_, allowlist_),
+        allow_use_(snapshot, indexes_, allowlist_) {}
 
   Report run() {
     checked_ = resolve_option(options_.epoch, "epoch");
@@ -81,14 +72,14 @@ class Checker {
     }
     report_.epoch = checked_->label;
     report_.baseline = baseline_label();
+    report_.stale_allow_policy = options_.stale_allow;
     report_.summary.graphs = snapshot_.graphs.size();
     for (std::size_t g = 0; g < snapshot_.graphs.size(); ++g) {
       check_graph(g);
     }
-    if (overlap_pairs_.size() > kMaxWarningLines) {
-      report_.warnings.push_back("... and " +
-                                 std::to_string(overlap_pairs_.size() - kMaxWarningLines) +
-                                 " more overlapping pairs");
+    report_.warnings = rules_.warnings();
+    if (allow_use_.active()) {
+      allow_use_.finish();
     }
     report_.stale_allow = allowlist_.unused();
     return std::move(report_);
@@ -134,16 +125,22 @@ class Checker {
     return snapshot_.graphs.front().epoch;
   }
 
-  void check_graph(std::size_t position) {
+  const Epoch& capture_epoch(std::size_t position) {
     const GraphRecord& graph = snapshot_.graphs[position];
-    GraphEpochs epochs;
-    epochs.capture = indexes_.find(graph.epoch);
-    if (epochs.capture == nullptr) {
+    const Epoch* capture = indexes_.find(graph.epoch);
+    if (capture == nullptr) {
       throw Error("check: graphs[" + std::to_string(position) + "] (id " +
                   std::to_string(graph.id) + ") names epoch " + in_quotes(graph.epoch) +
                   ", which is not in the snapshot (it has: " + indexes_.labels() +
                   "); fix the graph's epoch label");
     }
+    return *capture;
+  }
+
+  void check_graph(std::size_t position) {
+    const GraphRecord& graph = snapshot_.graphs[position];
+    GraphEpochs epochs;
+    epochs.capture = &capture_epoch(position);
     epochs.checked = checked_;
     epochs.baseline = baseline_ != nullptr ? baseline_ : epochs.capture;
     epochs.capture_index = &indexes_.index(*epochs.capture);
@@ -156,198 +153,116 @@ class Checker {
 
     const GraphRanges ranges(graph);
     const AddressIndex& capture = *epochs.capture_index;
+    const bool record_use = allow_use_.active();
+    if (record_use) {
+      allow_use_.start_graph(*epochs.capture, capture);
+    }
     // When the checked and baseline indexes share the capture's cells (all three epochs are
     // one, or the later ones list the same ranges: an epoch after sleep and wake), a
     // reference whose cell has a sole owning span is decided by that span's kind alone: the
-    // span at the same position in each epoch has the same name and kind, so no stale;
-    // lost needs no owner or an input owner (and one epoch has one allocation object);
-    // there is no overlap to warn about. One in graph pool memory without a span is
-    // graph-owned whatever the graph's ranges say (lost excludes graph pools; dangling
-    // needs a missing allocation). The full rules only run for the rest.
-    const bool one_epoch = epochs.checked == epochs.capture && epochs.baseline == epochs.capture;
-    const bool aligned = epochs.checked_cells && epochs.baseline_cells;
-    // Made on first use: the graphs of one capture epoch share it (checked and baseline
-    // epochs are fixed per check).
-    detail::DecisionMemo* memo = nullptr;
-    // The predicate passes its lookup to the visitor as a cell number, not a whole hit.
-    std::uint32_t capture_cell = AddressIndex::kNoCell;
+    // span at the same position in each epoch has the same name and kind at the same begin,
+    // so it neither moved nor gave way to another owner; lost needs no owner or an input
+    // owner; there is no overlap to warn about. One in graph pool memory without a span is
+    // graph-owned whatever the graph's ranges say (no rule judges graph pool memory). The
+    // full rules only run for the rest.
+    GraphScan scan{epochs,
+                   ranges,
+                   capture,
+                   nullptr,
+                   allow_use_.active(),
+                   epochs.checked_cells && epochs.baseline_cells,
+                   epochs.checked == epochs.capture && epochs.baseline == epochs.capture};
+    // The predicate passes its lookup to the visitor.
+    WordOwner word;
     scan_graph(
         graph,
-        [&](Address word) {
-          capture_cell = capture.find_cell(word);
-          return capture.holds(capture_cell) || ranges.contains(word);
+        [&](Address address) {
+          word = resolve_word(address, capture, ranges);
+          return word.is_reference;
         },
         [&](const Reference& reference) {
-          if (reference.operand != nullptr) {
-            capture_cell = capture.find_cell(reference.address);  // operands skip the predicate
-          }
           ++report_.summary.references;
-          if (aligned) {
-            OwnerKind kind = OwnerKind::kParameter;
-            if (capture.sole_owner(capture_cell, &kind) &&
-                (one_epoch || kind != OwnerKind::kInput)) {
-              count(ok_verdict(kind));
-              return;
-            }
-            const AddressHit hit = capture.hit(capture_cell);
-            if (hit.span == nullptr && hit.graph_pool) {
-              count(Verdict::kGraph);
-              return;
-            }
+          if (reference.operand != nullptr) {
+            visit_operand(reference, scan);
+          } else {
+            visit_point(reference, word.lookup, word.lookup, word.cell, scan);
           }
-          judge(reference, capture_cell, epochs, ranges, memo);
         });
   }
 
-  // One reference, decided once per memo key (its three cells and, where a rule asks,
-  // whether the graph's ranges hold it): decide reads the address through nothing else.
-  // Not inlined into the scan's visitor, so that the one-epoch path stays lean.
-  [[gnu::noinline]] void judge(const Reference& reference, std::uint32_t capture_cell,
-                               const GraphEpochs& epochs, const GraphRanges& ranges,
-                               detail::DecisionMemo*& memo) {
-    if (memo == nullptr) {
-      memo = &memos_.try_emplace(epochs.capture, epochs.capture_index->cell_count()).first->second;
-    }
-    const Address address = reference.address;
+  // What one graph's references are checked with.
+  struct GraphScan {
+    const GraphEpochs& epochs;
+    const GraphRanges& ranges;
+    const AddressIndex& capture;
+    // Made on first use: the graphs of one capture epoch share it (checked and baseline
+    // epochs are fixed per check).
+    detail::DecisionMemo* memo;
+    bool record_use;  // the allowlist has globs: references are recorded for AllowUse
+    bool aligned;     // checked and baseline indexes share the capture's cells
+    bool one_epoch;   // checked, baseline and capture are one epoch
+  };
 
-    const std::uint32_t checked_cell =
-        epochs.checked_cells ? capture_cell : epochs.checked_index->find_cell(address);
-    const std::uint32_t baseline_cell =
-        epochs.baseline_cells
-            ? capture_cell
-            : (epochs.baseline == epochs.checked ? checked_cell
-                                                 : epochs.baseline_index->find_cell(address));
-    detail::DecisionMemo::Entry& entry = memo->at(capture_cell, checked_cell, baseline_cell);
-    detail::RangeQuestion in_graph(ranges, address);
-    std::uint32_t decision = entry.decision[0];
-    if (!entry.ranges_free()) {
-      if (!entry.vacant()) {  // decided for one answer to the range question
-        decision = entry.decision[in_graph.answer() ? 1 : 0];
+  // A reference decided at one address (a word, or an operand within one cell of each epoch).
+  // When the checked and baseline indexes share the capture's cells (all three epochs are
+  // one, or the later ones list the same ranges: an epoch after sleep and wake), a
+  // reference whose cell has a sole owning span is decided by that span's kind alone: the
+  // span at the same position in each epoch has the same name and kind at the same begin,
+  // so it neither moved nor gave way to another owner; lost needs no owner or an input
+  // owner; there is no overlap to warn about. One in graph pool memory without a span is
+  // graph-owned whatever the graph's ranges say (no rule judges graph pool memory). The
+  // full rules only run for the rest.
+  void visit_point(const Reference& reference, Address first, Address last, std::uint32_t cell,
+                   GraphScan& scan) {
+    if (scan.record_use) {
+      allow_use_.touch(cell, first, last);
+    }
+    if (scan.aligned) {
+      OwnerKind kind = OwnerKind::kParameter;
+      if (scan.capture.sole_owner(cell, &kind) && (scan.one_epoch || kind != OwnerKind::kInput)) {
+        count(ok_verdict(kind));
+        return;
       }
-      if (decision == detail::DecisionMemo::kUnknown) {
-        decision = decide(epochs.checked_index->hit(checked_cell),
-                          epochs.baseline_index->hit(baseline_cell), epochs, in_graph);
-        if (in_graph.asked()) {
-          entry.decision[in_graph.answer() ? 1 : 0] = decision;
-        } else {
-          entry.decision = {decision, decision};
-        }
+      const AddressHit hit = scan.capture.hit(cell);
+      if (hit.span == nullptr && hit.graph_pool) {
+        count(Verdict::kGraph);
+        return;
       }
     }
-    settle(reference, decision);
+    const std::uint32_t decision = judge(first, cell, scan.epochs, scan.ranges, scan.memo);
+    settle(reference, {decision, first, last});
   }
 
-  void settle(const Reference& reference, std::uint32_t decision) {
-    if (decision < detail::kFindingBase) {
-      count(static_cast<Verdict>(decision));
-    } else {
-      add(reference, decided_[decision - detail::kFindingBase]);
+  // Operands skip the predicate; one whose extent crosses owners is judged part by part.
+  [[gnu::noinline]] void visit_operand(const Reference& reference, GraphScan& scan) {
+    const Address first = reference.operand->begin;
+    const Address last = last_address(*reference.operand);
+    Address cell_first = 0;
+    Address cell_end = 0;
+    const std::uint32_t cell = scan.capture.find_cell(first, &cell_first, &cell_end);
+    if (last <= cell_end && (last == first || uniform(first, last, scan.epochs, scan.ranges))) {
+      visit_point(reference, first, last, cell, scan);
+      return;
     }
+    if (scan.record_use) {
+      allow_use_.touch(cell, first, last);
+    }
+    settle(reference, judge_range(first, last, scan.epochs, scan.ranges, scan.memo));
   }
 
-  // The rules of docs/verdicts.md, in precedence order, for an address that resolves to
-  // `now` in the checked epoch and `then` in the baseline.
-  std::uint32_t decide(const AddressHit& now, const AddressHit& then, const GraphEpochs& epochs,
-                       detail::RangeQuestion& in_graph) {
-    note_overlap(*epochs.checked_index, now);
-    const Span* owner = now.span;
-    const Span* owner_then = then.span;
-
-    // 1. stale
-    if (epochs.compare && owner_then != nullptr && then.kind != OwnerKind::kGraph) {
-      note_overlap(*epochs.baseline_index, then);
-      if (owner != nullptr &&
-          (owner->name != owner_then->name || owner->kind != owner_then->kind)) {
-        return finding(Verdict::kStale, owner_then->name, owner_then->kind,
-                       "now inside " + owner_text(*owner), kFixStaleOwner);
-      }
-      if (owner == nullptr) {
-        if (const Span* moved = indexes_.moved(*epochs.checked, *owner_then)) {
-          return finding(
-              Verdict::kStale, owner_then->name, owner_then->kind,
-              "moved to " + format_address(moved->begin) + " after " + epochs.baseline->label,
-              kFixStaleMoved);
-        }
-      }
+  // True when [first, last], inside one capture cell, also lies in one cell of the checked
+  // and baseline epochs (where they do not share the capture's cells) and on one side of the
+  // graph's ranges: then its first address decides it.
+  static bool uniform(Address first, Address last, const GraphEpochs& epochs,
+                      const GraphRanges& ranges) {
+    if (!epochs.checked_cells && last > cell_last(*epochs.checked_index, first)) {
+      return false;
     }
-    const Allocation* alloc = now.allocation;
-    const Allocation* alloc_then = then.allocation;
-    const std::string* names[3] = {owner != nullptr ? &owner->name : nullptr,
-                                   alloc != nullptr ? &alloc->label : nullptr,
-                                   alloc_then != nullptr ? &alloc_then->label : nullptr};
-
-    // 2. lost (the same allocation object in both epochs cannot have changed)
-    if (alloc != alloc_then && alloc != nullptr && alloc_then != nullptr &&
-        (owner == nullptr || now.kind == OwnerKind::kInput) && !now.graph_pool &&
-        (alloc->begin != alloc_then->begin || alloc->generation != alloc_then->generation) &&
-        !in_graph.answer()) {
-      if (allowed(names)) {
-        return static_cast<std::uint32_t>(Verdict::kAllowed);
-      }
-      std::string detail = alloc->generation != alloc_then->generation
-                               ? "generation " + std::to_string(alloc_then->generation) + " -> " +
-                                     std::to_string(alloc->generation)
-                               : "allocation " + format_address(alloc_then->begin) +
-                                     " replaced by " + format_address(alloc->begin);
-      detail += " (bytes discarded after " + epochs.baseline->label + ")";
-      const bool named = owner != nullptr;
-      return finding(
-          Verdict::kLost,
-          named ? owner->name : (!alloc->label.empty() ? alloc->label : alloc_then->label),
-          named ? std::optional<OwnerKind>(owner->kind) : std::nullopt, std::move(detail),
-          kFixLost);
+    if (!epochs.baseline_cells && last > cell_last(*epochs.baseline_index, first)) {
+      return false;
     }
-    if (owner != nullptr) {
-      return static_cast<std::uint32_t>(ok_verdict(now.kind));
-    }
-    if (in_graph.answer()) {
-      return static_cast<std::uint32_t>(Verdict::kGraph);
-    }
-    // 3. dangling
-    if (alloc == nullptr) {
-      std::string detail = "no span or live allocation holds it in " + epochs.checked->label;
-      if (alloc_then != nullptr) {
-        detail = "allocation " + format_address(alloc_then->begin) + " was freed after " +
-                 epochs.baseline->label + "; " + detail;
-      }
-      return finding(Verdict::kDangling, alloc_then != nullptr ? alloc_then->label : "",
-                     std::nullopt, std::move(detail), kFixDangling);
-    }
-    if (now.graph_pool) {
-      return static_cast<std::uint32_t>(Verdict::kGraph);
-    }
-    // 4. unregistered
-    if (allowed(names)) {
-      return static_cast<std::uint32_t>(Verdict::kAllowed);
-    }
-    // The detail depends on the allocation alone, and one workspace is often hit by many
-    // references: built once per allocation.
-    auto [detail, fresh] = unregistered_details_.try_emplace(alloc);
-    if (fresh) {
-      detail->second = "inside allocation " + format_address(alloc->begin) + " (" +
-                       std::to_string(alloc->size) + " bytes, pool " + in_quotes(alloc->pool) +
-                       ") that no span covers";
-    }
-    return finding(Verdict::kUnregistered, alloc->label, std::nullopt, detail->second,
-                   kFixUnregistered);
-  }
-
-  std::uint32_t finding(Verdict verdict, const std::string& owner,
-                        std::optional<OwnerKind> owner_kind, std::string detail,
-                        std::string_view fix) {
-    decided_.push_back({verdict, owner, owner_kind, std::move(detail), fix});
-    return detail::kFindingBase + static_cast<std::uint32_t>(decided_.size() - 1);
-  }
-
-  // allowlist_.allows, remembered per set of names: the answer and the globs it marks as
-  // used are the same each time, and fnmatch is costly next to a map lookup.
-  bool allowed(const std::string* const (&names)[3]) {
-    const std::array<const std::string*, 3> key = {names[0], names[1], names[2]};
-    const auto [at, fresh] = allowed_.try_emplace(key, false);
-    if (fresh) {
-      at->second = allowlist_.allows(names, 3);
-    }
-    return at->second;
+    Address until = 0;
+    return ranges.empty() || (ranges.run(first, &until), last <= until);
   }
 
   static Verdict ok_verdict(OwnerKind kind) {
@@ -365,9 +280,120 @@ class Checker {
     return Verdict::kRegistered;
   }
 
+  // The decision for one address, made once per memo key (its three cells and, where a rule
+  // asks, whether the graph's ranges hold it): the rules read the address through nothing
+  // else. Not inlined into the scan's visitor, so that the one-epoch path stays lean.
+  [[gnu::noinline]] std::uint32_t judge(Address address, std::uint32_t capture_cell,
+                                        const GraphEpochs& epochs, const GraphRanges& ranges,
+                                        detail::DecisionMemo*& memo) {
+    const std::uint32_t checked_cell =
+        epochs.checked_cells ? capture_cell : epochs.checked_index->find_cell(address);
+    const std::uint32_t baseline_cell =
+        epochs.baseline_cells
+            ? capture_cell
+            : (epochs.baseline == epochs.checked ? checked_cell
+                                                 : epochs.baseline_index->find_cell(address));
+    return judge_cells(address, capture_cell, checked_cell, baseline_cell, epochs, ranges, memo);
+  }
+
+  std::uint32_t judge_cells(Address address, std::uint32_t capture_cell, std::uint32_t checked_cell,
+                            std::uint32_t baseline_cell, const GraphEpochs& epochs,
+                            const GraphRanges& ranges, detail::DecisionMemo*& memo) {
+    if (memo == nullptr) {
+      memo = &memos_.try_emplace(epochs.capture, epochs.capture_index->cell_count()).first->second;
+    }
+    detail::DecisionMemo::Entry& entry = memo->at(capture_cell, checked_cell, baseline_cell);
+    detail::RangeQuestion in_graph(ranges, address);
+    std::uint32_t decision = entry.decision[0];
+    if (entry.ranges_free()) {
+      return decision;
+    }
+    if (!entry.vacant()) {  // decided for one answer to the range question
+      decision = entry.decision[in_graph.answer() ? 1 : 0];
+    }
+    if (decision == detail::DecisionMemo::kUnknown) {
+      decision = rules_.decide(epochs.checked_index->hit(checked_cell),
+                               epochs.baseline_index->hit(baseline_cell), epochs, in_graph);
+      if (in_graph.asked()) {
+        entry.decision[in_graph.answer() ? 1 : 0] = decision;
+      } else {
+        entry.decision = {decision, decision};
+      }
+    }
+    return decision;
+  }
+
+  // An operand whose extent crosses cells: the extent is cut where any of the three epochs
+  // or the graph's ranges change owner, each part is decided, and the worst decision
+  // (`detail::severity`) wins, with the run of adjacent parts that share it.
+  Judged judge_range(Address first, Address last, const GraphEpochs& epochs,
+                     const GraphRanges& ranges, detail::DecisionMemo*& memo) {
+    Judged worst;
+    int worst_severity = -1;
+    Address at = first;
+    while (true) {
+      Address ignored = 0;
+      Address part_last = last;
+      Address until = 0;
+      const std::uint32_t capture_cell = epochs.capture_index->find_cell(at, &ignored, &until);
+      part_last = std::min(part_last, until);
+      std::uint32_t checked_cell = capture_cell;
+      if (!epochs.checked_cells) {
+        checked_cell = epochs.checked_index->find_cell(at, &ignored, &until);
+        part_last = std::min(part_last, until);
+      }
+      std::uint32_t baseline_cell = capture_cell;
+      if (!epochs.baseline_cells) {
+        baseline_cell = epochs.baseline_index->find_cell(at, &ignored, &until);
+        part_last = std::min(part_last, until);
+      }
+      if (!ranges.empty()) {
+        ranges.run(at, &until);
+        part_last = std::min(part_last, until);
+      }
+      const std::uint32_t decision =
+          judge_cells(at, capture_cell, checked_cell, baseline_cell, epochs, ranges, memo);
+      const int rank = detail::severity(rules_.verdict(decision));
+      if (rank > worst_severity) {
+        worst = {decision, at, part_last};
+        worst_severity = rank;
+      } else if (decision == worst.decision && worst.last + 1 == at) {
+        worst.last = part_last;
+      }
+      if (part_last >= last) {
+        return worst;
+      }
+      at = part_last + 1;
+    }
+  }
+
+  void settle(const Reference& reference, const Judged& judged) {
+    if (judged.decision < detail::kFindingBase) {
+      count(static_cast<Verdict>(judged.decision));
+    } else {
+      add(reference, judged);
+    }
+  }
+
   void count(Verdict verdict) { ++report_.summary.counts[static_cast<std::size_t>(verdict)]; }
 
-  void add(const Reference& reference, const detail::Decided& decided) {
+  // Read-write when the same node also uses the finding's bytes the other way (an in-place
+  // op reads and writes one storage).
+  static Access access_of(const Node& node, const Operand& operand, Address first, Address last) {
+    if (operand.access != Access::kRead && operand.access != Access::kWrite) {
+      return operand.access;
+    }
+    for (const Operand& other : node.operands) {
+      if (other.access != operand.access && other.access != Access::kUnknown &&
+          other.begin <= last && first <= last_address(other)) {
+        return Access::kReadWrite;
+      }
+    }
+    return operand.access;
+  }
+
+  void add(const Reference& reference, const Judged& judged) {
+    const detail::Decided& decided = rules_.decided(judged.decision);
     count(decided.verdict);
     Finding finding;
     finding.graph = reference.graph;
@@ -378,11 +404,17 @@ class Checker {
       finding.param = reference.param;
       finding.offset = reference.offset;
     } else {
+      const Operand& operand = *reference.operand;
       // Op nodes, and kernel operands (TMA descriptor targets), name their op or kernel.
       if (reference.node->type == NodeType::kOp || reference.node->type == NodeType::kKernel) {
         finding.kernel = reference.node->name;
       }
-      finding.operand = reference.operand->role;
+      finding.operand = operand.role;
+      finding.access = access_of(*reference.node, operand, judged.first, judged.last);
+      if (operand.size != 0) {
+        finding.range_begin = judged.first;
+        finding.range_size = judged.last - judged.first + 1;
+      }
     }
     finding.address = reference.address;
     finding.verdict = decided.verdict;
@@ -393,50 +425,15 @@ class Checker {
     report_.findings.push_back(std::move(finding));
   }
 
-  // Records each pair of spans of different owners that a decided address falls in, once.
-  void note_overlap(const AddressIndex& index, const AddressHit& hit) {
-    if (!hit.has_rivals) {
-      return;
-    }
-    const Span& winner = *hit.span;
-    for (const Span* rival : index.rivals(hit)) {
-      // Unordered: the same two spans may meet again with the roles swapped.
-      const Span* first = std::min(&winner, rival, std::less<>());
-      const Span* second = first == rival ? &winner : rival;
-      const std::pair<const Span*, const Span*> key(first, second);
-      if (!overlap_pairs_.insert(key).second || overlap_pairs_.size() > kMaxWarningLines) {
-        continue;
-      }
-      const char* why = winner.size < rival->size    ? "innermost"
-                        : winner.kind != rival->kind ? "same size; kind order"
-                                                     : "same size; name order";
-      report_.warnings.push_back("epoch " + index.epoch().label + ": " +
-                                 format_address(std::max(winner.begin, rival->begin)) + ".." +
-                                 format_address(std::min(winner.end(), rival->end())) +
-                                 " is inside " + owner_text(winner) + " and " + owner_text(*rival) +
-                                 "; resolved to " + in_quotes(winner.name) + " (" + why + ")");
-    }
-  }
-
   const Snapshot& snapshot_;
   const CheckOptions& options_;
   detail::EpochIndexes indexes_;
   detail::Allowlist allowlist_;
+  detail::VerdictRules rules_;
+  detail::AllowUse allow_use_;
   const Epoch* checked_ = nullptr;
   const Epoch* baseline_ = nullptr;
-  std::set<std::pair<const Span*, const Span*>> overlap_pairs_;
-  // Keyed by the three name pointers, ordered by std::less (a total order on pointers).
-  struct NamesLess {
-    bool operator()(const std::array<const std::string*, 3>& a,
-                    const std::array<const std::string*, 3>& b) const {
-      return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
-                                          std::less<const std::string*>());
-    }
-  };
-  std::map<std::array<const std::string*, 3>, bool, NamesLess> allowed_;
-  std::unordered_map<const Allocation*, std::string> unregistered_details_;
   std::unordered_map<const Epoch*, detail::DecisionMemo> memos_;  // by capture epoch
-  std::vector<detail::Decided> decided_;
   Report report_;
 };
 

@@ -16,6 +16,7 @@ constexpr std::array<std::string_view, 15> kNodeTypeNames = {
     "child_graph",      "empty",          "event_wait", "event_record",
     "ext_semas_signal", "ext_semas_wait", "mem_alloc",  "mem_free",
     "batch_mem_op",     "conditional",    "op"};
+constexpr std::array<std::string_view, 4> kAccessNames = {"unknown", "read", "write", "read-write"};
 constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
     "registered",   "runtime",  "graph", "input", "allowed",
     "unregistered", "dangling", "stale", "lost"};
@@ -45,6 +46,13 @@ std::string_view to_string(NodeType type) {
 }
 std::optional<NodeType> parse_node_type(std::string_view text) {
   return parse_name<NodeType>(kNodeTypeNames, text);
+}
+
+std::string_view to_string(Access access) {
+  return kAccessNames.at(static_cast<std::size_t>(access));
+}
+std::optional<Access> parse_access(std::string_view text) {
+  return parse_name<Access>(kAccessNames, text);
 }
 
 std::string_view to_string(Verdict verdict) {

@@ -27,36 +27,45 @@ void collect_mem_alloc(const NodeList& nodes, std::vector<Range>& out) {
 }  // namespace
 
 GraphRanges::GraphRanges(const GraphRecord& graph) {
-  collect_mem_alloc(graph.nodes, ranges_);
-  std::sort(ranges_.begin(), ranges_.end(),
+  struct Range {
+    Address begin;
+    std::uint64_t size;
+  };
+  std::vector<Range> ranges;
+  collect_mem_alloc(graph.nodes, ranges);
+  std::sort(ranges.begin(), ranges.end(),
             [](const Range& a, const Range& b) { return a.begin < b.begin; });
-  if (ranges_.empty()) {
-    return;
-  }
-  low_ = ranges_.front().begin;
-  for (const Range& range : ranges_) {
-    max_size_ = std::max(max_size_, range.size);
+  for (const Range& range : ranges) {
     const std::uint64_t room = std::numeric_limits<Address>::max() - range.begin;
-    high_ = std::max(
-        high_, range.size <= room ? range.begin + range.size : std::numeric_limits<Address>::max());
+    const Address last = range.size - 1 <= room ? range.begin + (range.size - 1)
+                                                : std::numeric_limits<Address>::max();
+    // Overlapping or touching ranges merge into one run.
+    if (!merged_.empty() && (merged_.back().last == std::numeric_limits<Address>::max() ||
+                             range.begin <= merged_.back().last + 1)) {
+      merged_.back().last = std::max(merged_.back().last, last);
+    } else {
+      merged_.push_back({range.begin, last});
+    }
+  }
+  if (!merged_.empty()) {
+    low_ = merged_.front().first;
+    high_ = merged_.back().last;
   }
 }
 
-bool GraphRanges::contains_slow(Address address) const {
-  // Ranges may overlap, so walk back from the last range starting at or below `address`
-  // as long as a range that long could still reach it.
-  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), address,
-                             [](Address a, const Range& range) { return a < range.begin; });
-  while (it != ranges_.begin()) {
-    --it;
-    const std::uint64_t distance = address - it->begin;
-    if (distance < it->size) {
-      return true;
-    }
-    if (distance >= max_size_) {
-      return false;
-    }
+bool GraphRanges::run(Address address, Address* last) const {
+  // The first run ending at or after the address either holds it or starts after it.
+  const auto it = std::lower_bound(merged_.begin(), merged_.end(), address,
+                                   [](const Run& run, Address a) { return run.last < a; });
+  if (it == merged_.end()) {
+    *last = std::numeric_limits<Address>::max();
+    return false;
   }
+  if (it->first <= address) {
+    *last = it->last;
+    return true;
+  }
+  *last = it->first - 1;
   return false;
 }
 
@@ -74,11 +83,7 @@ std::vector<Reference> find_references(const GraphRecord& graph, const AddressIn
                                        const GraphRanges& ranges) {
   std::vector<Reference> references;
   scan_graph(
-      graph,
-      [&](Address word) {
-        const AddressHit hit = capture.find(word);
-        return hit.span != nullptr || hit.allocation != nullptr || ranges.contains(word);
-      },
+      graph, [&](Address word) { return resolve_word(word, capture, ranges).is_reference; },
       [&](const Reference& reference) { references.push_back(reference); });
   return references;
 }

@@ -37,6 +37,13 @@ Json finding_json(const Finding& finding) {
     json["operand"] = finding.operand;
   }
   json["address"] = format_address(finding.address);
+  if (finding.access != Access::kUnknown) {
+    json["access"] = to_string(finding.access);
+  }
+  if (finding.range_size != 0) {
+    json["range_begin"] = format_address(finding.range_begin);
+    json["range_size"] = finding.range_size;
+  }
   json["verdict"] = to_string(finding.verdict);
   json["owner"] = finding.owner;
   json["owner_kind"] = finding.owner_kind ? Json(to_string(*finding.owner_kind)) : Json(nullptr);
@@ -80,6 +87,20 @@ Finding read_finding(const JsonField& field) {
   finding.offset = read_index(field.optional("offset"));
   finding.operand = read_optional_string(field, "operand");
   finding.address = field.required("address").as_address();
+  if (const auto access = field.optional("access")) {
+    std::optional<Access> parsed_access;
+    if (access->json().is_string()) {
+      parsed_access = parse_access(access->json().get_ref<const std::string&>());
+    }
+    if (!parsed_access) {
+      access->fail(R"(an access ("read", "write", "read-write" or "unknown"))");
+    }
+    finding.access = *parsed_access;
+  }
+  if (const auto range_begin = field.optional("range_begin")) {
+    finding.range_begin = range_begin->as_address();
+    finding.range_size = field.required("range_size").as_uint();
+  }
   const JsonField verdict = field.required("verdict");
   std::optional<Verdict> parsed;
   if (verdict.json().is_string()) {
@@ -150,6 +171,8 @@ std::string to_json(const Report& report, int indent) {
   json["findings"] = std::move(findings);
   json["stale_allow"] = report.stale_allow;
   json["warnings"] = report.warnings;
+  json["stale_allow_policy"] =
+      report.stale_allow_policy == StaleAllowPolicy::kKeep ? "keep" : "fail";
   // Names come from kernels and Python attributes; a byte that is not UTF-8 becomes U+FFFD
   // rather than failing the whole report.
   return json.dump(indent < 0 ? -1 : indent, ' ', false, Json::error_handler_t::replace);
@@ -186,6 +209,13 @@ Report parse_report(std::string_view json) {
     report.findings.push_back(read_finding(findings.element(i)));
   }
   report.stale_allow = read_strings(root.required("stale_allow"));
+  if (const auto policy = root.optional("stale_allow_policy")) {
+    const std::string text = policy->as_string();
+    if (text != "fail" && text != "keep") {
+      policy->fail(R"("fail" or "keep")");
+    }
+    report.stale_allow_policy = text == "keep" ? StaleAllowPolicy::kKeep : StaleAllowPolicy::kFail;
+  }
   if (const auto warnings = root.optional("warnings")) {
     report.warnings = read_strings(*warnings);
   }

@@ -31,19 +31,36 @@ struct Group {
 };
 
 struct KernelSection {
-  std::string kernel;
+  std::string heading;  // "kernel gemm", "op aten::mm", "memcpy node"
   std::vector<Group> groups;
   std::set<std::string> owners;
   std::size_t findings = 0;
 };
 
-// The name a finding is grouped under: the kernel or op name, else the node kind
+// The heading a finding is grouped under: the kernel or op it belongs to, else its node kind
 // ("memcpy", "memset", ...), so that copies are grouped apart from kernels.
 std::string section_name(const Finding& finding) {
-  if (!finding.kernel.empty()) {
-    return finding.kernel;
+  if (finding.node_type == NodeType::kKernel) {
+    return fmt::format("kernel {}", finding.kernel);
   }
-  return fmt::format("<{} node>", to_string(finding.node_type));
+  if (!finding.kernel.empty()) {
+    return fmt::format("{} {}", to_string(finding.node_type), finding.kernel);
+  }
+  return fmt::format("{} node", to_string(finding.node_type));
+}
+
+// "read, bytes 0x1100..0x1800 (1792 bytes)" for a part of an operand, "" for a word.
+std::string access_text(const Finding& finding) {
+  std::string text;
+  if (finding.access != Access::kUnknown) {
+    text = to_string(finding.access);
+  }
+  if (finding.range_size != 0) {
+    text += fmt::format(
+        "{}bytes {}..{} ({} bytes)", text.empty() ? "" : ", ", format_address(finding.range_begin),
+        format_address(finding.range_begin + finding.range_size), finding.range_size);
+  }
+  return text;
 }
 
 std::string upper(std::string_view text) {
@@ -246,7 +263,7 @@ std::string owner_text(const std::vector<Finding>& findings, const Group& group)
 
 void append_section(std::string& out, const std::vector<Finding>& findings,
                     const KernelSection& section) {
-  out += fmt::format("\nkernel {}: {} in {}\n", section.kernel, plural(section.findings, "finding"),
+  out += fmt::format("\n{}: {} in {}\n", section.heading, plural(section.findings, "finding"),
                      plural(section.owners.size(), "owner"));
   std::string previous_fix;
   for (const Group& group : section.groups) {
@@ -254,8 +271,10 @@ void append_section(std::string& out, const std::vector<Finding>& findings,
     out += fmt::format("  {} {}: {}\n", upper(to_string(group.verdict)),
                        owner_text(findings, group), plural(group.members.size(), "reference"));
     out += fmt::format("      where: {}\n", where_line(findings, group));
-    out += fmt::format("      e.g.   {}{}{}\n", format_address(first.address),
-                       first.detail.empty() ? "" : ": ", first.detail);
+    const std::string access = access_text(first);
+    out += fmt::format("      e.g.   {}{}{}{}{}\n", format_address(first.address),
+                       access.empty() ? "" : " ", access, first.detail.empty() ? "" : ": ",
+                       first.detail);
     // The fix is printed once per run of groups that share it: with one forgotten tensor
     // per layer, the same sentence 32 times would drown the node lists.
     if (!first.fix.empty() && first.fix != previous_fix) {
@@ -296,11 +315,15 @@ std::string to_text(const Report& report) {
       out += fmt::format("  {}\n", warning);
     }
   }
+  const bool stale_fails =
+      !report.stale_allow.empty() && report.stale_allow_policy == StaleAllowPolicy::kFail;
   if (!report.stale_allow.empty()) {
     out += fmt::format(
-        "\nstale allowlist entries ({}): these globs allowed nothing; remove "
-        "them from the allowlist\n",
-        report.stale_allow.size());
+        "\nstale allowlist entries ({}): these globs match the owner of no reference in any "
+        "epoch; remove them from the allowlist ({})\n",
+        report.stale_allow.size(),
+        stale_fails ? "they fail the check; --keep-stale-allow keeps them"
+                    : "kept on purpose: --keep-stale-allow");
     for (const std::string& glob : report.stale_allow) {
       out += fmt::format("  {}\n", glob);
     }
@@ -313,7 +336,11 @@ std::string to_text(const Report& report) {
     counts.push_back(fmt::format("{} {}", to_string(verdict), summary.count(verdict)));
   }
   out += fmt::format("\nreferences: {} ({})\n", summary.references, fmt::join(counts, ", "));
-  out += fmt::format("findings: {}\n", report.findings.size());
+  out += fmt::format("findings: {}{}\n", report.findings.size(),
+                     stale_fails ? fmt::format(" (the check fails: {} stale allowlist {})",
+                                               report.stale_allow.size(),
+                                               report.stale_allow.size() == 1 ? "entry" : "entries")
+                                 : "");
   return out;
 }
 

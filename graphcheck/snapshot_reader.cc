@@ -1,315 +1,308 @@
-// Snapshot JSON (format version 1) to `Snapshot`: every field typed and checked where it is
-// read, so each error names the JSON path of the bad field; then the cross-field invariants.
+// Snapshot JSON (format version 1) to `Snapshot`, streamed: a SAX handler builds the snapshot
+// while the lexer reads, so that
+// - unknown content is skipped without being stored (the format ignores unknown keys),
+// - nesting deeper than `kMaxJsonDepth` is refused as soon as the reader reaches it,
+// - no DOM of the document is built: memory is the text, the snapshot, and one small JSON
+//   object per open record.
+//
+// How: records made of scalars only (producer, span, allocation, kernel param, kernel operand,
+// extent) are collected as small JSON objects of their known members and typed by
+// snapshot_records.h, so that every error names the JSON path of the bad field. Records that
+// hold lists (top level, epoch, graph, node, conditional body) keep their scalar members the
+// same way and receive each list member when it ends; a list keeps the first error among its
+// elements and skips the elements after it. A record is typed when it closes, in the fixed
+// order of its reader, so the error reported for a document with several problems does not
+// depend on the order of its keys. The top level is typed after the whole document has been
+// read: a syntax error anywhere wins, then "format" and "version" come first. Then the
+// cross-field invariants (snapshot_validate.h).
 #include <graphcheck/error.h>
 #include <graphcheck/snapshot.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
+#include <system_error>
 #include <utility>
+#include <vector>
 
 #include "graphcheck/detail/json_access.h"
+#include "graphcheck/detail/snapshot_records.h"
 #include "graphcheck/detail/snapshot_validate.h"
 
 namespace graphcheck {
 namespace {
 
 using detail::JsonField;
+using detail::SnapshotKind;
+using Json = nlohmann::json;
 
-constexpr std::string_view kFormat = "graphcheck-snapshot";
-constexpr std::size_t kNodeTypeCount = 15;
+// One open array or object of the document.
+struct Frame {
+  enum class Role : std::uint8_t {
+    kRecord,  // an object the format defines
+    kList,    // an array the format defines
+    kSkip,    // an unknown value (nothing kept), or a value of the wrong type (a short copy
+              // kept for the error message)
+  };
+  Role role = Role::kSkip;
+  SnapshotKind kind = SnapshotKind::kUnknown;
+  std::string path;
+  std::size_t nesting = 0;  // child-graph level: 0 for a graph's nodes, +1 below each node
+  // kRecord: the known scalar members (a finished list member reads as []), the member whose
+  // value comes next, the finished list members. kList: `key` is the list's member name.
+  Json fields;
+  std::string key;
+  detail::RecordLists lists;
+  // kList: the elements so far (`count` of them seen, good or bad).
+  detail::SnapshotList list;
+  std::size_t count = 0;
+  // kSkip: the open containers of the skipped value, and its copy where one is kept.
+  std::size_t depth = 0;
+  std::optional<detail::ValueCapture> capture;
+};
 
-std::string accepted_node_types() {
-  std::string list = "a node type, one of";
-  for (std::size_t i = 0; i < kNodeTypeCount; ++i) {
-    list += i == 0 ? " \"" : ", \"";
-    list += to_string(static_cast<NodeType>(i));
-    list += '"';
-  }
-  return list;
-}
+// The SAX handler (nlohmann::json_sax): returning false stops the parse, after recording why.
+class SnapshotBuilder {
+ public:
+  explicit SnapshotBuilder(std::string_view source) : source_(source) {}
 
-std::string accepted_owner_kinds() {
-  return R"(an owner kind, one of "parameter", "buffer", "runtime", "graph", "input")";
-}
+  // Scalars inside an unknown value are dropped before they become JSON values.
+  bool null() { return ignoring() || value(Json(nullptr)); }
+  bool boolean(bool flag) { return ignoring() || value(Json(flag)); }
+  bool number_integer(Json::number_integer_t number) { return ignoring() || value(Json(number)); }
+  bool number_unsigned(Json::number_unsigned_t number) { return ignoring() || value(Json(number)); }
+  bool number_float(Json::number_float_t number, const Json::string_t& /*text*/) {
+    return ignoring() || value(Json(number));
+  }
+  bool string(Json::string_t& text) { return ignoring() || value(Json(std::move(text))); }
+  bool binary(Json::binary_t& /*bytes*/) { return ignoring() || value(Json()); }  // not in JSON
+  bool start_object(std::size_t /*size*/) { return open(true); }
+  bool start_array(std::size_t /*size*/) { return open(false); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
-std::vector<std::uint8_t> read_hex(const JsonField& field) {
-  const std::string text = field.as_string();
-  if (text.empty()) {
-    field.fail("at least 2 hex digits (one byte)");
-  }
-  if (text.size() % 2 != 0) {
-    field.fail("an even number of hex digits");
-  }
-  std::vector<std::uint8_t> bytes(text.size() / 2);
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    const int high = hex_digit(text[2 * i]);
-    const int low = hex_digit(text[2 * i + 1]);
-    if (high < 0 || low < 0) {
-      field.fail("hex digits only (0-9, a-f, A-F)");
+  bool key(Json::string_t& name) {
+    Frame& top = frames_.back();  // a record or a skipped object
+    if (top.role == Frame::Role::kRecord) {
+      top.key = std::move(name);
+    } else if (top.capture) {
+      top.capture->key(std::move(name));
     }
-    bytes[i] = static_cast<std::uint8_t>(high * 16 + low);
+    return true;
   }
-  return bytes;
-}
 
-Producer read_producer(const JsonField& field) {
-  field.expect_object();
-  Producer producer;
-  if (const auto backend = field.optional("backend")) {
-    producer.backend = backend->as_string();
-    if (std::find(detail::kBackends.begin(), detail::kBackends.end(), producer.backend) ==
-        detail::kBackends.end()) {
-      backend->fail(R"(a backend, one of "cupti", "aten", "synthetic")");
+  bool parse_error(std::size_t byte, const std::string& /*token*/, const Json::exception& error) {
+    stop_ = detail::json_syntax_error(source_, error, byte);
+    return false;
+  }
+
+  // Why the parse stopped (after sax_parse returned false).
+  [[nodiscard]] Error stop_reason() const {
+    return stop_.value_or(Error(std::string(source_) + ": not valid JSON"));
+  }
+
+  // Types the top level once the whole document has been read.
+  Snapshot finish() {
+    if (!root_) {
+      JsonField(root_value_, "", source_).fail("an object");
     }
+    return detail::read_root(JsonField(root_->fields, "", source_), root_->lists);
   }
-  if (const auto tool = field.optional("tool")) {
-    producer.tool = tool->as_string();
-  }
-  return producer;
-}
 
-Span read_span(const JsonField& field) {
-  Span span;
-  span.begin = field.required("begin").as_address();
-  span.size = field.required("size").as_positive();
-  const JsonField kind = field.required("kind");
-  std::optional<OwnerKind> parsed;
-  if (kind.json().is_string()) {
-    parsed = parse_owner_kind(kind.json().get_ref<const std::string&>());
-  }
-  if (!parsed) {
-    kind.fail(accepted_owner_kinds());
-  }
-  span.kind = *parsed;
-  span.name = field.required("name").as_string();
-  if (const auto reason = field.optional("reason")) {
-    span.reason = reason->as_string();
-  }
-  return span;
-}
+ private:
+  bool skipping() const { return !frames_.empty() && frames_.back().role == Frame::Role::kSkip; }
+  bool ignoring() const { return skipping() && !frames_.back().capture; }
 
-Allocation read_allocation(const JsonField& field) {
-  Allocation allocation;
-  allocation.begin = field.required("begin").as_address();
-  allocation.size = field.required("size").as_positive();
-  allocation.pool = field.required("pool").as_string();
-  allocation.generation = field.required("generation").as_uint();
-  if (const auto label = field.optional("label")) {
-    allocation.label = label->as_string();
+  // Where the next value goes (kUnknown: it is skipped); counts the elements of a list.
+  SnapshotKind claim() {
+    if (frames_.empty()) {
+      return SnapshotKind::kRoot;
+    }
+    Frame& top = frames_.back();
+    if (top.role == Frame::Role::kRecord) {
+      return detail::member_kind(top.kind, top.key);
+    }
+    ++top.count;
+    if (top.list.error) {
+      return SnapshotKind::kUnknown;
+    }
+    if (top.kind == SnapshotKind::kNodes && top.nesting > detail::kMaxGraphNesting) {
+      top.list.error = detail::field_prefix(source_, top.path) + "expected at most " +
+                       std::to_string(detail::kMaxGraphNesting) +
+                       " levels of nested child graphs and conditional bodies, found more";
+      return SnapshotKind::kUnknown;
+    }
+    return detail::element_kind(top.kind);
   }
-  return allocation;
-}
 
-Epoch read_epoch(const JsonField& field) {
-  Epoch epoch;
-  epoch.label = field.required("label").as_nonempty_string();
-  const JsonField spans = field.required("spans");
-  const std::size_t span_count = spans.array_size();
-  epoch.spans.reserve(span_count);
-  for (std::size_t i = 0; i < span_count; ++i) {
-    epoch.spans.push_back(read_span(spans.element(i)));
+  // The JSON path of the value `claim` just placed.
+  std::string claimed_path() const {
+    if (frames_.empty()) {
+      return {};
+    }
+    const Frame& top = frames_.back();
+    return top.role == Frame::Role::kRecord ? detail::member_path(top.path, top.key)
+                                            : detail::element_path(top.path, top.count - 1);
   }
-  const JsonField allocations = field.required("allocations");
-  const std::size_t allocation_count = allocations.array_size();
-  epoch.allocations.reserve(allocation_count);
-  for (std::size_t i = 0; i < allocation_count; ++i) {
-    epoch.allocations.push_back(read_allocation(allocations.element(i)));
-  }
-  return epoch;
-}
 
-Operand read_operand(const JsonField& field, std::string_view begin_key, std::string role,
-                     Access access) {
-  Operand operand;
-  operand.role = std::move(role);
-  operand.begin = field.required(begin_key).as_address();
-  operand.size = field.required("size").as_positive();
-  operand.access = access;
-  return operand;
-}
-
-KernelParam read_param(const JsonField& field) {
-  KernelParam param;
-  param.offset = field.required("offset").as_uint();
-  const JsonField size = field.required("size");
-  const std::uint64_t declared = size.as_positive();
-  param.bytes = read_hex(field.required("hex"));
-  if (declared != param.bytes.size()) {
-    size.fail(std::to_string(param.bytes.size()) + " (the number of bytes \"hex\" holds)");
-  }
-  return param;
-}
-
-NodeList read_nodes(const JsonField& field, std::size_t depth);
-
-Node read_node(const JsonField& field, std::size_t depth) {
-  Node node;
-  node.id = field.required("id").as_uint();
-  const JsonField type = field.required("type");
-  std::optional<NodeType> parsed;
-  if (type.json().is_string()) {
-    parsed = parse_node_type(type.json().get_ref<const std::string&>());
-  }
-  if (!parsed) {
-    type.fail(accepted_node_types());
-  }
-  node.type = *parsed;
-  switch (node.type) {
-    case NodeType::kKernel: {
-      node.name = field.required("name").as_string();
-      const JsonField params = field.required("params");
-      const std::size_t count = params.array_size();
-      node.params.reserve(count);
-      for (std::size_t i = 0; i < count; ++i) {
-        node.params.push_back(read_param(params.element(i)));
+  bool value(Json scalar) {
+    if (skipping()) {
+      if (frames_.back().capture) {
+        frames_.back().capture->scalar(std::move(scalar));
       }
-      // Optional (absent in older files): addresses the kernel uses outside its argument
-      // bytes, such as the global address inside a TMA descriptor. Always reads.
-      if (const std::optional<JsonField> operands = field.optional("operands")) {
-        const std::size_t operand_count = operands->array_size();
-        node.operands.reserve(operand_count);
-        for (std::size_t i = 0; i < operand_count; ++i) {
-          const JsonField operand = operands->element(i);
-          node.operands.push_back({operand.required("role").as_nonempty_string(),
-                                   operand.required("begin").as_address(),
-                                   operand.required("size").as_uint(), Access::kRead});
+    } else if (claim() != SnapshotKind::kUnknown) {
+      deliver(std::move(scalar));
+    }
+    return true;
+  }
+
+  // A complete value for the place `claim` gave it: a record member, a list element, or the
+  // top level when that is not an object.
+  void deliver(Json complete) {
+    if (frames_.empty()) {
+      root_value_ = std::move(complete);
+      return;
+    }
+    Frame& top = frames_.back();
+    if (top.role == Frame::Role::kRecord) {
+      top.fields[top.key] = std::move(complete);
+      return;
+    }
+    try {
+      const JsonField element(complete, detail::element_path(top.path, top.count - 1), source_);
+      detail::add_element(top.kind, top.key, element, top.list.items);
+    } catch (const Error& error) {
+      top.list.error = error.what();
+    }
+  }
+
+  bool open(bool object) {
+    if (++depth_ > detail::kMaxJsonDepth) {
+      stop_ = detail::json_depth_error(source_, frames_.empty() ? "" : frames_.back().path, depth_);
+      return false;
+    }
+    if (skipping()) {
+      Frame& top = frames_.back();
+      ++top.depth;
+      if (top.capture) {
+        top.capture->open(object);
+      }
+      return true;
+    }
+    const SnapshotKind kind = claim();
+    Frame frame;
+    frame.path = claimed_path();
+    if (!frames_.empty()) {
+      const Frame& parent = frames_.back();
+      frame.nesting = parent.nesting + (parent.kind == SnapshotKind::kNode ? 1 : 0);
+      frame.key = parent.role == Frame::Role::kRecord ? parent.key : std::string();
+    }
+    if (kind != SnapshotKind::kUnknown && object && detail::is_record(kind)) {
+      frame.role = Frame::Role::kRecord;
+      frame.kind = kind;
+      frame.fields = Json::object();
+      frame.key.clear();
+    } else if (kind != SnapshotKind::kUnknown && !object && detail::is_list(kind)) {
+      frame.role = Frame::Role::kList;
+      frame.kind = kind;
+      frame.list.items = detail::empty_items(kind);
+    } else {
+      frame.depth = 1;
+      if (kind != SnapshotKind::kUnknown) {  // the wrong type: keep a copy to name it
+        frame.capture.emplace();
+        frame.capture->open(object);
+      }
+    }
+    frames_.push_back(std::move(frame));
+    return true;
+  }
+
+  bool close() {
+    --depth_;
+    Frame& top = frames_.back();
+    if (top.role == Frame::Role::kSkip) {
+      if (top.capture) {
+        top.capture->close();
+      }
+      if (--top.depth == 0) {
+        std::optional<Json> copy;
+        if (top.capture) {
+          copy = top.capture->take();
+        }
+        frames_.pop_back();
+        if (copy) {
+          deliver(std::move(*copy));
         }
       }
-      break;
+      return true;
     }
-    case NodeType::kMemcpy: {
-      const std::uint64_t size = field.required("size").as_positive();
-      node.operands.push_back({"src", field.required("src").as_address(), size, Access::kRead});
-      node.operands.push_back({"dst", field.required("dst").as_address(), size, Access::kWrite});
-      break;
+    Frame done = std::move(top);
+    frames_.pop_back();
+    if (done.role == Frame::Role::kList) {
+      end_list(std::move(done));
+    } else if (done.kind == SnapshotKind::kRoot) {
+      root_ = std::move(done);
+    } else if (detail::is_scalar_record(done.kind)) {
+      deliver(std::move(done.fields));
+    } else {
+      end_record(done);
     }
-    case NodeType::kMemset:
-      node.operands.push_back(read_operand(field, "dst", "dst", Access::kWrite));
-      break;
-    case NodeType::kMemAlloc:
-      node.operands.push_back(read_operand(field, "begin", "alloc", Access::kWrite));
-      break;
-    case NodeType::kMemFree:
-      node.operands.push_back({"dptr", field.required("dptr").as_address(), 0, Access::kUnknown});
-      break;
-    case NodeType::kOp: {
-      node.name = field.required("name").as_string();
-      // Reads first, then writes: the operand order `to_json` expects back.
-      constexpr std::array<std::pair<std::string_view, Access>, 2> kExtents = {
-          {{"reads", Access::kRead}, {"writes", Access::kWrite}}};
-      for (const auto& [key, access] : kExtents) {
-        const JsonField extents = field.required(key);
-        const std::size_t count = extents.array_size();
-        for (std::size_t i = 0; i < count; ++i) {
-          node.operands.push_back(
-              read_operand(extents.element(i), "begin", detail::element_path(key, i), access));
-        }
+    return true;
+  }
+
+  // A list member ends: its record reads it as [] and keeps its elements. (No shrink_to_fit:
+  // the unused capacity of a large list was never touched, so it is not resident, while a
+  // shrinking copy would hold the list twice.)
+  void end_list(Frame done) {
+    Frame& record = frames_.back();  // lists are members of records
+    record.fields[record.key] = Json::array();
+    const auto same = std::find_if(record.lists.begin(), record.lists.end(),
+                                   [&](const auto& entry) { return entry.first == record.key; });
+    if (same != record.lists.end()) {
+      same->second = std::move(done.list);  // a key given twice: the last one wins
+    } else {
+      record.lists.emplace_back(record.key, std::move(done.list));
+    }
+  }
+
+  // An epoch, graph, node or body ends: typed now, it joins its list (or its error does).
+  void end_record(Frame& done) {
+    Frame& list = frames_.back();  // these records are elements of lists
+    const JsonField fields(done.fields, done.path, source_);
+    try {
+      switch (done.kind) {
+        case SnapshotKind::kEpoch:
+          std::get<std::vector<Epoch>>(list.list.items)
+              .push_back(detail::read_epoch(fields, done.lists));
+          break;
+        case SnapshotKind::kGraph:
+          std::get<std::vector<GraphRecord>>(list.list.items)
+              .push_back(detail::read_graph(fields, done.lists));
+          break;
+        case SnapshotKind::kNode:
+          std::get<NodeList>(list.list.items).push_back(detail::read_node(fields, done.lists));
+          break;
+        default:  // kBody
+          std::get<std::vector<NodeList>>(list.list.items)
+              .push_back(detail::read_body(fields, done.lists));
+          break;
       }
-      break;
-    }
-    case NodeType::kChildGraph:
-      node.bodies.push_back(read_nodes(field.required("nodes"), depth + 1));
-      break;
-    case NodeType::kConditional: {
-      const JsonField bodies = field.required("bodies");
-      const std::size_t count = bodies.array_size();
-      node.bodies.reserve(count);
-      for (std::size_t i = 0; i < count; ++i) {
-        node.bodies.push_back(read_nodes(bodies.element(i).required("nodes"), depth + 1));
-      }
-      break;
-    }
-    case NodeType::kHost:
-    case NodeType::kEmpty:
-    case NodeType::kEventWait:
-    case NodeType::kEventRecord:
-    case NodeType::kExtSemasSignal:
-    case NodeType::kExtSemasWait:
-    case NodeType::kBatchMemOp:
-      break;
-  }
-  return node;
-}
-
-NodeList read_nodes(const JsonField& field, std::size_t depth) {
-  const std::size_t count = field.array_size();
-  if (depth > detail::kMaxGraphNesting && count > 0) {
-    field.fail_with("expected at most " + std::to_string(detail::kMaxGraphNesting) +
-                    " levels of nested child graphs and conditional bodies, found more");
-  }
-  NodeList nodes;
-  nodes.reserve(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    nodes.push_back(read_node(field.element(i), depth));
-  }
-  return nodes;
-}
-
-GraphRecord read_graph(const JsonField& field) {
-  GraphRecord graph;
-  graph.id = field.required("id").as_uint();
-  graph.epoch = field.required("epoch").as_string();
-  graph.nodes = read_nodes(field.required("nodes"), 0);
-  return graph;
-}
-
-Snapshot read_document(const JsonField& root) {
-  root.expect_object();
-  const JsonField format = root.required("format");
-  if (!format.json().is_string() || format.json().get_ref<const std::string&>() != kFormat) {
-    format.fail("\"graphcheck-snapshot\"");
-  }
-  const JsonField version = root.required("version");
-  if (!version.json().is_number_unsigned() ||
-      version.json().get<std::uint64_t>() != static_cast<std::uint64_t>(kSnapshotVersion)) {
-    version.fail("1 (this build reads snapshot format version 1)");
-  }
-  Snapshot snapshot;
-  if (const auto producer = root.optional("producer")) {
-    snapshot.producer = read_producer(*producer);
-  }
-  const JsonField epochs = root.required("epochs");
-  const std::size_t epoch_count = epochs.array_size();
-  if (epoch_count == 0) {
-    epochs.fail("at least one epoch");
-  }
-  snapshot.epochs.reserve(epoch_count);
-  for (std::size_t i = 0; i < epoch_count; ++i) {
-    snapshot.epochs.push_back(read_epoch(epochs.element(i)));
-  }
-  const JsonField graphs = root.required("graphs");
-  const std::size_t graph_count = graphs.array_size();
-  snapshot.graphs.reserve(graph_count);
-  for (std::size_t i = 0; i < graph_count; ++i) {
-    snapshot.graphs.push_back(read_graph(graphs.element(i)));
-  }
-  if (const auto allow = root.optional("allow")) {
-    const std::size_t count = allow->array_size();
-    snapshot.allow.reserve(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      snapshot.allow.push_back(allow->element(i).as_string());
+    } catch (const Error& error) {
+      list.list.error = error.what();
     }
   }
-  return snapshot;
-}
+
+  std::string_view source_;
+  std::vector<Frame> frames_;
+  std::size_t depth_ = 0;      // open arrays and objects
+  std::optional<Error> stop_;  // why the parse stopped: a syntax error or too deep nesting
+  std::optional<Frame> root_;  // the top-level object, typed by `finish`
+  Json root_value_;            // the top-level value when it is not an object
+};
 
 }  // namespace
 
@@ -320,8 +313,11 @@ const Epoch* Snapshot::find_epoch(std::string_view label) const {
 }
 
 Snapshot parse_snapshot(std::string_view json, std::string_view source) {
-  const nlohmann::json document = detail::parse_json_document(json, source);
-  Snapshot snapshot = read_document(JsonField(document, "", source));
+  SnapshotBuilder builder(source);
+  if (!Json::sax_parse(json.begin(), json.end(), &builder)) {
+    throw builder.stop_reason();
+  }
+  Snapshot snapshot = builder.finish();
   detail::validate_snapshot(snapshot, source);
   return snapshot;
 }
@@ -337,6 +333,11 @@ Snapshot read_snapshot(const std::filesystem::path& path) {
     fail(errno);
   }
   std::string text;
+  std::error_code size_error;
+  const auto size = std::filesystem::file_size(path, size_error);
+  if (!size_error) {
+    text.reserve(size);  // one allocation of the file's size, not a doubling string
+  }
   char buffer[1 << 16];
   while (true) {
     const std::size_t read = std::fread(buffer, 1, sizeof(buffer), file.get());

@@ -31,6 +31,7 @@ struct CheckArgs {
   std::vector<std::string> allow_files;
   std::string format = "text";
   std::string output;
+  bool keep_stale_allow = false;
 };
 
 // "-" reads the snapshot from stdin so that a backend can pipe into the checker.
@@ -73,6 +74,7 @@ int run_check(const CheckArgs& args) {
   CheckOptions options;
   options.epoch = args.epoch;
   options.baseline = args.baseline;
+  options.stale_allow = args.keep_stale_allow ? StaleAllowPolicy::kKeep : StaleAllowPolicy::kFail;
   for (const std::string& file : args.allow_files) {
     std::vector<std::string> globs = read_allowlist(file);
     options.allow.insert(options.allow.end(), globs.begin(), globs.end());
@@ -80,7 +82,7 @@ int run_check(const CheckArgs& args) {
   Report report = check(snapshot, options);
   std::string text = args.format == "json" ? to_json(report) + "\n" : to_text(report);
   write_output(text, args.output);
-  return report.has_findings() ? kExitFindings : kExitClean;
+  return report.failed() ? kExitFindings : kExitClean;
 }
 
 }  // namespace
@@ -89,8 +91,8 @@ void add_check_command(CLI::App& app, Action& run) {
   auto args = std::make_shared<CheckArgs>();
   CLI::App* command = app.add_subcommand(
       "check",
-      "Check every graph of a snapshot in one epoch. Exit 0: no findings; 1: findings; "
-      "2: bad input or usage.");
+      "Check every graph of a snapshot in one epoch. Exit 0: no findings; 1: findings or "
+      "stale allowlist entries; 2: bad input or usage.");
   command
       ->add_option("SNAPSHOT", args->snapshot,
                    "Snapshot JSON file (format version 1), or - for stdin")
@@ -110,6 +112,9 @@ void add_check_command(CLI::App& app, Action& run) {
                    "Allowlist file, one glob per line ('#' comments); added to the "
                    "snapshot's own list. May be repeated.")
       ->type_name("FILE");
+  command->add_flag("--keep-stale-allow", args->keep_stale_allow,
+                    "List allowlist globs that match the owner of no reference in any epoch, "
+                    "but do not fail the check for them");
   command->add_option("--format", args->format, "Report format: text (default) or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->type_name("FORMAT");

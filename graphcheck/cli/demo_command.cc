@@ -2,7 +2,8 @@
 // (capture, sleep level 1, sleep level 2 with an in-place reload, a reload by rebinding), a
 // short human report per step, one snapshot per variant and a summary of the verdict counts.
 // Findings in the legacy variant are the point of the demo, so they do not change the exit
-// code: 0 when the story ran, 2 on errors (main() maps exceptions).
+// code: 0 when the story ran, 2 on errors (demo_main.cc maps exceptions). Built into its own
+// executable, graphcheck-demo, so that `graphcheck check` does not link LibTorch.
 #include <graphcheck/error.h>
 #include <graphcheck/report.h>
 #include <graphcheck/snapshot.h>
@@ -142,21 +143,15 @@ int run_demo(const DemoArgs& args) {
 
 }  // namespace
 
-void add_demo_command(CLI::App& app, Action& run) {
+void add_demo_options(CLI::App& app, Action& run) {
   auto args = std::make_shared<DemoArgs>();
-  CLI::App* command = app.add_subcommand(
-      "demo",
-      "Run the reference model story on the CPU (capture, sleep/wake at levels 1 and 2, "
-      "reloads) for the legacy and registered variants. Exit 0: the story ran (legacy "
-      "findings are expected); 2: errors.");
-  command->add_option("--out", args->out, "Output directory (default: build/demo)")
-      ->type_name("DIR");
-  command->add_option("--hidden", args->hidden, "Hidden size of the reference model (default 64)")
+  app.add_option("--out", args->out, "Output directory (default: build/demo)")->type_name("DIR");
+  app.add_option("--hidden", args->hidden, "Hidden size of the reference model (default 64)")
       ->check(CLI::Range(std::int64_t{16}, std::int64_t{4096}))
       ->type_name("N");
-  command->add_option("--seed", args->seed, "Seed of the weights and inputs (default 11)")
+  app.add_option("--seed", args->seed, "Seed of the weights and inputs (default 11)")
       ->type_name("N");
-  command->callback([args, &run] { run = [args] { return run_demo(*args); }; });
+  run = [args] { return run_demo(*args); };
 }
 
 }  // namespace graphcheck::cli

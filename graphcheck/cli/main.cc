@@ -2,35 +2,18 @@
 // the documented exit codes (0 no findings, 1 findings, 2 bad input or usage).
 //
 // Every failure ends as one stderr line "graphcheck: error: <message>", never a crash or a
-// traceback: users paste that line into bug reports, and CI greps it.
+// traceback (entry.h). This executable links the core only; `demo` runs graphcheck-demo.
 #include <graphcheck/config.h>
-#include <graphcheck/error.h>
 
 #include <CLI/CLI.hpp>
-#include <cstdio>
-#include <exception>
-#include <iostream>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "graphcheck/cli/commands.h"
+#include "graphcheck/cli/entry.h"
 
 namespace {
-
-constexpr int kExitUsage = 2;
-
-// Error messages are meant to be one line; a newline inside one (a CLI11 message, a path)
-// must not split the line that tools grep for.
-void print_error(std::string_view message) {
-  std::string line(message);
-  for (char& c : line) {
-    if (c == '\n' || c == '\r') {
-      c = ' ';
-    }
-  }
-  std::cout.flush();
-  std::cerr << "graphcheck: error: " << line << '\n';
-}
 
 bool is_command(CLI::App& app, const std::string& name) {
   try {
@@ -43,7 +26,13 @@ bool is_command(CLI::App& app, const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
+  namespace cli = graphcheck::cli;
+  return cli::run_guarded([argc, argv] {
+    const std::span<const char* const> args(argv, static_cast<std::size_t>(argc));
+    // Everything after "demo" belongs to graphcheck-demo, --help included.
+    if (args.size() > 1 && std::string_view(args[1]) == "demo") {
+      cli::exec_demo(args.subspan(2));
+    }
     CLI::App app{
         "graphcheck: checks that every address a captured CUDA graph uses belongs "
         "to registered, runtime or graph-owned memory",
@@ -51,42 +40,22 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "graphcheck " GRAPHCHECK_VERSION_STRING,
                          "Print the version and exit");
     app.require_subcommand(1);
-    graphcheck::cli::Action run;
-    graphcheck::cli::add_check_command(app, run);
-#ifdef GRAPHCHECK_CLI_HAS_DEMO
-    graphcheck::cli::add_demo_command(app, run);
-#endif
+    cli::Action run;
+    cli::add_check_command(app, run);
+    cli::add_demo_command(app);
     // CLI11 reports an unknown command word as "A subcommand is required"; name it instead.
-    if (argc > 1 && argv[1][0] != '-' && !is_command(app, argv[1])) {
-      print_error(std::string("unknown command '") + argv[1] +
-                  "' (run 'graphcheck --help' for the commands)");
-      return kExitUsage;
+    if (args.size() > 1 && args[1][0] != '-' && !is_command(app, args[1])) {
+      cli::print_error(std::string("unknown command '") + args[1] +
+                       "' (run 'graphcheck --help' for the commands)");
+      return cli::kExitUsage;
     }
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
-      return app.exit(e);  // help on stdout, exit 0
-    } catch (const CLI::CallForAllHelp& e) {
-      return app.exit(e);
-    } catch (const CLI::CallForVersion& e) {
-      return app.exit(e);  // the version on stdout, exit 0
-    } catch (const CLI::ParseError& e) {
-      print_error(std::string(e.what()) + " (run 'graphcheck --help' for usage)");
-      return kExitUsage;
+    if (const auto done = cli::parse_command_line(app, argc, args.data(), "graphcheck --help")) {
+      return *done;
     }
     if (!run) {
-      print_error("no command given (run 'graphcheck --help' for usage)");
-      return kExitUsage;
+      cli::print_error("no command given (run 'graphcheck --help' for usage)");
+      return cli::kExitUsage;
     }
     return run();
-  } catch (const graphcheck::Error& e) {
-    print_error(e.what());
-  } catch (const std::exception& e) {
-    // Not a graphcheck::Error: a bug or an environment failure (out of memory). Still one
-    // line and exit 2, so scripts never see a crash.
-    print_error(std::string("internal error: ") + e.what());
-  } catch (...) {
-    print_error("internal error: unknown exception");
-  }
-  return kExitUsage;
+  });
 }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace graphcheck::detail {
@@ -15,18 +16,25 @@ class Allowlist {
   /// Keeps the first of duplicate globs; empty globs are dropped.
   explicit Allowlist(const std::vector<std::string>& globs);
 
-  /// True if a glob matches any of the non-empty `names`; every matching glob is marked as
-  /// used. Empty names (no owner, no label) match nothing.
-  bool allows(const std::string* const* names, std::size_t count);
+  /// True if a glob matches any of the non-empty `names`. Empty names (no owner, no label)
+  /// match nothing. Does not mark globs as used: use is decided over every epoch
+  /// (`note_owner`), not by the verdicts of one check.
+  [[nodiscard]] bool allows(const std::string* const* names, std::size_t count) const;
 
-  /// The globs that allowed no reference, in list order.
+  /// Marks every glob that matches `owner` (non-empty) as used.
+  void note_owner(std::string_view owner);
+
+  /// The globs no noted owner matched, in list order.
   [[nodiscard]] std::vector<std::string> unused() const;
 
   [[nodiscard]] bool empty() const { return globs_.empty(); }
+  /// True when every glob has been marked used (nothing left to learn).
+  [[nodiscard]] bool all_used() const { return unused_count_ == 0; }
 
  private:
   std::vector<std::string> globs_;
   std::vector<char> used_;
+  std::size_t unused_count_ = 0;
 };
 
 }  // namespace graphcheck::detail

@@ -53,8 +53,9 @@ class EpochIndexes {
     return *slot;
   }
 
-  /// A span of `epoch` with `span`'s kind and name but another begin, first in epoch order:
-  /// where a rebinding reload moved the owner. The name table is built on first use only,
+  /// Where a rebinding reload moved `span`'s owner: a span of `epoch` with `span`'s kind and
+  /// name at another begin (the first in epoch order), provided none of that kind and name
+  /// is still at `span`'s begin; else nullptr. The name table is built on first use only,
   /// since most checks never need it.
   const Span* moved(const Epoch& epoch, const Span& span) {
     auto [it, inserted] = by_name_.try_emplace(&epoch);
@@ -67,12 +68,37 @@ class EpochIndexes {
     const Span* best = nullptr;
     for (auto at = first; at != last; ++at) {
       const Span* candidate = at->second;
-      if (candidate->kind == span.kind && candidate->begin != span.begin &&
-          (best == nullptr || candidate < best)) {
+      if (candidate->kind != span.kind) {
+        continue;
+      }
+      if (candidate->begin == span.begin) {
+        return nullptr;  // still in place (perhaps with another size)
+      }
+      if (best == nullptr || candidate < best) {
         best = candidate;
       }
     }
     return best;
+  }
+
+  /// True if `epoch` has an allocation with `allocation`'s begin and label (an empty label
+  /// matches any): the same allocation, whatever its size or generation. The table is
+  /// built on first use only.
+  bool has_allocation(const Epoch& epoch, const Allocation& allocation) {
+    auto [it, inserted] = by_begin_.try_emplace(&epoch);
+    if (inserted) {
+      for (const Allocation& candidate : epoch.allocations) {
+        it->second.emplace(candidate.begin, &candidate);
+      }
+    }
+    const auto [first, last] = it->second.equal_range(allocation.begin);
+    for (auto at = first; at != last; ++at) {
+      const std::string& label = at->second->label;
+      if (label == allocation.label || label.empty() || allocation.label.empty()) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /// The snapshot's epoch labels, for error messages.
@@ -90,6 +116,7 @@ class EpochIndexes {
   std::unordered_map<const Epoch*, std::unique_ptr<AddressIndex>> indexes_;
   std::vector<const AddressIndex*> built_;  // in build order: the first alike one is shared
   std::unordered_map<const Epoch*, std::unordered_multimap<std::string_view, const Span*>> by_name_;
+  std::unordered_map<const Epoch*, std::unordered_multimap<Address, const Allocation*>> by_begin_;
 };
 
 }  // namespace graphcheck::detail

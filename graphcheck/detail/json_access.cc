@@ -158,29 +158,53 @@ void append_json_string(std::string& out, std::string_view text) {
   out += '"';
 }
 
-nlohmann::json parse_json_document(std::string_view text, std::string_view source) {
+Error json_syntax_error(std::string_view source, const nlohmann::json::exception& error,
+                        std::size_t byte) {
   constexpr std::size_t kMaxMessage = 300;
+  // "[json.exception.parse_error.101] parse error at line 1, column 4: syntax error ..."
+  std::string message = error.what();
+  if (const auto bracket = message.find("] ");
+      message.starts_with("[json.") && bracket != std::string::npos) {
+    message.erase(0, bracket + 2);
+  }
+  const std::string where = " (byte " + std::to_string(byte) + ")";
+  const auto column = message.find("column ");
+  const auto colon = column == std::string::npos ? column : message.find(':', column);
+  if (colon != std::string::npos) {
+    message.insert(colon, where);
+  } else {
+    message += where;
+  }
+  return Error(std::string(source) +
+               ": not valid JSON: " + one_printable_line(message, kMaxMessage));
+}
+
+Error json_depth_error(std::string_view source, std::string_view path, std::size_t level) {
+  return Error(field_prefix(source, path) + "expected arrays and objects nested at most " +
+               std::to_string(kMaxJsonDepth) + " levels deep, found level " +
+               std::to_string(level));
+}
+
+nlohmann::json parse_json_document(std::string_view text, std::string_view source) {
+  // `depth` counts the containers around the one that opens; refusing it there bounds the
+  // parser's stack of open containers.
+  const nlohmann::json::parser_callback_t limit_depth =
+      [source](int depth, nlohmann::json::parse_event_t event, const nlohmann::json& /*value*/) {
+        if ((event == nlohmann::json::parse_event_t::object_start ||
+             event == nlohmann::json::parse_event_t::array_start) &&
+            static_cast<std::size_t>(depth) >= kMaxJsonDepth) {
+          throw Error(std::string(source) + ": not valid JSON: arrays and objects nested deeper " +
+                      "than " + std::to_string(kMaxJsonDepth) + " levels");
+        }
+        return true;
+      };
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
+    return nlohmann::json::parse(text.begin(), text.end(), limit_depth);
   } catch (const nlohmann::json::parse_error& error) {
-    // "[json.exception.parse_error.101] parse error at line 1, column 4: syntax error ..."
-    std::string message = error.what();
-    if (const auto bracket = message.find("] ");
-        message.starts_with("[json.") && bracket != std::string::npos) {
-      message.erase(0, bracket + 2);
-    }
-    const std::string byte = " (byte " + std::to_string(error.byte) + ")";
-    const auto column = message.find("column ");
-    const auto colon = column == std::string::npos ? column : message.find(':', column);
-    if (colon != std::string::npos) {
-      message.insert(colon, byte);
-    } else {
-      message += byte;
-    }
-    throw Error(std::string(source) +
-                ": not valid JSON: " + one_printable_line(message, kMaxMessage));
+    throw json_syntax_error(source, error, error.byte);
   } catch (const nlohmann::json::exception& error) {
     // Out-of-range numbers ("1e999") are reported as out_of_range, not parse_error.
+    constexpr std::size_t kMaxMessage = 300;
     std::string message = error.what();
     if (const auto bracket = message.find("] ");
         message.starts_with("[json.") && bracket != std::string::npos) {
@@ -189,6 +213,58 @@ nlohmann::json parse_json_document(std::string_view text, std::string_view sourc
     throw Error(std::string(source) +
                 ": not valid JSON: " + one_printable_line(message, kMaxMessage));
   }
+}
+
+void ValueCapture::add(nlohmann::json value, bool container) {
+  // Stored only inside a stored container and while the budget lasts: then `used_` is the
+  // length of the stored value's compact text without its closing brackets.
+  nlohmann::json* parent = kept_.empty() ? nullptr : kept_.back();
+  const bool stored = kept_.size() == depth_ - (container ? 1 : 0) && used_ <= budget_;
+  if (!stored) {
+    return;
+  }
+  const bool first = parent->empty();
+  used_ += first ? 0 : 1;  // ','
+  nlohmann::json* slot = nullptr;
+  if (parent->is_object()) {
+    used_ +=
+        nlohmann::json(key_).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size() +
+        1;  // "key":
+    slot = &(*parent)[key_];
+    *slot = std::move(value);
+  } else {
+    parent->push_back(std::move(value));
+    slot = &parent->back();
+  }
+  if (container) {
+    used_ += 1;  // '[' or '{'
+    kept_.push_back(slot);
+  } else {
+    used_ += slot->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
+  }
+}
+
+void ValueCapture::open(bool object) {
+  nlohmann::json empty = object ? nlohmann::json::object() : nlohmann::json::array();
+  if (depth_++ == 0) {
+    *root_ = std::move(empty);
+    kept_.push_back(root_.get());
+    used_ = 1;
+    return;
+  }
+  add(std::move(empty), true);
+}
+
+void ValueCapture::key(std::string key) { key_ = std::move(key); }
+
+void ValueCapture::scalar(nlohmann::json value) { add(std::move(value), false); }
+
+bool ValueCapture::close() {
+  if (kept_.size() == depth_) {
+    kept_.pop_back();
+    used_ += 1;  // ']' or '}'
+  }
+  return --depth_ == 0;
 }
 
 std::string describe_json(const nlohmann::json& value, std::size_t max_chars) {

@@ -4,23 +4,79 @@
 #define GRAPHCHECK_DETAIL_JSON_ACCESS_H_
 
 #include <graphcheck/address.h>
+#include <graphcheck/error.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace graphcheck::detail {
 
 /// @brief How many characters of a found value an error message shows before "...".
 inline constexpr std::size_t kFoundChars = 40;
 
-/// @brief Parses `text` as one JSON document.
-/// @throws Error `<source>: not valid JSON: <what and where, with the byte position>`.
+/// @brief The deepest nesting of arrays and objects a document may have (the root is level
+/// 1). A snapshot's deepest legal content, 64 levels of conditional bodies, sits near level
+/// 265; the bound lets a reader refuse `[[[[...` as soon as it passes this level, before the
+/// nesting costs memory or time.
+inline constexpr std::size_t kMaxJsonDepth = 512;
+
+/// @brief Parses `text` as one JSON document into a DOM (for small documents: reports).
+/// @throws Error `<source>: not valid JSON: <what and where, with the byte position>`, also
+/// for nesting deeper than `kMaxJsonDepth`, refused when the reader reaches it.
 [[nodiscard]] nlohmann::json parse_json_document(std::string_view text, std::string_view source);
+
+/// @brief The one-line error for a syntax error that the JSON lexer or parser reported:
+/// `<source>: not valid JSON: <parser message> (byte <byte>)`, printable whatever the input.
+[[nodiscard]] Error json_syntax_error(std::string_view source,
+                                      const nlohmann::json::exception& error, std::size_t byte);
+
+/// @brief The one-line error for an array or object opened at `level` > `kMaxJsonDepth`
+/// inside the value at `path`: `<source>: <path>: expected arrays and objects nested at most
+/// 512 levels deep, found level <level>`.
+[[nodiscard]] Error json_depth_error(std::string_view source, std::string_view path,
+                                     std::size_t level);
+
+/// @brief A copy of one JSON value fed by SAX events (a streaming reader's view of a value it
+/// does not read but must name in an error). Only the part whose compact text fits in
+/// `budget` characters (plus one, so that `describe_json` still marks the cut) is stored; the
+/// rest is only counted, so a huge or deeply nested value costs no memory.
+///
+/// Usage: `open` (the value's own array or object), then the events inside it, until `close`
+/// returns true; then `take`. Keys of a cut object are kept in document order up to the cut.
+/// Thread safety: none; one reader owns it.
+class ValueCapture {
+ public:
+  explicit ValueCapture(std::size_t budget = kFoundChars)
+      : root_(std::make_unique<nlohmann::json>()), budget_(budget) {}
+
+  /// An array or object opens (the first call opens the captured value itself).
+  void open(bool object);
+  /// The key of the next member of the innermost open object.
+  void key(std::string key);
+  /// A scalar inside the captured value.
+  void scalar(nlohmann::json value);
+  /// The innermost open array or object closes; true when it was the captured value itself.
+  bool close();
+  /// The captured value (cut where the budget ran out).
+  [[nodiscard]] nlohmann::json take() { return std::move(*root_); }
+
+ private:
+  void add(nlohmann::json value, bool container);
+
+  std::unique_ptr<nlohmann::json> root_;  // on the heap: `kept_` points into it
+  std::vector<nlohmann::json*> kept_;     // the open containers that are stored, outermost first
+  std::size_t depth_ = 0;                 // open containers, stored or not
+  std::size_t used_ = 0;                  // compact characters stored so far
+  std::size_t budget_;
+  std::string key_;
+};
 
 /// @brief `value` as compact JSON text, cut to about `max_chars` characters (a UTF-8 sequence
 /// is never split; "..." marks a cut). Bounded work and recursion whatever the nesting depth,

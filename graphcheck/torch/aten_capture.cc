@@ -56,7 +56,8 @@ struct CaptureState {
   std::unordered_map<const c10::StorageImpl*, StorageInfo> storages;
   std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> keep_keys;
   std::vector<std::pair<Address, std::uint64_t>> graph_extents;  // extents a storage left
-  std::vector<std::size_t> open;  // indices of the nodes whose op has not ended (nesting)
+  std::vector<std::size_t> open;            // indices of the nodes whose op has not ended (nesting)
+  std::unique_ptr<GraphRecorder> recorder;  // null with ReplayOps::kDrop
   CaptureRecord record;
   bool finished = false;
 };
@@ -143,6 +144,17 @@ void note_value(CaptureState& state, Node& node, const c10::IValue& value, Acces
   }
 }
 
+// Where a storage the recorder sees came from, by the window's classification (the tensor
+// was noted just before, so its storage is in the map unless it has no extent).
+StorageOrigin origin_of(const CaptureState& state, const at::Tensor& tensor) {
+  const auto found = state.storages.find(tensor.storage().unsafeGetStorageImpl());
+  if (found == state.storages.end()) {
+    return StorageOrigin::kUnknown;
+  }
+  return found->second.origin == Origin::kGraph ? StorageOrigin::kGraph
+                                                : StorageOrigin::kPreexisting;
+}
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   CaptureState* state = t_active;
   if (state == nullptr) {
@@ -157,6 +169,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   std::size_t index = 0;
   for (const c10::IValue& input : fn.inputs()) {
     note_value(*state, node, input, Access::kRead, index, fn.name());
+  }
+  if (state->recorder) {
+    const auto classify = [state](const at::Tensor& tensor) { return origin_of(*state, tensor); };
+    state->recorder->on_start(fn, classify);
   }
   return nullptr;
 }
@@ -173,6 +189,10 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* /*context*/) {
     note_value(*state, node, output, Access::kWrite, index, fn.name());
   }
   state->record.operands += node.operands.size();
+  if (state->recorder) {  // after the outputs are classified above
+    const auto classify = [state](const at::Tensor& tensor) { return origin_of(*state, tensor); };
+    state->recorder->on_end(fn, classify);
+  }
 }
 
 void stop(CaptureState& state) {
@@ -243,6 +263,10 @@ CaptureWindow::CaptureWindow(CaptureOptions options)
   state_->record.graph.id = state_->options.graph_id;
   state_->record.graph.epoch = state_->options.epoch;
   state_->record.graph.nodes.reserve(1024);
+  if (state_->options.replay_ops == ReplayOps::kKeep) {
+    state_->recorder = std::make_unique<detail::GraphRecorder>(
+        state_->options.arena != nullptr ? state_->options.arena->mapping() : ArenaMapping());
+  }
   state_->watcher = std::make_shared<detail::AllocationWatcher>();
   state_->memory_guard =
       std::make_unique<c10::DebugInfoGuard>(c10::DebugInfoKind::PROFILER_STATE, state_->watcher);
@@ -292,6 +316,10 @@ CaptureRecord CaptureWindow::finish() {
     }
   }
   state_->record.graph_spans = detail::merge_graph_extents(std::move(extents));
+  if (state_->recorder) {
+    state_->record.replayable = state_->recorder->finish();
+    state_->recorder.reset();
+  }
   CaptureRecord record = std::move(state_->record);
   state_->storages.clear();
   state_->keep_keys.clear();

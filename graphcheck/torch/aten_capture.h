@@ -10,6 +10,7 @@
 #include <graphcheck/epoch.h>
 #include <graphcheck/graph.h>
 #include <graphcheck/snapshot.h>
+#include <graphcheck/torch/captured_graph.h>
 
 #include <cstdint>
 #include <memory>
@@ -25,10 +26,21 @@ namespace detail {
 struct CaptureState;
 }  // namespace detail
 
-/// @brief How a capture window names what it records.
+/// @brief Whether a capture window keeps the op sequence for `CapturedGraph::replay`.
+enum class ReplayOps : std::uint8_t {
+  kKeep,  ///< keep it (`CaptureRecord::replayable`); the graph-private storages stay alive
+  kDrop,  ///< record the graph for checking only (slightly cheaper; intermediates freed)
+};
+
+/// @brief How a capture window names what it records, and what it keeps for replay.
 struct CaptureOptions {
   std::uint64_t graph_id = 1;     ///< `GraphRecord::id`
   std::string epoch = "capture";  ///< `GraphRecord::epoch`, the label of the capture epoch
+  ReplayOps replay_ops = ReplayOps::kKeep;
+  /// The weights arena the model loaded into, if any: a replay reads pre-existing storages
+  /// inside it by their captured address whatever happened to them since (see
+  /// `CapturedGraph`). May be null. The record keeps the arena's mapping alive.
+  const WeightsArena* arena = nullptr;
 };
 
 /// @brief A storage that existed before the window and was used inside it: alive by
@@ -53,13 +65,17 @@ struct CaptureRecord {
   std::vector<Span> input_spans;          ///< declared static inputs (whole storages)
   std::vector<ExternalStorage> external;  ///< every other operand storage
   std::uint64_t operands = 0;             ///< operands recorded over all nodes
+  /// The depth-0 ops with their operands, ready to replay (null with `ReplayOps::kDrop`).
+  /// Shared by copies of the record, as a graph handle is.
+  std::shared_ptr<CapturedGraph> replayable;
 };
 
 /// @brief RAII: while it lives (and until `finish`), every dispatcher op that runs on the
 /// constructing thread is recorded as an `op` node ("reads[i]" for tensor inputs, "writes[i]"
 /// for tensor outputs, each the view's extent; tensor lists, optional tensor lists, tuples and
 /// generic lists are walked recursively; zero-byte views, meta and non-strided tensors are
-/// skipped).
+/// skipped). With `ReplayOps::kKeep` the ops at nesting depth 0 are also kept with their
+/// operator and boxed operands as a `CapturedGraph`.
 ///
 /// Uses a thread-local `at::RecordFunction` callback (scope FUNCTION, inputs and outputs) and,
 /// to know which storages were allocated inside the window, installs a memory-reporting

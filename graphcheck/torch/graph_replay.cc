@@ -13,6 +13,10 @@
 namespace graphcheck::libtorch {
 namespace {
 
+// Checkpoint seeds of the reference factory's weight updates, offsets from the model's seed.
+constexpr std::uint64_t kFirstUpdateSeed = 1000;
+constexpr std::uint64_t kSecondUpdateSeed = 2000;
+
 // Re-read at every epoch: a user's reload may re-register tensors (new TensorImpls).
 Registry make_registry(const ReplayModel& model) {
   Registry registry;
@@ -64,37 +68,43 @@ ReplayResult run_graph_replay(const ReplayFactory& factory, const ReplayOptions&
   ReplayResult result;
 
   // Capture: a warm-up forward (as before a CUDA graph capture), then the captured forward.
-  const at::Tensor warmup = model.forward();
+  // Its output shares the graph's output storage: the graph's static output, which every
+  // replay overwrites.
+  static_cast<void>(model.forward());
   CaptureRecord record;
-  at::Tensor previous;
+  at::Tensor static_output;
   {
-    CaptureWindow window;
+    CaptureOptions capture_options;
+    capture_options.arena = &arena;
+    CaptureWindow window(capture_options);
     for (const auto& [name, tensor] : model.inputs) {
       window.declare_input(name, tensor);
     }
-    previous = model.forward();
+    static_output = model.forward();
     record = window.finish();
   }
-  result.snapshot =
-      make_snapshot(record, {make_capture_epoch(make_registry(model), &arena, record)});
-  ReplayStep capture;
-  capture.label = labels[0];
-  compare(warmup, previous, capture);
-  check_step(result, capture, options);
-  result.steps.push_back(std::move(capture));
+  CapturedGraph& graph = *record.replayable;
+  result.snapshot = make_snapshot(record, {});
 
-  // Each later step changes memory, re-runs the forward and records its epoch.
+  // Each step changes memory (not at capture), replays the graph, runs the model eagerly as
+  // it now is, compares the two and records the step's epoch.
   const auto run_step = [&](const std::string& label, const std::function<void()>& change) {
-    change();
-    const at::Tensor output = model.forward();
-    result.snapshot.epochs.push_back(make_epoch(label, make_registry(model), &arena, record));
+    if (change) {
+      change();
+    }
+    graph.replay();
+    const at::Tensor replayed = static_output.clone();
+    const at::Tensor eager = model.forward();
+    result.snapshot.epochs.push_back(label == labels[0]
+                                         ? make_capture_epoch(make_registry(model), &arena, record)
+                                         : make_epoch(label, make_registry(model), &arena, record));
     ReplayStep step;
     step.label = label;
-    compare(previous, output, step);
+    compare(replayed, eager, step);
     check_step(result, step, options);
     result.steps.push_back(std::move(step));
-    previous = output;
   };
+  run_step(labels[0], nullptr);
   run_step(labels[1], [&] {
     arena.sleep(SleepLevel::kLevel1, make_registry(model));
     arena.wake_up();
@@ -120,16 +130,19 @@ ReplayFactory reference_replay_factory(const ReferenceConfig& config, std::uint6
     auto generator = at::make_generator<at::CPUGeneratorImpl>(seed + 1);
     const at::Tensor ids = at::randint(config.vocab, {tokens}, generator, at::kLong);
     const at::Tensor positions = at::arange(tokens, at::kLong);
-    const Checkpoint checkpoint = make_checkpoint(*model, seed);
+    // Two weight updates, as an RL trainer pushes them: values differ from the loaded ones
+    // and from each other, so a graph that reads stale storage shows in the outputs.
+    const Checkpoint first_update = make_checkpoint(*model, seed + kFirstUpdateSeed);
+    const Checkpoint second_update = make_checkpoint(*model, seed + kSecondUpdateSeed);
     ReplayModel replay;
     replay.module = model;
     replay.forward = [model, ids, positions] { return model->forward(ids, positions); };
-    replay.reload_in_place = [model, checkpoint] {
-      model->load_weights_in_place(checkpoint);
+    replay.reload_in_place = [model, first_update] {
+      model->load_weights_in_place(first_update);
       model->process_weights_after_loading();
     };
-    replay.reload_by_rebinding = [model, checkpoint] {
-      model->load_weights_by_rebinding(checkpoint);
+    replay.reload_by_rebinding = [model, second_update] {
+      model->load_weights_by_rebinding(second_update);
       model->process_weights_after_loading();
     };
     replay.declare_runtime = [model](Registry& registry) {

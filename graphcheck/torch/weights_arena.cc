@@ -301,6 +301,22 @@ void WeightsArena::wake_up() {
   state.asleep = false;
 }
 
+bool ArenaMapping::contains(Address address) const {
+  if (state_ == nullptr) {
+    return false;
+  }
+  const auto begin = reinterpret_cast<Address>(state_->base);
+  return address >= begin && address - begin < state_->capacity;
+}
+
+bool ArenaMapping::asleep() const {
+  if (state_ == nullptr) {
+    return false;
+  }
+  const std::lock_guard lock(state_->mutex);
+  return state_->asleep;
+}
+
 bool WeightsArena::contains(Address address) const {
   const auto begin = reinterpret_cast<Address>(state_->base);
   return address >= begin && address - begin < state_->capacity;
@@ -310,6 +326,8 @@ bool WeightsArena::asleep() const {
   const std::lock_guard lock(state_->mutex);
   return state_->asleep;
 }
+
+ArenaMapping WeightsArena::mapping() const { return ArenaMapping(state_); }
 
 Address WeightsArena::begin() const { return reinterpret_cast<Address>(state_->base); }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace c10 {
@@ -28,6 +29,29 @@ struct ArenaState;
 enum class SleepLevel : std::uint8_t {
   kLevel1 = 1,  ///< copy every live allocation aside and restore it on wake
   kLevel2 = 2,  ///< copy registered buffers only; the weights need a reload after wake
+};
+
+/// @brief A shared handle on one arena's reserved address range, for whatever keeps raw
+/// addresses into it (a captured graph bakes them, see `CapturedGraph`): the range stays
+/// mapped while a handle lives, also after the `WeightsArena` object is destroyed. The bytes
+/// are whatever the arena left there (freed blocks keep their last contents until reused).
+/// A default-constructed handle names no arena.
+/// Thread safety: as `WeightsArena::contains` and `asleep`.
+class ArenaMapping {
+ public:
+  ArenaMapping() = default;
+
+  /// @brief True if `address` lies inside the reserved range (false for an empty handle).
+  [[nodiscard]] bool contains(Address address) const;
+  /// @brief True while the arena sleeps (its pages are discarded).
+  [[nodiscard]] bool asleep() const;
+  /// @brief False for a default-constructed handle.
+  [[nodiscard]] explicit operator bool() const { return state_ != nullptr; }
+
+ private:
+  friend class WeightsArena;
+  explicit ArenaMapping(std::shared_ptr<detail::ArenaState> state) : state_(std::move(state)) {}
+  std::shared_ptr<detail::ArenaState> state_;
 };
 
 /// @brief A CPU allocator backed by ONE reserved mapping (`mmap` of `capacity` bytes,
@@ -105,6 +129,9 @@ class WeightsArena {
   /// @brief True if `address` lies inside the reserved range.
   [[nodiscard]] bool contains(Address address) const;
   [[nodiscard]] bool asleep() const;
+
+  /// @brief A handle that keeps the reserved range mapped while it lives.
+  [[nodiscard]] ArenaMapping mapping() const;
 
   [[nodiscard]] Address begin() const;
   [[nodiscard]] std::size_t capacity() const;

@@ -116,6 +116,30 @@ class AddressIndex {
   }
   /// @brief The number of cells: cell numbers from `find_cell` are below it (or `kNoCell`).
   [[nodiscard]] std::size_t cell_count() const { return cells_.size(); }
+  /// @brief A cheap pre-test for `end_pointer_cell`: false when `address` cannot be an end
+  /// pointer (it lies inside a cell, not on its first address, or below or far above all
+  /// known memory).
+  [[nodiscard]] bool may_end_pointer(Address address, std::uint32_t cell) const {
+    return cell == kNoCell ? address == high_ + 1 : cells_[cell].begin == address;
+  }
+  /// @brief The end-pointer rule (docs/verdicts.md, "Pointer scan"): when `address` is one
+  /// past the end of a span and no span or allocation begins at `address`, the cell holding
+  /// `address - 1`
+  /// (the span's last byte), else `kNoCell`. `cell` is `find_cell(address)`. Costs one
+  /// comparison unless a cell begins exactly at `address`.
+  [[nodiscard]] std::uint32_t end_pointer_cell(Address address, std::uint32_t cell) const {
+    if (cell == kNoCell) {
+      // One past the topmost range lies past high_, in the final (empty) cell.
+      if (address != high_ + 1 || high_ == ~Address{0} || cells_.empty()) {
+        return kNoCell;
+      }
+      cell = static_cast<std::uint32_t>(cells_.size() - 1);
+    }
+    if (cells_[cell].begin != address || end_cells_.empty()) {
+      return kNoCell;
+    }
+    return std::binary_search(end_cells_.begin(), end_cells_.end(), cell) ? cell - 1 : kNoCell;
+  }
   /// @brief True if a span or an allocation covers cell `cell` (from `find_cell`).
   [[nodiscard]] bool holds(std::uint32_t cell) const {
     return cell != kNoCell &&
@@ -219,6 +243,10 @@ class AddressIndex {
   // count, then that many span indices).
   std::vector<std::pair<std::uint32_t, std::uint32_t>> rival_lists_;
   std::vector<std::int32_t> rivals_;
+  // The cells that begin where a span ends and no span or allocation begins, in cell order:
+  // a kernel word
+  // equal to such a cell's begin is that span's end pointer.
+  std::vector<std::uint32_t> end_cells_;
   // A two-level table over [low_, high_]: the address's offset from low_, shifted right by
   // page_shift_, picks a page. Pages are coarse, so that the page table stays small; each
   // splits the extent of the cell boundaries it holds into uniform buckets (one to four

@@ -19,6 +19,8 @@ struct CheckOptions {
   std::string baseline;
   /// Allowlist globs (fnmatch) added to the snapshot's own `allow` list.
   std::vector<std::string> allow;
+  /// Whether globs that match the owner of no reference in any epoch fail the check.
+  StaleAllowPolicy stale_allow = StaleAllowPolicy::kFail;
 };
 
 /// @brief Checks every graph of `snapshot` in one epoch (DESIGN.md, "Verdicts").

@@ -45,8 +45,14 @@ struct KernelParam {
   friend bool operator==(const KernelParam&, const KernelParam&) = default;
 };
 
-/// @brief Whether a node reads or writes an operand, where known.
-enum class Access : std::uint8_t { kUnknown, kRead, kWrite };
+/// @brief Whether a node reads or writes an operand, where known. `kReadWrite` is for a
+/// finding on memory that one node both reads and writes (an in-place op).
+enum class Access : std::uint8_t { kUnknown, kRead, kWrite, kReadWrite };
+
+/// @brief The report spelling: "unknown", "read", "write", "read-write".
+[[nodiscard]] std::string_view to_string(Access access);
+/// @brief Inverse of `to_string(Access)`; `std::nullopt` for any other text.
+[[nodiscard]] std::optional<Access> parse_access(std::string_view text);
 
 /// @brief An address operand of a node (for kernels: an address outside the argument bytes,
 /// such as a TMA descriptor's global address), with its extent where known.

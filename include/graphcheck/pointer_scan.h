@@ -29,6 +29,16 @@ struct Reference {
   Address address = 0;
 };
 
+/// @brief Where a kernel word's owner is looked up: the word itself, or, for a word one past
+/// the end of a capture span where no span begins (an end pointer, docs/verdicts.md), the
+/// span's last byte.
+struct WordOwner {
+  Address lookup = 0;
+  std::uint32_t cell = AddressIndex::kNoCell;  ///< `capture.find_cell(lookup)`
+  bool is_reference =
+      false;  ///< inside a capture span, allocation or graph range, or an end pointer
+};
+
 /// @brief The ranges of a graph's `mem_alloc` nodes (bodies included): memory the graph
 /// owns in every epoch.
 /// Lifetime: independent of the graph. Thread safety: immutable after construction.
@@ -37,23 +47,51 @@ class GraphRanges {
   explicit GraphRanges(const GraphRecord& graph);
   /// @brief True if `address` lies in one of the ranges (half-open).
   [[nodiscard]] bool contains(Address address) const {
-    if (address < low_ || address >= high_) {
+    if (address < low_ || address > high_ || merged_.empty()) {
       return false;
     }
-    return contains_slow(address);
+    Address last = 0;
+    return run(address, &last);
   }
+  /// @brief Whether `address` lies in the ranges, with `*last` set to the last address of the
+  /// run of addresses from `address` on that give the same answer.
+  bool run(Address address, Address* last) const;
+  /// @brief True when the graph has no `mem_alloc` ranges.
+  [[nodiscard]] bool empty() const { return merged_.empty(); }
 
  private:
-  [[nodiscard]] bool contains_slow(Address address) const;
-  struct Range {
-    Address begin;
-    std::uint64_t size;
+  // The union of the ranges as disjoint, sorted, inclusive [first, last] pairs (inclusive so
+  // that a range reaching the top of the address space needs no special end).
+  struct Run {
+    Address first;
+    Address last;
   };
-  std::vector<Range> ranges_;  // sorted by begin
-  std::uint64_t max_size_ = 0;
+  std::vector<Run> merged_;
   Address low_ = 0;
-  Address high_ = 0;  // one past the highest end (saturated)
+  Address high_ = 0;  // the last address inside any range
 };
+
+/// @brief Resolves one kernel word against the capture epoch (the scan's predicate, shared by
+/// the checker and `find_references`). Inline: it runs for every argument word.
+/// Thread safety: pure.
+[[nodiscard]] inline WordOwner resolve_word(Address word, const AddressIndex& capture,
+                                            const GraphRanges& ranges) {
+  WordOwner owner;
+  owner.lookup = word;
+  owner.cell = capture.find_cell(word);
+  // Only a word on a cell boundary (or just past the top range) can be an end pointer.
+  if (capture.may_end_pointer(word, owner.cell)) [[unlikely]] {
+    const std::uint32_t end = capture.end_pointer_cell(word, owner.cell);
+    if (end != AddressIndex::kNoCell) {
+      owner.lookup = word - 1;
+      owner.cell = end;
+      owner.is_reference = true;
+      return owner;
+    }
+  }
+  owner.is_reference = capture.holds(owner.cell) || ranges.contains(word);
+  return owner;
+}
 
 /// @brief The nodes of `nodes`, counting child and conditional bodies (and the nodes that
 /// hold them).

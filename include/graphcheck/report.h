@@ -30,6 +30,13 @@ struct Finding {
   std::optional<std::uint32_t> offset;
   std::string operand;  ///< other node kinds: the operand role ("src", "reads[0]", ...)
   Address address = 0;
+  /// How the node uses the memory, where the node says (op, memcpy, memset operands).
+  Access access = Access::kUnknown;
+  /// Operands with an extent: the part `[range_begin, range_begin + range_size)` this finding
+  /// judges (a part of the operand that some other owner holds, or the whole operand). Both
+  /// 0 for kernel argument words and operands without an extent.
+  Address range_begin = 0;
+  std::uint64_t range_size = 0;
   Verdict verdict = Verdict::kUnregistered;
   std::string owner;  ///< owner name, else the allocation label, else ""
   std::optional<OwnerKind> owner_kind;
@@ -53,6 +60,13 @@ struct Summary {
   friend bool operator==(const Summary&, const Summary&) = default;
 };
 
+/// @brief What stale allowlist globs (globs that match the owner of no reference in any
+/// epoch) do to a check's outcome.
+enum class StaleAllowPolicy : std::uint8_t {
+  kFail,  ///< they fail the check, as findings do: fixed sites must leave the allowlist
+  kKeep,  ///< they are listed but do not fail the check (`--keep-stale-allow`)
+};
+
 /// @brief The result of checking a snapshot's graphs in one epoch.
 /// Thread safety: a value type; concurrent reads are safe.
 struct Report {
@@ -63,8 +77,16 @@ struct Report {
   std::vector<std::string> stale_allow;  ///< allowlist globs that allowed no reference
   /// One line per address range covered by spans of different owners (resolved, not a finding).
   std::vector<std::string> warnings;
+  /// Whether `stale_allow` fails the check (`CheckOptions::stale_allow`).
+  StaleAllowPolicy stale_allow_policy = StaleAllowPolicy::kFail;
 
   [[nodiscard]] bool has_findings() const { return !findings.empty(); }
+  /// True when the check fails: findings, or stale allowlist globs under `kFail`. The CLI
+  /// exits 1 exactly then.
+  [[nodiscard]] bool failed() const {
+    return has_findings() ||
+           (!stale_allow.empty() && stale_allow_policy == StaleAllowPolicy::kFail);
+  }
   friend bool operator==(const Report&, const Report&) = default;
 };
 

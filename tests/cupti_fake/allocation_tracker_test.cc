@@ -133,6 +133,8 @@ TEST(AllocationTrackerTest, UnmapAndMapAgainAtTheSameAddressBumpsTheGeneration) 
   ASSERT_EQ(tracker.allocations().size(), 1u);
   EXPECT_EQ(tracker.allocations()[0].begin, kBase);
   EXPECT_NE(tracker.allocations()[0].generation, before);
+  // The same allocation mapped again: its label stays, so the checker matches it.
+  EXPECT_EQ(tracker.allocations()[0].label, "cuMemMap #1");
 }
 
 TEST(AllocationTrackerTest, MarkRestoredKeepsThePreSleepGeneration) {

@@ -1,8 +1,10 @@
-// The CPU graph-replay story on the reference model, for both variants.
+// The CPU graph-replay story on the reference model, for both variants: after each step the
+// captured graph is replayed and compared with an eager forward.
 #include <gmock/gmock.h>
 #include <graphcheck/torch/graph_replay.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -117,7 +119,24 @@ TEST_F(GraphReplay, RebindingReloadIsStaleForBothVariants) {
     EXPECT_EQ(owners.count("embed_tokens.weight"), 1U);
     EXPECT_EQ(owners.count("lm_head.weight"), 1U);
   }
-  EXPECT_TRUE(registered_->steps[3].outputs_equal);  // eager reads the new copy; the graph not
+}
+
+// The graph reads the rebound parameters' old addresses (memory the arena reuses for the new
+// tensors), eager reads the new parameters: the stale graph shows in the outputs.
+TEST_F(GraphReplay, RebindingReloadMakesTheReplayDifferFromEager) {
+  const ReplayStep& registered = registered_->steps[3];
+  EXPECT_FALSE(registered.outputs_equal);
+  EXPECT_TRUE(std::isfinite(registered.max_abs_diff)) << registered.max_abs_diff;
+  EXPECT_GT(registered.max_abs_diff, 0.0);
+  EXPECT_FALSE(legacy_->steps[3].outputs_equal);
+}
+
+// Legacy after level 2: the planted tensors are 0xFF poison for the replay and eager alike,
+// so both outputs are NaN and never compare equal.
+TEST_F(GraphReplay, LegacyLevelTwoPoisonReadsAsNaN) {
+  EXPECT_TRUE(std::isnan(legacy_->steps[2].max_abs_diff));
+  EXPECT_TRUE(std::isnan(legacy_->steps[3].max_abs_diff));
+  EXPECT_EQ(legacy_->steps[1].max_abs_diff, 0.0);
 }
 
 }  // namespace

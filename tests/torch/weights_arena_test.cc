@@ -243,6 +243,33 @@ TEST(WeightsArenaTest, LoadScopeRestoresThePreviousAllocator) {
   EXPECT_FALSE(arena.contains(address_of(after)));
 }
 
+TEST(WeightsArenaTest, MappingKeepsTheRangeMappedAfterTheArenaAndItsTensorsAreGone) {
+  EXPECT_FALSE(ArenaMapping().contains(1));
+  EXPECT_FALSE(ArenaMapping().asleep());
+  EXPECT_FALSE(static_cast<bool>(ArenaMapping()));
+  ArenaMapping mapping;
+  Address address = 0;
+  {
+    WeightsArena arena(kCapacity);
+    mapping = arena.mapping();
+    at::Tensor weight;
+    {
+      const WeightsArena::LoadScope scope(arena);
+      weight = at::full({16}, 2.0);
+    }
+    address = address_of(weight);
+    arena.sleep(SleepLevel::kLevel1, Registry());
+    EXPECT_TRUE(mapping.asleep());
+    arena.wake_up();
+    EXPECT_FALSE(mapping.asleep());
+  }  // the arena object and its only tensor are gone; the handle keeps the mapping
+  ASSERT_TRUE(static_cast<bool>(mapping));
+  EXPECT_TRUE(mapping.contains(address));
+  EXPECT_FALSE(mapping.contains(address_of(at::ones({4}))));
+  const auto* values = reinterpret_cast<const float*>(address);
+  EXPECT_EQ(values[0], 2.0F);  // readable: the freed block keeps its last bytes
+}
+
 TEST(AllocationSiteTest, FunctionNameDropsReturnTypeArgumentsAndQualifiers) {
   using detail::function_name;
   EXPECT_EQ(function_name("ns::Quant::process_weights_after_loading(ns::Layer&)"),

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "unit/checker_helpers.h"
+
 namespace graphcheck {
 namespace {
 
@@ -15,58 +17,11 @@ constexpr Address kW = 0x7f0000000000;      // parameter "w" at capture
 constexpr Address kMoved = 0x7f0000800000;  // where a rebinding reload puts "w"
 constexpr Address kWs = 0x7f0000100000;     // an unregistered workspace allocation
 
-Span make_span(Address begin, std::uint64_t size, OwnerKind kind, std::string name) {
-  return {begin, size, kind, std::move(name), ""};
-}
-Allocation make_alloc(Address begin, std::uint64_t size, std::uint64_t generation,
-                      std::string label = "", std::string pool = "default") {
-  return {begin, size, std::move(pool), generation, std::move(label)};
-}
-
-std::vector<std::uint8_t> le_word(std::uint64_t word) {
-  std::vector<std::uint8_t> bytes(8);
-  for (std::size_t i = 0; i < 8; ++i) {
-    bytes[i] = static_cast<std::uint8_t>(word >> (8 * i));
-  }
-  return bytes;
-}
-
-// One kernel node with one 16-byte argument: a scalar, then `address`.
-Node kernel_using(std::uint64_t id, Address address) {
-  Node node;
-  node.id = id;
-  node.type = NodeType::kKernel;
-  node.name = "gemm";
-  std::vector<std::uint8_t> bytes = le_word(64);
-  const std::vector<std::uint8_t> pointer = le_word(address);
-  bytes.insert(bytes.end(), pointer.begin(), pointer.end());
-  node.params = {{0, le_word(3)}, {8, bytes}};
-  return node;
-}
-
-// A snapshot with one graph of one kernel using `address`; the capture epoch holds `spans`
-// and `allocs`; `later` epochs follow it.
-Snapshot one_reference(Address address, std::vector<Span> spans, std::vector<Allocation> allocs,
-                       std::vector<Epoch> later = {}) {
-  Snapshot snapshot;
-  snapshot.epochs.push_back({"capture", std::move(spans), std::move(allocs)});
-  for (Epoch& epoch : later) {
-    snapshot.epochs.push_back(std::move(epoch));
-  }
-  snapshot.graphs.push_back({1, "capture", {kernel_using(0, address)}});
-  return snapshot;
-}
-
-Verdict only_verdict(const Report& report) {
-  EXPECT_EQ(report.summary.references, 1U);
-  for (std::size_t v = 0; v < kVerdictCount; ++v) {
-    if (report.summary.counts[v] == 1) {
-      return static_cast<Verdict>(v);
-    }
-  }
-  ADD_FAILURE() << "no verdict counted";
-  return Verdict::kRegistered;
-}
+using testing_helpers::kernel_using;
+using testing_helpers::make_alloc;
+using testing_helpers::make_span;
+using testing_helpers::one_reference;
+using testing_helpers::only_verdict;
 
 TEST(CheckerTest, OkVerdictsFollowTheOwnerKind) {
   const std::vector<std::pair<OwnerKind, Verdict>> cases = {
@@ -178,7 +133,7 @@ TEST(CheckerTest, AddressWithANewOwnerIsStale) {
   EXPECT_EQ(report.findings[0].verdict, Verdict::kStale);
   EXPECT_EQ(report.findings[0].owner, "w");
   EXPECT_EQ(report.findings[0].detail, "now inside buffer \"other\"");
-  EXPECT_NE(report.findings[0].fix.find("keep the original storage"), std::string::npos);
+  EXPECT_NE(report.findings[0].fix.find("reload the parameter in place"), std::string::npos);
 }
 
 TEST(CheckerTest, GraphOwnedSpansAreNeverStale) {

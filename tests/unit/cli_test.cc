@@ -73,7 +73,13 @@ class CliTest : public ::testing::Test {
 
   // Runs `graphcheck ARGS...` (optionally with `stdin_path` as standard input).
   RunResult run(const std::vector<std::string>& args, const std::string& stdin_path = "") {
-    std::string command = quote(GRAPHCHECK_CLI_PATH);
+    return run_program(GRAPHCHECK_CLI_PATH, args, stdin_path);
+  }
+
+  // Runs `program ARGS...` (optionally with `stdin_path` as standard input).
+  RunResult run_program(const std::string& program, const std::vector<std::string>& args,
+                        const std::string& stdin_path = "") {
+    std::string command = quote(program);
     for (const std::string& arg : args) {
       command += " " + quote(arg);
     }
@@ -98,6 +104,17 @@ class CliTest : public ::testing::Test {
   }
 
   static std::string data(const std::string& name) { return (data_dir() / name).string(); }
+
+  // A copy of the built `graphcheck` alone in its own folder, so that tests decide what
+  // `graphcheck-demo` next to it is (nothing, a stand-in script, a file it cannot run).
+  fs::path copy_cli_alone() {
+    const fs::path bin = dir_ / "bin";
+    fs::create_directories(bin);
+    const fs::path copy = bin / "graphcheck";
+    fs::copy_file(GRAPHCHECK_CLI_PATH, copy, fs::copy_options::overwrite_existing);
+    fs::permissions(copy, fs::perms::owner_all);
+    return copy;
+  }
 
   // Expects exit 2 and exactly one "graphcheck: error: " line on stderr, nothing on stdout.
   static void expect_usage_error(const RunResult& result, const std::string& needle) {
@@ -143,7 +160,7 @@ TEST_F(CliTest, ExitsOneWithFindingsGroupedByKernelAndOwner) {
 TEST_F(CliTest, NonKernelFindingsNameTheNodeKindAndOperand) {
   RunResult result = run({"check", data("node_memcpy.json")});
   EXPECT_EQ(result.status, 1) << result.err;
-  EXPECT_THAT(result.out, HasSubstr("kernel <memcpy node>: 1 finding"));
+  EXPECT_THAT(result.out, HasSubstr("memcpy node: 1 finding"));
   EXPECT_THAT(result.out, HasSubstr("operand src"));
 }
 
@@ -166,7 +183,7 @@ TEST_F(CliTest, DecodeStepTextReportListsEveryFindingKindAndTheStaleGlob) {
   EXPECT_THAT(result.out,
               HasSubstr("\nreferences: 2416 (registered 411, runtime 128, graph 1606, input 133, "
                         "allowed 64, unregistered 1, dangling 1, stale 8, lost 64)\n"));
-  EXPECT_EQ(last_line(result.out), "findings: 74");
+  EXPECT_EQ(last_line(result.out), "findings: 74 (the check fails: 1 stale allowlist entry)");
 }
 
 TEST_F(CliTest, JsonFormatPrintsTheReportThatCheckReturns) {
@@ -218,6 +235,25 @@ TEST_F(CliTest, AllowFileTurnsUnregisteredIntoAllowed) {
   RunResult result = run({"check", data("verdict_unregistered.json"), "--allow", allow.string()});
   EXPECT_EQ(result.status, 0) << result.out << result.err;
   EXPECT_THAT(result.out, HasSubstr("allowed 1, unregistered 0"));
+}
+
+TEST_F(CliTest, StaleAllowGlobsFailTheCheckUnlessKept) {
+  // verdict_registered.json has no findings; a glob matching no reference's owner is stale.
+  const fs::path allow = dir_ / "stale.txt";
+  write_text(allow, "model.layers.*.fixed_long_ago\n");
+  RunResult failed = run({"check", data("verdict_registered.json"), "--allow", allow.string()});
+  EXPECT_EQ(failed.status, 1) << failed.out << failed.err;
+  EXPECT_THAT(failed.out, HasSubstr("stale allowlist entries (1)"));
+  EXPECT_EQ(last_line(failed.out), "findings: 0 (the check fails: 1 stale allowlist entry)");
+  RunResult json = run(
+      {"check", data("verdict_registered.json"), "--allow", allow.string(), "--format", "json"});
+  EXPECT_EQ(json.status, 1);
+  EXPECT_THAT(json.out, HasSubstr(R"("stale_allow": [)"));
+  RunResult kept = run(
+      {"check", data("verdict_registered.json"), "--allow", allow.string(), "--keep-stale-allow"});
+  EXPECT_EQ(kept.status, 0) << kept.out << kept.err;
+  EXPECT_THAT(kept.out, HasSubstr("kept on purpose: --keep-stale-allow"));
+  EXPECT_EQ(last_line(kept.out), "findings: 0");
 }
 
 TEST_F(CliTest, ReadsTheSnapshotFromStdinWhenThePathIsDash) {
@@ -276,6 +312,7 @@ TEST_F(CliTest, HelpPrintsUsageAndExitsZero) {
   RunResult top = run({"--help"});
   EXPECT_EQ(top.status, 0);
   EXPECT_THAT(top.out, HasSubstr("check"));
+  EXPECT_THAT(top.out, HasSubstr("demo"));
   EXPECT_EQ(top.err, "");
   RunResult check_help = run({"check", "--help"});
   EXPECT_EQ(check_help.status, 0);
@@ -290,6 +327,71 @@ TEST_F(CliTest, VersionPrintsTheProjectVersion) {
   EXPECT_EQ(result.status, 0);
   EXPECT_EQ(result.out, "graphcheck " GRAPHCHECK_VERSION_STRING "\n");
   EXPECT_EQ(std::string(GRAPHCHECK_VERSION_STRING), "0.1.0");
+}
+
+// The libraries the dynamic loader maps for `program`, dependencies of dependencies included
+// (glibc's loader lists them and exits when LD_TRACE_LOADED_OBJECTS is set; this is `ldd`).
+std::string loaded_libraries(const std::string& program) {
+  const std::string command = "LD_TRACE_LOADED_OBJECTS=1 " + quote(program) + " 2>&1";
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    ADD_FAILURE() << "popen failed: " << command;
+    return out;
+  }
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+    out.append(buffer.data(), n);
+  }
+  EXPECT_EQ(::pclose(pipe), 0) << out;
+  return out;
+}
+
+// `graphcheck check` must start like a small tool and run where LibTorch is absent (the
+// installed CLI once failed with "libtorch.so: cannot open shared object file").
+TEST_F(CliTest, CheckLoadsNoLibTorch) {
+  const std::string libraries = loaded_libraries(GRAPHCHECK_CLI_PATH);
+  EXPECT_THAT(libraries, HasSubstr("libc.so"));  // the probe lists what is loaded
+  for (const char* library : {"libtorch", "libc10", "libcudart", "libcuda.so"}) {
+    EXPECT_THAT(libraries, ::testing::Not(HasSubstr(library))) << libraries;
+  }
+  // Where the demo is built, the same probe finds LibTorch in it: the probe can see it.
+  const fs::path demo = fs::path(GRAPHCHECK_CLI_PATH).parent_path() / "graphcheck-demo";
+  if (fs::exists(demo)) {
+    EXPECT_THAT(loaded_libraries(demo.string()), HasSubstr("libtorch"));
+  }
+}
+
+TEST_F(CliTest, DemoRunsTheSiblingExecutableWithEveryArgument) {
+  const fs::path cli = copy_cli_alone();
+  const fs::path demo = cli.parent_path() / "graphcheck-demo";
+  write_text(demo, "#!/bin/sh\nprintf '[%s]' \"$0\" \"$@\"\necho 'demo stderr' >&2\nexit 7\n");
+  fs::permissions(demo, fs::perms::owner_all);
+  RunResult result = run_program(cli.string(), {"demo", "--out", "a b'c", "--help", "--seed=3"});
+  // The exit status, stdout and stderr are the demo's own: graphcheck became it.
+  EXPECT_EQ(result.status, 7) << result.err;
+  EXPECT_EQ(result.out, "[" + demo.string() + "][--out][a b'c][--help][--seed=3]");
+  EXPECT_EQ(result.err, "demo stderr\n");
+  RunResult bare = run_program(cli.string(), {"demo"});
+  EXPECT_EQ(bare.out, "[" + demo.string() + "]");
+}
+
+TEST_F(CliTest, DemoWithoutTheSiblingExecutableIsOneErrorLineNamingWhereItLooked) {
+  const fs::path cli = copy_cli_alone();
+  const fs::path demo = cli.parent_path() / "graphcheck-demo";
+  RunResult result = run_program(cli.string(), {"demo", "--out", (dir_ / "out").string()});
+  expect_usage_error(result, "demo: " + demo.string() + " not found");
+  EXPECT_THAT(result.err, HasSubstr("LibTorch"));
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+  // `check` in the same copy works: it never needed the demo.
+  EXPECT_EQ(run_program(cli.string(), {"check", data("verdict_registered.json")}).status, 0);
+
+  // Present but not executable: the system's reason, still one line and exit 2.
+  write_text(demo, "not a program\n");
+  fs::permissions(demo, fs::perms::owner_read | fs::perms::owner_write);
+  RunResult not_executable = run_program(cli.string(), {"demo"});
+  expect_usage_error(not_executable, "demo: cannot run " + demo.string() + ": ");
 }
 
 }  // namespace

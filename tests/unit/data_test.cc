@@ -1,6 +1,11 @@
 // The example snapshots in tests/data/: each carries an "expect" block (verdict counts in
-// one epoch, known by construction) that check() must reproduce. A checker change that
-// moves a count, or a data file edited by hand into inconsistency, fails here.
+// one epoch) that check() must reproduce. For the hand-built files there the counts are known
+// by construction (each file is built to show its verdicts): a checker change that moves a
+// count, or a data file edited by hand into inconsistency, fails here. The files in
+// tests/data/gpu/ are different: recorded on a GPU machine, their expect blocks were computed
+// by check() there (tests/common/expect_block.h), so they are regression fixtures: they say
+// what the checker reported then, not what is right, and a failure on one asks whether the
+// checker or the recorded answer is wrong.
 #include <graphcheck/checker.h>
 #include <graphcheck/error.h>
 #include <graphcheck/snapshot.h>
@@ -35,7 +40,7 @@ std::string read_text(const fs::path& path) {
 }
 
 // Every *.json in tests/data/ and in tests/data/gpu/ (snapshots recorded on a GPU by the gpu
-// tier, docs/gpu-check.md), as paths relative to tests/data/.
+// tier, docs/gpu-check.md; regression fixtures, see the top), as paths relative to tests/data/.
 std::vector<std::string> data_files() {
   std::vector<std::string> names;
   for (const char* folder : {"", "gpu"}) {
@@ -195,9 +200,10 @@ TEST(DecodeStep, LastEpochHasEveryKindOfFinding) {
   EXPECT_FALSE(stale->fix.empty());
 }
 
-// The gpu tier writes recorded snapshots with expect blocks computed on the GPU machine
-// (tests/common/expect_block.h); on every hand-built file here they must agree with the
-// blocks written by hand, and the snapshot must read back unchanged.
+// The gpu tier writes recorded snapshots with expect blocks computed by check() on the GPU
+// machine (tests/common/expect_block.h). On every hand-built file here the blocks that code
+// computes must agree with the blocks written by hand (known by construction), and the
+// snapshot must read back unchanged: that is what makes the computed GPU blocks comparable.
 TEST(ExpectBlocks, AgreeWithTheHandWrittenBlocksOfEveryDataFile) {
   for (const std::string& name : data_files()) {
     SCOPED_TRACE(name);

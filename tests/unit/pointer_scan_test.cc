@@ -73,13 +73,35 @@ class PointerScanTest : public ::testing::Test {
 };
 
 TEST_F(PointerScanTest, StructArgumentIsScannedWordByWord) {
-  // A 40-byte parameter block: scalar, pointer, scalar, pointer into the allocation, end
-  // pointer (one past the span, so not a reference).
+  // A 48-byte parameter block: scalar, pointer, scalar, pointer into the allocation, the
+  // span's end pointer (one past it, where no span begins: a reference to the span), and one
+  // past the allocation's end (not a span's end: a scalar).
   GraphRecord graph{1, "capture", {}};
-  graph.nodes.push_back(
-      kernel(0, {{0, le_words({42, 0x7f0000001008, 0x3f800000, 0x7f00001000ff, 0x7f0000002000})}}));
-  EXPECT_EQ(rows(scan(graph)),
-            (std::vector<Row>{{0, 0, 8, 0x7f0000001008}, {0, 0, 24, 0x7f00001000ff}}));
+  graph.nodes.push_back(kernel(0, {{0, le_words({42, 0x7f0000001008, 0x3f800000, 0x7f00001000ff,
+                                                 0x7f0000002000, 0x7f0000100100})}}));
+  EXPECT_EQ(rows(scan(graph)), (std::vector<Row>{{0, 0, 8, 0x7f0000001008},
+                                                 {0, 0, 24, 0x7f00001000ff},
+                                                 {0, 0, 32, 0x7f0000002000}}));
+}
+
+TEST_F(PointerScanTest, EndPointerIsLookedUpAtTheSpansLastByte) {
+  const AddressIndex index(capture_);
+  GraphRecord graph{1, "capture", {}};
+  const GraphRanges ranges(graph);
+  const WordOwner end = resolve_word(0x7f0000002000, index, ranges);
+  EXPECT_TRUE(end.is_reference);
+  EXPECT_EQ(end.lookup, 0x7f0000001fffU);
+  EXPECT_EQ(index.hit(end.cell).span, &capture_.spans[0]);
+  const WordOwner inside = resolve_word(0x7f0000001008, index, ranges);
+  EXPECT_EQ(inside.lookup, 0x7f0000001008U);
+  EXPECT_EQ(index.hit(inside.cell).span, &capture_.spans[0]);
+  // Where another span begins at that address, the word is that span's begin.
+  capture_.spans.push_back({0x7f0000002000, 0x100, OwnerKind::kBuffer, "next", ""});
+  const AddressIndex with_next(capture_);
+  const WordOwner next = resolve_word(0x7f0000002000, with_next, ranges);
+  EXPECT_TRUE(next.is_reference);
+  EXPECT_EQ(next.lookup, 0x7f0000002000U);
+  EXPECT_EQ(with_next.hit(next.cell).span, &capture_.spans[1]);
 }
 
 TEST_F(PointerScanTest, WordsAreReadLittleEndianAtOffsetsWithinEachArgument) {

@@ -40,6 +40,9 @@ Report sample_report() {
   op.kernel = "aten::mm";
   op.operand = "reads[1]";
   op.address = 0x7f3a00300010;
+  op.access = Access::kRead;
+  op.range_begin = 0x7f3a00300100;
+  op.range_size = 0x700;
   op.verdict = Verdict::kUnregistered;
   op.owner = "layers.0.quant_method.workspace";
   op.detail = "inside an allocation no span covers";
@@ -83,12 +86,13 @@ TEST(ReportJson, WritesTheDocumentedLayout) {
   EXPECT_THAT(
       text,
       HasSubstr(
-          R"({"graph":1,"node":4,"node_type":"op","kernel":"aten::mm","operand":"reads[1]","address":"0x7f3a00300010","verdict":"unregistered","owner":"layers.0.quant_method.workspace","owner_kind":null,)"));
+          R"({"graph":1,"node":4,"node_type":"op","kernel":"aten::mm","operand":"reads[1]","address":"0x7f3a00300010","access":"read","range_begin":"0x7f3a00300100","range_size":1792,"verdict":"unregistered","owner":"layers.0.quant_method.workspace","owner_kind":null,)"));
   EXPECT_THAT(
       text,
       HasSubstr(
           R"({"graph":2,"node":1,"node_type":"memcpy","operand":"src","address":"0x10","verdict":"dangling",)"));
   EXPECT_THAT(text, HasSubstr(R"("stale_allow":["layers.*.old_workspace"],"warnings":[")"));
+  EXPECT_TRUE(text.ends_with(R"(],"stale_allow_policy":"fail"})")) << text;
   EXPECT_EQ(text.find('\n'), std::string::npos);
   EXPECT_THAT(to_json(sample_report()), HasSubstr("\n  \"epoch\": \"after_wake\",\n"));
 }
@@ -165,6 +169,10 @@ TEST(ReportJson, ErrorsNameTheJsonPath) {
               HasSubstr(R"(report: findings[2].address: expected an address string)"));
   EXPECT_THAT(replaced(R"("owner_kind":"parameter")", R"("owner_kind":"weights")"),
               HasSubstr(R"(report: findings[0].owner_kind: expected an owner kind)"));
+  EXPECT_THAT(replaced(R"("access":"read")", R"("access":"rw")"),
+              HasSubstr(R"(report: findings[1].access: expected an access ("read", "write", )"));
+  EXPECT_EQ(replaced(R"("stale_allow_policy":"fail")", R"("stale_allow_policy":"maybe")"),
+            R"(report: stale_allow_policy: expected "fail" or "keep", found "maybe")");
   EXPECT_THAT(replaced(R"("node_type":"op")", R"("node_type":7)"),
               HasSubstr(R"(report: findings[1].node_type: expected a node type)"));
 }

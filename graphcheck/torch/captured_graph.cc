@@ -1,0 +1,420 @@
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/TensorOptions.h>
+#include <graphcheck/error.h>
+#include <graphcheck/torch/captured_graph.h>
+#include <graphcheck/torch/registry.h>
+
+#include <utility>
+
+namespace graphcheck::libtorch {
+namespace detail {
+
+// One tensor operand: the captured storage (index into the graph's table) and the view's
+// geometry over it. `storage < 0`: the view reaches no byte; replay rebuilds it empty.
+struct TensorRef {
+  std::int32_t storage = -1;
+  at::ScalarType dtype = at::kFloat;
+  c10::Device device{c10::kCPU};
+  std::int64_t offset = 0;
+  c10::SmallVector<std::int64_t, 5> sizes;
+  c10::SmallVector<std::int64_t, 5> strides;
+  bool conj = false;  // lazy conjugate / negative views of complex tensors
+  bool neg = false;
+};
+
+// One boxed argument or return. Tensors are kept as `TensorRef`s, never as tensors: a tensor
+// would keep a pre-existing storage alive, which a graph does not.
+struct Slot {
+  enum class Kind : std::uint8_t { kValue, kTensor, kTensorList, kOptionalTensorList };
+  Kind kind = Kind::kValue;
+  c10::IValue value;                              // kValue: kept as boxed
+  std::vector<std::optional<TensorRef>> tensors;  // kTensor: one; lists: one per element
+};
+
+struct CapturedOp {
+  std::string name;
+  std::optional<c10::OperatorHandle> handle;
+  std::vector<Slot> inputs;
+  std::vector<Slot> outputs;
+  std::string unsupported;  // why the op cannot be replayed; empty if it can
+};
+
+struct CapturedStorage {
+  StorageOrigin origin = StorageOrigin::kGraph;
+  c10::Storage owned;  // kGraph: the graph's private memory
+  std::optional<c10::weak_intrusive_ptr<c10::StorageImpl>> weak;  // kPreexisting
+  Address begin = 0;
+  void* data = nullptr;  // `begin` as a pointer: the address a graph bakes
+  std::uint64_t size = 0;
+  c10::Device device{c10::kCPU};
+  bool in_arena = false;
+  c10::Storage arena_view;  // kPreexisting in the arena: the baked address, no deleter
+  std::string first_op;
+};
+
+namespace {
+
+std::string describe(std::size_t index, const CapturedOp& op) {
+  return "op " + std::to_string(index) + " (" + op.name + ")";
+}
+
+at::Tensor make_view(const c10::Storage& storage, const TensorRef& ref) {
+  at::Tensor tensor = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(storage),
+      c10::DispatchKeySet(c10::computeDispatchKey(ref.dtype, at::kStrided, ref.device)),
+      c10::scalarTypeToTypeMeta(ref.dtype));
+  c10::TensorImpl* impl = tensor.unsafeGetTensorImpl();
+  impl->set_sizes_and_strides(ref.sizes, ref.strides, ref.offset);
+  impl->_set_conj(ref.conj);
+  impl->_set_neg(ref.neg);
+  return tensor;
+}
+
+bool holds_tensor(const c10::IValue& value) {
+  if (value.isTensor()) {
+    return true;
+  }
+  if (value.isList()) {
+    for (const c10::IValue& element : value.toListRef()) {
+      if (holds_tensor(element)) {
+        return true;
+      }
+    }
+  } else if (value.isTuple()) {
+    for (const c10::IValue& element : value.toTupleRef().elements()) {
+      if (holds_tensor(element)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+// Resolves the storages of one replay: each storage once, in the op that first needs it.
+class ReplayContext {
+ public:
+  explicit ReplayContext(std::vector<CapturedStorage>& storages) : storages_(storages) {
+    live_.resize(storages.size());
+  }
+
+  const c10::Storage& storage(std::int32_t index, std::size_t op_index, const CapturedOp& op) {
+    const auto at = static_cast<std::size_t>(index);
+    if (live_[at]) {
+      return live_[at];
+    }
+    CapturedStorage& captured = storages_[at];
+    if (captured.origin == StorageOrigin::kGraph) {
+      live_[at] = captured.owned;
+    } else if (captured.in_arena) {
+      if (!captured.arena_view) {
+        captured.arena_view = c10::Storage(c10::Storage::use_byte_size_t(), captured.size,
+                                           c10::DataPtr(captured.data, captured.device),
+                                           /*allocator=*/nullptr, /*resizable=*/false);
+      }
+      live_[at] = captured.arena_view;
+    } else {
+      c10::intrusive_ptr<c10::StorageImpl> strong = captured.weak->lock();
+      if (!strong || reinterpret_cast<Address>(strong->data_ptr().get()) != captured.begin ||
+          strong->nbytes() < captured.size) {
+        throw Error("CapturedGraph::replay: " + describe(op_index, op) + " reads " +
+                    std::to_string(captured.size) + " bytes at " + format_address(captured.begin) +
+                    " (a storage that existed before the capture, first used by " +
+                    captured.first_op + ") that has been freed or moved since; a CUDA graph " +
+                    "replayed now would read freed memory. Keep the tensor alive and in place " +
+                    "while the graph lives (reload with copy_, not by rebinding), or capture " +
+                    "again");
+      }
+      live_[at] = c10::Storage(std::move(strong));
+    }
+    return live_[at];
+  }
+
+  at::Tensor tensor(const TensorRef& ref, std::size_t op_index, const CapturedOp& op) {
+    if (ref.storage < 0) {
+      return at::empty_strided(ref.sizes, ref.strides,
+                               at::TensorOptions().dtype(ref.dtype).device(ref.device));
+    }
+    return make_view(storage(ref.storage, op_index, op), ref);
+  }
+
+  c10::IValue value(const Slot& slot, std::size_t op_index, const CapturedOp& op) {
+    switch (slot.kind) {
+      case Slot::Kind::kValue:
+        return slot.value;
+      case Slot::Kind::kTensor:
+        return tensor(*slot.tensors.front(), op_index, op);
+      case Slot::Kind::kTensorList: {
+        c10::List<at::Tensor> list;
+        list.reserve(slot.tensors.size());
+        for (const auto& ref : slot.tensors) {
+          list.push_back(ref ? tensor(*ref, op_index, op) : at::Tensor());
+        }
+        return list;
+      }
+      case Slot::Kind::kOptionalTensorList: {
+        c10::List<std::optional<at::Tensor>> list;
+        list.reserve(slot.tensors.size());
+        for (const auto& ref : slot.tensors) {
+          list.push_back(ref ? std::optional<at::Tensor>(tensor(*ref, op_index, op))
+                             : std::nullopt);
+        }
+        return list;
+      }
+    }
+    return slot.value;
+  }
+
+  // Copies `result` into the storage captured for it, unless the op wrote there already.
+  void write_back(const std::optional<TensorRef>& ref, const at::Tensor& result,
+                  std::size_t op_index, const CapturedOp& op) {
+    if (!ref || ref->storage < 0 || !result.defined()) {
+      return;
+    }
+    const at::Tensor captured = tensor(*ref, op_index, op);
+    if (result.is_alias_of(captured)) {
+      return;  // a view or an in-place result: the op wrote the captured storage itself
+    }
+    if (result.sizes() != captured.sizes()) {
+      throw Error("CapturedGraph::replay: " + describe(op_index, op) + " returned shape " +
+                  c10::str(result.sizes()) + " where the capture returned " +
+                  c10::str(captured.sizes()) +
+                  "; data-dependent shapes cannot be replayed (a CUDA graph cannot capture "
+                  "them either): keep such ops outside the capture window");
+    }
+    captured.copy_(result);
+  }
+
+ private:
+  std::vector<CapturedStorage>& storages_;
+  std::vector<c10::Storage> live_;
+};
+
+}  // namespace detail
+
+CapturedGraph::CapturedGraph() = default;
+CapturedGraph::~CapturedGraph() = default;
+
+void CapturedGraph::replay() {
+  if (arena_.asleep()) {
+    throw Error(
+        "CapturedGraph::replay: the weights arena is asleep; a graph replayed now would read "
+        "discarded memory. Call WeightsArena::wake_up() first");
+  }
+  const at::NoGradGuard no_grad;
+  detail::ReplayContext context(storages_);
+  std::vector<c10::IValue> stack;
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
+    const detail::CapturedOp& op = ops_[i];
+    if (!op.unsupported.empty()) {
+      throw Error("CapturedGraph::replay: " + detail::describe(i, op) +
+                  " was not recorded for replay: " + op.unsupported +
+                  "; keep it outside the capture window");
+    }
+    stack.clear();
+    for (const detail::Slot& slot : op.inputs) {
+      stack.push_back(context.value(slot, i, op));
+    }
+    op.handle->callBoxed(stack);
+    if (stack.size() != op.outputs.size()) {
+      throw Error("CapturedGraph::replay: " + detail::describe(i, op) + " returned " +
+                  std::to_string(stack.size()) + " values where the capture saw " +
+                  std::to_string(op.outputs.size()));
+    }
+    for (std::size_t j = 0; j < stack.size(); ++j) {
+      const detail::Slot& slot = op.outputs[j];
+      if (slot.kind == detail::Slot::Kind::kTensor && stack[j].isTensor()) {
+        context.write_back(slot.tensors.front(), stack[j].toTensor(), i, op);
+      } else if (slot.kind == detail::Slot::Kind::kTensorList && stack[j].isTensorList()) {
+        const c10::List<at::Tensor> results = stack[j].toTensorList();
+        for (std::size_t k = 0; k < results.size() && k < slot.tensors.size(); ++k) {
+          context.write_back(slot.tensors[k], results.get(k), i, op);
+        }
+      }
+    }
+  }
+}
+
+std::size_t CapturedGraph::op_count() const { return ops_.size(); }
+
+std::vector<std::string> CapturedGraph::op_names() const {
+  std::vector<std::string> names;
+  names.reserve(ops_.size());
+  for (const auto& op : ops_) {
+    names.push_back(op.name);
+  }
+  return names;
+}
+
+std::uint64_t CapturedGraph::private_bytes() const {
+  std::uint64_t bytes = 0;
+  for (const auto& storage : storages_) {
+    bytes += storage.origin == detail::StorageOrigin::kGraph ? storage.size : 0;
+  }
+  return bytes;
+}
+
+std::size_t CapturedGraph::preexisting_count() const {
+  std::size_t count = 0;
+  for (const auto& storage : storages_) {
+    count += storage.origin == detail::StorageOrigin::kPreexisting ? 1 : 0;
+  }
+  return count;
+}
+
+namespace detail {
+namespace {
+
+void mark_unsupported(CapturedOp& op, const std::string& why) {
+  if (op.unsupported.empty()) {
+    op.unsupported = why;
+  }
+}
+
+}  // namespace
+
+GraphRecorder::GraphRecorder(ArenaMapping arena) : graph_(new CapturedGraph()) {
+  graph_->arena_ = std::move(arena);
+  open_.reserve(64);
+}
+
+GraphRecorder::~GraphRecorder() = default;
+
+std::optional<TensorRef> GraphRecorder::ref_of(const at::Tensor& tensor, CapturedOp& op,
+                                               Classify classify) {
+  if (!tensor.defined()) {
+    return std::nullopt;
+  }
+  const auto extent = storage_extent(tensor);
+  if (!extent) {
+    mark_unsupported(op,
+                     "an operand without readable strided storage (sparse, mkldnn, nested "
+                     "or a wrapper subclass)");
+    return std::nullopt;
+  }
+  TensorRef ref;
+  ref.dtype = tensor.scalar_type();
+  ref.device = tensor.device();
+  ref.offset = tensor.storage_offset();
+  ref.sizes.assign(tensor.sizes().begin(), tensor.sizes().end());
+  ref.strides.assign(tensor.strides().begin(), tensor.strides().end());
+  ref.conj = tensor.is_conj();
+  ref.neg = tensor.is_neg();
+  if (extent->view_end <= extent->view_begin || extent->storage_begin == 0) {
+    return ref;  // reaches no byte: rebuilt empty on replay
+  }
+  const auto* impl = static_cast<const c10::StorageImpl*>(extent->identity);
+  const auto [found, inserted] =
+      index_.try_emplace(impl, static_cast<std::int32_t>(graph_->storages_.size()));
+  if (inserted) {
+    CapturedStorage storage;
+    storage.origin = classify(tensor);
+    storage.begin = extent->storage_begin;
+    storage.data = tensor.storage().data_ptr().get();
+    storage.size = extent->storage_size;
+    storage.device = tensor.device();
+    storage.first_op = op.name;
+    if (storage.origin == StorageOrigin::kGraph) {
+      storage.owned = tensor.storage();
+    } else {
+      storage.weak = tensor.storage().getWeakStorageImpl();
+      storage.in_arena = graph_->arena_.contains(storage.begin);
+    }
+    graph_->storages_.push_back(std::move(storage));
+  }
+  if (graph_->storages_[static_cast<std::size_t>(found->second)].origin ==
+      StorageOrigin::kUnknown) {
+    mark_unsupported(op, "an operand whose storage the capture window could not classify");
+  }
+  ref.storage = found->second;
+  return ref;
+}
+
+Slot GraphRecorder::slot_of(const c10::IValue& value, CapturedOp& op, Classify classify) {
+  Slot slot;
+  if (value.isTensor() && value.toTensor().defined() && !value.toTensor().is_meta()) {
+    slot.kind = Slot::Kind::kTensor;
+    slot.tensors.push_back(ref_of(value.toTensor(), op, classify));
+  } else if (value.isTensorList()) {
+    slot.kind = Slot::Kind::kTensorList;
+    for (const at::Tensor& tensor : value.toTensorList()) {
+      slot.tensors.push_back(ref_of(tensor, op, classify));
+    }
+  } else if (value.isOptionalTensorList()) {
+    slot.kind = Slot::Kind::kOptionalTensorList;
+    const c10::List<std::optional<at::Tensor>> list = value.toOptionalTensorList();
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::optional<at::Tensor> tensor = list.get(i);
+      slot.tensors.push_back(tensor ? ref_of(*tensor, op, classify) : std::nullopt);
+    }
+  } else if (!value.isTensor() && holds_tensor(value)) {
+    mark_unsupported(op, "tensors inside a generic list or tuple");
+  } else {
+    slot.value = value;  // a scalar, list of scalars, None, an undefined or a meta tensor
+  }
+  return slot;
+}
+
+void GraphRecorder::on_start(const at::RecordFunction& fn, Classify classify) {
+  if (depth_ > 0) {
+    open_.push_back(Frame::kNested);
+    ++depth_;
+    return;
+  }
+  // Operators are keyed by their schema's name pointer (stable while the operator is
+  // registered): one dispatcher lookup per operator and window. A miss may be a user scope
+  // (no operator): those are not cached, their name strings die with the record.
+  auto found = handles_.find(fn.name());
+  if (found == handles_.end()) {
+    const auto name = fn.operator_name();
+    if (!name) {
+      open_.push_back(Frame::kTransparent);  // a user scope: its ops stay at depth 0
+      return;
+    }
+    found = handles_.emplace(fn.name(), c10::Dispatcher::singleton().findOp(*name)).first;
+  }
+  open_.push_back(Frame::kTop);
+  ++depth_;
+  CapturedOp& op = graph_->ops_.emplace_back();
+  op.name = fn.name();
+  op.handle = found->second;
+  if (!op.handle) {
+    mark_unsupported(op, "the dispatcher does not know the operator");
+  }
+  op.inputs.reserve(fn.inputs().size());
+  for (const c10::IValue& input : fn.inputs()) {
+    op.inputs.push_back(slot_of(input, op, classify));
+  }
+}
+
+void GraphRecorder::on_end(const at::RecordFunction& fn, Classify classify) {
+  if (open_.empty()) {
+    return;
+  }
+  const Frame frame = open_.back();
+  open_.pop_back();
+  if (frame == Frame::kTransparent) {
+    return;
+  }
+  --depth_;
+  if (frame == Frame::kTop) {
+    CapturedOp& op = graph_->ops_.back();
+    for (const c10::IValue& output : fn.outputs()) {
+      op.outputs.push_back(slot_of(output, op, classify));
+    }
+  }
+}
+
+std::shared_ptr<CapturedGraph> GraphRecorder::finish() {
+  index_.clear();
+  handles_.clear();
+  open_.clear();
+  depth_ = 0;
+  return std::shared_ptr<CapturedGraph>(std::move(graph_));
+}
+
+}  // namespace detail
+}  // namespace graphcheck::libtorch
