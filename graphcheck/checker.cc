@@ -220,7 +220,7 @@ class Checker {
     if (scan.aligned) {
       OwnerKind kind = OwnerKind::kParameter;
       if (scan.capture.sole_owner(cell, &kind) && (scan.one_epoch || kind != OwnerKind::kInput)) {
-        count(ok_verdict(kind));
+        count(detail::ok_verdict(kind));
         return;
       }
       const AddressHit hit = scan.capture.hit(cell);
@@ -263,21 +263,6 @@ class Checker {
     }
     Address until = 0;
     return ranges.empty() || (ranges.run(first, &until), last <= until);
-  }
-
-  static Verdict ok_verdict(OwnerKind kind) {
-    switch (kind) {
-      case OwnerKind::kParameter:
-      case OwnerKind::kBuffer:
-        return Verdict::kRegistered;
-      case OwnerKind::kRuntime:
-        return Verdict::kRuntime;
-      case OwnerKind::kGraph:
-        return Verdict::kGraph;
-      case OwnerKind::kInput:
-        return Verdict::kInput;
-    }
-    return Verdict::kRegistered;
   }
 
   // The decision for one address, made once per memo key (its three cells and, where a rule

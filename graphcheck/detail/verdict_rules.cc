@@ -86,6 +86,10 @@ bool encloses(const Allocation& outer, const Allocation& inner) {
          inner.begin - outer.begin <= outer.size - inner.size;
 }
 
+std::uint32_t number(Verdict verdict) { return static_cast<std::uint32_t>(verdict); }
+
+}  // namespace
+
 Verdict ok_verdict(OwnerKind kind) {
   switch (kind) {
     case OwnerKind::kParameter:
@@ -100,10 +104,6 @@ Verdict ok_verdict(OwnerKind kind) {
   }
   return Verdict::kRegistered;
 }
-
-std::uint32_t number(Verdict verdict) { return static_cast<std::uint32_t>(verdict); }
-
-}  // namespace
 
 int severity(Verdict verdict) {
   switch (verdict) {

@@ -38,6 +38,9 @@ struct GraphEpochs {
   bool baseline_cells = false;
 };
 
+/// The ok verdict of an address owned by a span of `kind`.
+[[nodiscard]] Verdict ok_verdict(OwnerKind kind);
+
 /// Rank of a decided verdict for judging a range part by part: the worst part wins. Ok
 /// verdicts rank 0, `allowed` 1 (it would be a finding), then unregistered, dangling, lost
 /// and stale (DESIGN.md precedence).
