@@ -177,8 +177,13 @@ class Checker {
     scan_graph(
         graph,
         [&](Address address) {
-          word = resolve_word(address, capture, ranges);
-          return word.is_reference;
+          // Stored only for references: most words are scalars, and the store per word
+          // showed in the instruction counts.
+          const WordOwner owner = resolve_word(address, capture, ranges);
+          if (owner.is_reference) {
+            word = owner;
+          }
+          return owner.is_reference;
         },
         [&](const Reference& reference) {
           ++report_.summary.references;
