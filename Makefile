@@ -1,8 +1,9 @@
 # The two Quick start commands. `make run` runs the main job; `make test` builds the release
-# and the sanitizer configurations and runs every test tier. Both bootstrap first.
+# and the sanitizer configurations and runs every test tier. Both bootstrap first, and both
+# leave the Python package `graphcheck` installed in the bootstrap's environment.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run example test bootstrap configure build build-asan lint bench clean
+.PHONY: run example test bootstrap configure build build-asan lint bench zoo clean
 
 VENV = $(shell scripts/bootstrap.sh | tail -n 1)
 JOBS ?= $(shell nproc)
@@ -13,8 +14,12 @@ bootstrap:
 configure: bootstrap
 	@cmake --preset release -DGRAPHCHECK_TORCH_VENV=$(VENV) >/dev/null
 
+# The release build also compiles the Python package's modules (python/); pip then installs the
+# package into the bootstrap's environment from those, without compiling again, and is skipped
+# when that environment already holds them (cmake/GraphcheckPythonInstall.cmake).
 build: configure
 	cmake --build --preset release -j $(JOBS)
+	@cmake -DPYTHON=$(VENV)/bin/python -DBUILD_DIR=build -P cmake/GraphcheckPythonInstall.cmake
 
 build-asan: bootstrap
 	@cmake --preset asan -DGRAPHCHECK_TORCH_VENV=$(VENV) >/dev/null
@@ -22,8 +27,12 @@ build-asan: bootstrap
 
 # The main job: the reference model's capture, sleep, wake and reload story on the CPU, for
 # the legacy and the registered variant (snapshots and summary.json in build/demo).
+# Then the zoo's fixed subset of transformers architectures (docs/zoo.md) against its
+# baseline allowlist. From build/, so that the repository's C++ graphcheck/ folder does not
+# shadow the installed package.
 run: build
 	build/bin/graphcheck demo --out build/demo
+	cd build && $(VENV)/bin/python -m graphcheck.zoo --subset --baseline --no-progress
 
 # The core on its own: the synthetic decode step (findings exit 1 by design).
 example: build
@@ -42,6 +51,10 @@ bench: build
 	build/bin/graphcheck_bench
 	build/bin/graphcheck_torch_bench
 	build/bin/graphcheck_cupti_bench
+
+# Every architecture the pinned transformers ships (about 10-15 minutes on 2 cores).
+zoo: build
+	cd build && $(VENV)/bin/python -m graphcheck.zoo --jobs $(JOBS) --baseline --json zoo.json
 
 clean:
 	rm -rf build build-asan build-debug

@@ -2,7 +2,9 @@
 # LibTorch, from the pinned torch wheel in the bootstrap's virtual environment.
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(fmt 9 REQUIRED)
-find_package(CLI11 2 REQUIRED)
+if(GRAPHCHECK_BUILD_CLI)
+  find_package(CLI11 2 REQUIRED)
+endif()
 find_package(Threads REQUIRED)
 if(GRAPHCHECK_BUILD_TESTS)
   find_package(GTest 1.11 REQUIRED)
@@ -14,12 +16,22 @@ endif()
 # --- LibTorch --------------------------------------------------------------------------
 set(GRAPHCHECK_HAS_TORCH OFF)
 if(NOT GRAPHCHECK_TORCH STREQUAL "OFF")
+  # The torch of the bootstrap's environment; in a wheel build, the torch of the Python that
+  # pip runs (as torch extensions do: `pip install --no-build-isolation .`, docs/python.md).
+  set(_graphcheck_torch_python "")
   if(GRAPHCHECK_TORCH_VENV)
+    set(_graphcheck_torch_python ${GRAPHCHECK_TORCH_VENV}/bin/python)
+  elseif(SKBUILD AND Python_EXECUTABLE)
+    set(_graphcheck_torch_python ${Python_EXECUTABLE})
+  endif()
+  set(GRAPHCHECK_TORCH_PREFIX "")
+  if(_graphcheck_torch_python)
     execute_process(
-      COMMAND ${GRAPHCHECK_TORCH_VENV}/bin/python -c "import torch; print(torch.utils.cmake_prefix_path, end='')"
+      COMMAND ${_graphcheck_torch_python} -c "import torch; print(torch.utils.cmake_prefix_path, end='')"
       OUTPUT_VARIABLE _graphcheck_torch_prefix RESULT_VARIABLE _graphcheck_torch_rc ERROR_QUIET)
     if(_graphcheck_torch_rc EQUAL 0)
       list(APPEND CMAKE_PREFIX_PATH ${_graphcheck_torch_prefix})
+      set(GRAPHCHECK_TORCH_PREFIX ${_graphcheck_torch_prefix})
     endif()
   endif()
   # The wheel is a CUDA build; without an architecture list its CMake config probes for a

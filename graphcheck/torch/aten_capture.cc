@@ -6,6 +6,7 @@
 #include <graphcheck/torch/aten_capture.h>
 #include <graphcheck/torch/registry.h>
 #include <graphcheck/torch/weights_arena.h>
+#include <torch/csrc/profiler/orchestration/observer.h>
 
 #include <algorithm>
 #include <thread>
@@ -18,9 +19,18 @@ namespace detail {
 
 // Learns which storages were allocated while the window is open on this thread: the CPU
 // allocator (and CUDA's caching allocator) report every allocation and free to the
-// PROFILER_STATE debug info when it says memory profiling is enabled.
-class AllocationWatcher final : public c10::MemoryReportingInfoBase {
+// PROFILER_STATE debug info when it says memory profiling is enabled. Torch reads that slot as
+// a profiler state (autograd.Function.apply asks `profilerEnabled()` and its config), so the
+// watcher is one: a disabled profiler whose memory reporting is on.
+class AllocationWatcher final : public torch::profiler::impl::ProfilerStateBase {
  public:
+  AllocationWatcher()
+      : ProfilerStateBase(
+            torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::Disabled)) {
+  }
+  torch::profiler::impl::ActiveProfilerType profilerType() override {
+    return torch::profiler::impl::ActiveProfilerType::NONE;
+  }
   void reportMemoryUsage(void* ptr, int64_t alloc_size, size_t /*total_allocated*/,
                          size_t /*total_reserved*/, c10::Device /*device*/) override {
     if (alloc_size > 0) {

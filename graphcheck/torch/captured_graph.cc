@@ -6,6 +6,7 @@
 #include <graphcheck/torch/captured_graph.h>
 #include <graphcheck/torch/registry.h>
 
+#include <unordered_set>
 #include <utility>
 
 namespace graphcheck::libtorch {
@@ -90,6 +91,17 @@ bool holds_tensor(const c10::IValue& value) {
     }
   }
   return false;
+}
+
+// Ops that only allocate: their output holds whatever code outside the dispatcher wrote into
+// it at capture (`torch.tensor(data)` is `aten::empty`, then a plain memcpy). A CUDA graph has
+// no kernel for them, so its memory keeps those bytes; replaying them would copy fresh
+// uninitialized memory over the captured values.
+bool allocates_only(const std::string& name) {
+  static const std::unordered_set<std::string> names = {
+      "aten::empty",     "aten::empty_strided",     "aten::empty_like",
+      "aten::new_empty", "aten::new_empty_strided", "aten::empty_permuted"};
+  return names.count(name) != 0;
 }
 
 }  // namespace
@@ -209,6 +221,9 @@ void CapturedGraph::replay() {
   std::vector<c10::IValue> stack;
   for (std::size_t i = 0; i < ops_.size(); ++i) {
     const detail::CapturedOp& op = ops_[i];
+    if (detail::allocates_only(op.name)) {
+      continue;
+    }
     if (!op.unsupported.empty()) {
       throw Error("CapturedGraph::replay: " + detail::describe(i, op) +
                   " was not recorded for replay: " + op.unsupported +

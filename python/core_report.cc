@@ -1,0 +1,212 @@
+// graphcheck._core: check(), reports (docs/report-format.md) and allowlists.
+#include <graphcheck/address.h>
+#include <graphcheck/checker.h>
+#include <graphcheck/report.h>
+#include <graphcheck/snapshot.h>
+#include <graphcheck/verdict.h>
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "python/core_bindings.h"
+
+namespace graphcheck::detail {
+namespace {
+
+namespace py = pybind11;
+
+// Binds a std::string member as a read-only str property.
+template <typename T, typename Class>
+void def_text(Class& cls, const char* name, std::string T::*member, const char* doc) {
+  cls.def_property_readonly(
+      name, [member](const T& self) { return to_py_str(self.*member); }, doc);
+}
+
+py::list to_py_list(const std::vector<std::string>& items) {
+  py::list out;
+  for (const std::string& item : items) {
+    out.append(to_py_str(item));
+  }
+  return out;
+}
+
+// graphs, nodes and references, then the nine verdict counts in report order.
+py::dict summary_dict(const Summary& summary) {
+  py::dict out;
+  out["graphs"] = summary.graphs;
+  out["nodes"] = summary.nodes;
+  out["references"] = summary.references;
+  for (std::size_t i = 0; i < kVerdictCount; ++i) {
+    const auto verdict = static_cast<Verdict>(i);
+    out[to_py_str(to_string(verdict))] = summary.count(verdict);
+  }
+  return out;
+}
+
+// The `allow` argument: any iterable of str. A bare str is refused: iterating it would add one
+// glob per character.
+std::vector<std::string> allow_globs(const py::object& allow) {
+  if (py::isinstance<py::str>(allow) || py::isinstance<py::bytes>(allow)) {
+    throw py::type_error(
+        "allow: expected an iterable of glob strings, found a single string (wrap it in a list)");
+  }
+  std::vector<std::string> globs;
+  std::size_t index = 0;
+  for (const py::handle item : py::iter(allow)) {
+    if (!py::isinstance<py::str>(item)) {
+      throw py::type_error(py::str("allow[{}]: expected a str glob, found {}")
+                               .format(index, py::type::of(item).attr("__name__"))
+                               .cast<std::string>());
+    }
+    globs.push_back(item.cast<std::string>());
+    ++index;
+  }
+  return globs;
+}
+
+CheckOptions check_options(const std::optional<std::string>& epoch,
+                           const std::optional<std::string>& baseline, const py::object& allow) {
+  CheckOptions options;
+  options.epoch = epoch.value_or("");
+  options.baseline = baseline.value_or("");
+  options.allow = allow_globs(allow);
+  return options;
+}
+
+constexpr const char* kCheckDoc =
+    "Checks every graph of `snapshot` (a Snapshot, or the path of a snapshot file) in one epoch "
+    "and returns a Report.\n\n"
+    "epoch: the epoch to check in (default: the snapshot's last). baseline: the epoch to "
+    "compare against for 'stale' and 'lost' (default: each graph's capture epoch). allow: "
+    "allowlist globs (fnmatch over owner names and allocation labels) added to the snapshot's "
+    "own. Findings are data in the report, never exceptions; GraphcheckError is raised for an "
+    "epoch the snapshot lacks (the message lists those it has) or an unreadable file.";
+
+void bind_finding(py::module_& m) {
+  py::class_<Finding> finding(m, "Finding",
+                              "One reference whose verdict is a finding (read-only).");
+  finding
+      .def_property_readonly(
+          "verdict", [](const Finding& self) { return to_py_str(to_string(self.verdict)); },
+          "'unregistered', 'dangling', 'stale' or 'lost'.")
+      .def_property_readonly(
+          "owner_kind",
+          [](const Finding& self) -> std::optional<py::str> {
+            if (!self.owner_kind) {
+              return std::nullopt;
+            }
+            return to_py_str(to_string(*self.owner_kind));
+          },
+          "'parameter', 'buffer', 'runtime', 'graph', 'input', or None when no span owns the "
+          "address.")
+      .def_readonly("graph", &Finding::graph, "Graph id.")
+      .def_readonly("node", &Finding::node, "Node id.")
+      .def_property_readonly(
+          "node_type", [](const Finding& self) { return to_py_str(to_string(self.node_type)); },
+          "'kernel', 'op', 'memcpy', ... (the snapshot spelling).")
+      .def_readonly("param", &Finding::param, "Kernel argument index, else None.")
+      .def_readonly("offset", &Finding::offset,
+                    "Byte offset of the pointer word in that argument, else None.")
+      .def_readonly("address", &Finding::address, "The address (int).")
+      .def_property_readonly(
+          "access", [](const Finding& self) { return to_py_str(to_string(self.access)); },
+          "'unknown', 'read', 'write' or 'read-write'.")
+      .def_readonly("range_begin", &Finding::range_begin,
+                    "Start of the part of the operand judged (0 for argument words).")
+      .def_readonly("range_size", &Finding::range_size,
+                    "Size of the part of the operand judged (0 for argument words).");
+  def_text<Finding>(finding, "owner", &Finding::owner,
+                    "Owner name, else the allocation label, else ''.");
+  def_text<Finding>(finding, "kernel", &Finding::kernel, "Kernel or op name ('' for memcpy, ...).");
+  def_text<Finding>(finding, "operand", &Finding::operand,
+                    "Operand role for other node kinds ('src', 'reads[0]', ...).");
+  def_text<Finding>(finding, "detail", &Finding::detail, "What happened.");
+  def_text<Finding>(finding, "fix", &Finding::fix,
+                    "One sentence: what to change in the model or engine.");
+  finding.def("__eq__", [](const Finding& a, const Finding& b) { return a == b; })
+      .def("__repr__", [](const Finding& self) {
+        return py::str(
+                   "Finding(verdict={!r}, owner={!r}, graph={}, node={}, kernel={!r}, "
+                   "address={})")
+            .format(to_py_str(to_string(self.verdict)), to_py_str(self.owner), self.graph,
+                    self.node, to_py_str(self.kernel), to_py_str(format_address(self.address)));
+      });
+}
+
+void bind_report_type(py::module_& m) {
+  py::class_<Report>(m, "Report",
+                     "The result of checking a snapshot's graphs in one epoch (read-only). "
+                     "str(report) is the text report; to_json() the JSON report (format "
+                     "version 1).")
+      .def_property_readonly(
+          "epoch", [](const Report& self) { return to_py_str(self.epoch); }, "The epoch checked.")
+      .def_property_readonly(
+          "baseline", [](const Report& self) { return to_py_str(self.baseline); },
+          "The epoch compared against for 'stale' and 'lost'.")
+      .def_property_readonly(
+          "summary", [](const Report& self) { return summary_dict(self.summary); },
+          "Counts: 'graphs', 'nodes', 'references', then each of the nine verdicts (a new dict "
+          "on every read).")
+      .def_readonly("findings", &Report::findings,
+                    "Every reference whose verdict is a finding, in graph, node, reference "
+                    "order (list[Finding]; a copy on read).")
+      .def_property_readonly(
+          "stale_allow", [](const Report& self) { return to_py_list(self.stale_allow); },
+          "Allowlist globs that allowed nothing.")
+      .def_property_readonly(
+          "warnings", [](const Report& self) { return to_py_list(self.warnings); },
+          "One line per address range covered by spans of different owners.")
+      .def_property_readonly(
+          "ok", [](const Report& self) { return !self.has_findings(); }, "True if no findings.")
+      .def(
+          "to_json", [](const Report& self, int indent) { return to_json(self, indent); },
+          py::arg("indent") = 2,
+          "The JSON report (format version 1); one line when indent is negative.")
+      .def("__str__", [](const Report& self) { return to_py_str(to_text(self)); })
+      .def("__eq__", [](const Report& a, const Report& b) { return a == b; })
+      .def("__repr__", [](const Report& self) {
+        return py::str("<Report epoch={!r} baseline={!r} references={} findings={}>")
+            .format(to_py_str(self.epoch), to_py_str(self.baseline), self.summary.references,
+                    self.findings.size());
+      });
+}
+
+}  // namespace
+
+void bind_report(py::module_& m) {
+  bind_finding(m);
+  bind_report_type(m);
+
+  m.def(
+      "check",
+      [](const Snapshot& snapshot, const std::optional<std::string>& epoch,
+         const std::optional<std::string>& baseline, const py::object& allow) {
+        return check(snapshot, check_options(epoch, baseline, allow));
+      },
+      py::arg("snapshot"), py::arg("epoch") = py::none(), py::arg("baseline") = py::none(),
+      py::arg("allow") = py::tuple(), kCheckDoc);
+  m.def(
+      "check",
+      [](const std::filesystem::path& path, const std::optional<std::string>& epoch,
+         const std::optional<std::string>& baseline, const py::object& allow) {
+        const CheckOptions options = check_options(epoch, baseline, allow);
+        return check(read_snapshot(path), options);
+      },
+      py::arg("snapshot"), py::arg("epoch") = py::none(), py::arg("baseline") = py::none(),
+      py::arg("allow") = py::tuple());
+  m.def(
+      "parse_report", [](std::string_view text) { return parse_report(text); }, py::arg("text"),
+      "Parses report JSON (format version 1), as Report.to_json() writes it. Raises "
+      "GraphcheckError naming the JSON path of a bad field.");
+  m.def(
+      "read_allowlist",
+      [](const std::filesystem::path& path) { return read_allowlist(path.string()); },
+      py::arg("path"),
+      "Reads allowlist globs from a file: one per line; blank lines and lines starting with '#' "
+      "are skipped. Raises GraphcheckError naming the path if it cannot be read.");
+}
+
+}  // namespace graphcheck::detail

@@ -1,0 +1,191 @@
+"""graphcheck: CUDA-graph address integrity checking for PyTorch models.
+
+A captured CUDA graph bakes raw addresses; engines free and restore model memory only through
+``named_parameters()`` and ``named_buffers()``. graphcheck maps every address a graph uses to
+its owner and reports each reference to memory the registration contract cannot see
+(``unregistered``), memory freed (``dangling``), moved (``stale``) or discarded by sleep
+(``lost``). See docs/python.md.
+
+What is here:
+
+- the checker and the snapshot and report formats (:func:`check`, :func:`read_snapshot`,
+  :class:`Snapshot`, :class:`Report`, ...), from the compiled module ``graphcheck._core``,
+  which needs no torch;
+- the registration contract (:mod:`graphcheck.contract`), re-exported here, and the census of
+  unregistered tensors (:mod:`graphcheck.census`: ``from graphcheck.census import census``);
+- capture and check of any PyTorch model (:func:`capture`, :class:`Capture`), the CPU weights
+  arena with sleep and wake (:class:`WeightsArena`), the graph-replay test helper
+  (:func:`check_graph_replay`, :mod:`graphcheck.testing`) and a reference model
+  (:mod:`graphcheck.reference`), on top of the compiled module ``graphcheck._torch``.
+
+Everything past the checker uses torch and is imported on first use: ``import graphcheck``
+imports neither torch nor ``graphcheck._torch``.
+
+Errors: misuse, bad input and setup failures raise :class:`GraphcheckError`, a
+``RuntimeError`` whose message names the cause and the fix. Findings are never errors.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from graphcheck._core import (
+    ACCESSES,
+    FINDING_VERDICTS,
+    NODE_TYPES,
+    OWNER_KINDS,
+    REPORT_VERSION,
+    SNAPSHOT_VERSION,
+    VERDICTS,
+    Allocation,
+    Epoch,
+    Finding,
+    GraphcheckError,
+    GraphRecord,
+    KernelParam,
+    Node,
+    Operand,
+    Producer,
+    Report,
+    Snapshot,
+    Span,
+    __version__,
+    check,
+    format_address,
+    parse_address,
+    parse_report,
+    parse_snapshot,
+    read_allowlist,
+    read_snapshot,
+    write_snapshot,
+)
+
+if TYPE_CHECKING:
+    from graphcheck import arena, census, contract, reference, testing
+    from graphcheck._capture import Capture, capture
+    from graphcheck.arena import WeightsArena
+    from graphcheck.contract import (
+        CONSTANT_BUFFERS_ATTR,
+        HELD_PREFIX,
+        Rebind,
+        StorageView,
+        TensorHolder,
+        dataclass_tensors,
+        held_tensors,
+        holder_tensors,
+        is_constant_buffer,
+        is_holder,
+        register_constant_buffer,
+        register_held_tensors,
+        reload_in_place,
+        set_derived_buffer,
+        storage_views,
+    )
+    from graphcheck.testing import GraphReplayResult, ReplayStep, check_graph_replay
+
+# Submodules that import torch, and the names re-exported from them. They are imported on
+# first access (PEP 562), so `import graphcheck` stays cheap and works where torch is missing.
+# The census is not re-exported: its function would collide with the submodule's name (the
+# capture's module is private, graphcheck._capture, so that `graphcheck.capture` stays the
+# function).
+_SUBMODULES = ("arena", "census", "contract", "reference", "testing")
+_LAZY_MODULES: dict[str, tuple[str, ...]] = {
+    "graphcheck.contract": (
+        "CONSTANT_BUFFERS_ATTR",
+        "HELD_PREFIX",
+        "Rebind",
+        "StorageView",
+        "TensorHolder",
+        "dataclass_tensors",
+        "held_tensors",
+        "holder_tensors",
+        "is_constant_buffer",
+        "is_holder",
+        "register_constant_buffer",
+        "register_held_tensors",
+        "reload_in_place",
+        "set_derived_buffer",
+        "storage_views",
+    ),
+    "graphcheck._capture": ("Capture", "capture"),
+    "graphcheck.arena": ("WeightsArena",),
+    "graphcheck.testing": ("GraphReplayResult", "ReplayStep", "check_graph_replay"),
+}
+_LAZY_NAMES = {name: module for module, names in _LAZY_MODULES.items() for name in names}
+
+__all__ = [
+    "ACCESSES",
+    "FINDING_VERDICTS",
+    "NODE_TYPES",
+    "OWNER_KINDS",
+    "REPORT_VERSION",
+    "SNAPSHOT_VERSION",
+    "VERDICTS",
+    "Allocation",
+    "Epoch",
+    "Finding",
+    "GraphRecord",
+    "GraphcheckError",
+    "KernelParam",
+    "Node",
+    "Operand",
+    "Producer",
+    "Report",
+    "Snapshot",
+    "Span",
+    "__version__",
+    "check",
+    "format_address",
+    "parse_address",
+    "parse_report",
+    "parse_snapshot",
+    "read_allowlist",
+    "read_snapshot",
+    "write_snapshot",
+    # graphcheck.contract
+    "CONSTANT_BUFFERS_ATTR",
+    "HELD_PREFIX",
+    "Rebind",
+    "StorageView",
+    "TensorHolder",
+    "dataclass_tensors",
+    "held_tensors",
+    "holder_tensors",
+    "is_constant_buffer",
+    "is_holder",
+    "register_constant_buffer",
+    "register_held_tensors",
+    "reload_in_place",
+    "set_derived_buffer",
+    "storage_views",
+    # capture, arena, test helper (graphcheck._capture, graphcheck.arena, graphcheck.testing)
+    "Capture",
+    "GraphReplayResult",
+    "ReplayStep",
+    "WeightsArena",
+    "capture",
+    "check_graph_replay",
+    # submodules
+    "arena",
+    "census",
+    "contract",
+    "reference",
+    "testing",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Imports a submodule, or a name re-exported from one, on first access."""
+    if name in _SUBMODULES:
+        return importlib.import_module(f"graphcheck.{name}")
+    module = _LAZY_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'graphcheck' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_NAMES) | set(_SUBMODULES))

@@ -1,0 +1,363 @@
+"""Capture and check of any PyTorch model: :func:`capture` and :class:`Capture`.
+
+Re-exported as ``graphcheck.capture`` and ``graphcheck.Capture`` (the module has
+a private name so that the function keeps the public one). Imports torch and
+the compiled module ``graphcheck._torch``.
+
+:func:`capture` runs the model's forward inside the ATen capture window (the
+CPU twin of a CUDA graph capture, docs/torch.md): every dispatcher op is
+recorded with the storages it reads and writes. The registry is the model's
+parameters and buffers (named by module path), the forward's tensor inputs
+(declared inputs), the runtime state the census finds by attribute name
+(``RUNTIME_STATE_ATTRS``) and whatever :meth:`Capture.declare_runtime` and
+:meth:`Capture.declare_input` add. Memory the graph reads that the registry
+does not cover is an allocation of the epoch, labelled with its census path
+where the census reaches it, else with the Python frame that allocated it in a
+:class:`~graphcheck.WeightsArena`, else with the ATen op that first used it.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import torch
+
+from graphcheck import _core, _torch
+from graphcheck.arena import WeightsArena, _flatten, _leaves, arena_of
+from graphcheck.census import census
+
+__all__ = ["CAPTURE_EPOCH", "NOW_EPOCH", "Capture", "capture"]
+
+#: Label of the epoch recorded at capture.
+CAPTURE_EPOCH = "capture"
+#: Label of the transient epoch :meth:`Capture.check` builds when given no epoch.
+NOW_EPOCH = "now"
+
+_INPUT_REASON = "forward input (a static input of the graph)"
+
+
+def _input_tensors(value: Any, name: str) -> Iterator[tuple[str, torch.Tensor]]:
+    """Tensors with storage in a forward argument, named ``args[0]``, ``x['k'][1]``."""
+    if isinstance(value, torch.Tensor):
+        for leaf_name, leaf in _flatten(name, value):
+            if leaf.untyped_storage().nbytes() > 0:
+                yield leaf_name, leaf
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _input_tensors(item, f"{name}[{i}]")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _input_tensors(item, f"{name}[{key!r}]")
+
+
+def _storage_range(tensor: torch.Tensor) -> tuple[int, int]:
+    storage = tensor.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
+def _require_tensor(tensor: object, what: str) -> torch.Tensor:
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"{what}: expected a torch.Tensor, got {type(tensor).__qualname__}")
+    leaves = list(_flatten("", tensor))
+    if not leaves or any(leaf.untyped_storage().nbytes() == 0 for _, leaf in leaves):
+        raise ValueError(
+            f"{what}: the tensor has no memory graphcheck can see (meta, empty, sparse or "
+            f"storage-less: layout {tensor.layout}, device {tensor.device})"
+        )
+    return tensor
+
+
+def _require_text(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise (TypeError if not isinstance(value, str) else ValueError)(
+            f"{what}: expected a non-empty str, got {value!r}"
+        )
+    return value
+
+
+class Capture:
+    """One captured forward: the graph, its epochs and its replay.
+
+    Made by :func:`capture`. It keeps the graph's private memory (the
+    intermediates and the static output, as a CUDA graph's pool does), the
+    forward's inputs (static inputs) and the declared tensors, but only a
+    weak reference to the model: a capture does not keep its model alive.
+
+    Epochs: ``capture`` is recorded by :func:`capture`; :meth:`epoch` records
+    more; :meth:`check` with no epoch checks the model as it is now. The
+    snapshot (:attr:`snapshot`, :meth:`save`) holds the graph and every
+    recorded epoch.
+
+    Thread safety: not synchronized. Use a capture from one thread at a time,
+    and do not replay it while another thread uses the model's tensors.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        record: Any,
+        output: Any,
+        inputs: tuple[tuple[Any, ...], dict[str, Any]],
+        arena: WeightsArena | None,
+    ) -> None:
+        self._model = weakref.ref(model)
+        self._model_type = type(model).__qualname__
+        self._record = record
+        self._output = output
+        self._inputs = inputs
+        self._arena = arena
+        self._runtime: list[tuple[str, torch.Tensor, str]] = []
+        self._declared_inputs: list[tuple[str, torch.Tensor, str]] = []
+        self._epochs: list[_core.Epoch] = [record.capture_epoch(*self._registry_state(model))]
+        self._snapshot = record.snapshot([])
+
+    def __repr__(self) -> str:
+        alive = "alive" if self._model() is not None else "freed"
+        return (
+            f"<Capture of {self._model_type} ({alive}): {self._record.node_count} ops, "
+            f"epochs {self.epochs}>"
+        )
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def model(self) -> torch.nn.Module:
+        """The captured model; raises :class:`graphcheck.GraphcheckError` once it was freed."""
+        return self._live_model("model")
+
+    @property
+    def output(self) -> Any:
+        """The captured forward's output: the graph's static output, rewritten by :meth:`replay`."""
+        return self._output
+
+    @property
+    def arena(self) -> WeightsArena | None:
+        """The weights arena the model was loaded into, or None."""
+        return self._arena
+
+    @property
+    def epochs(self) -> list[str]:
+        """Labels of the recorded epochs, in order (``capture`` first)."""
+        return [e.label for e in self._epochs]
+
+    @property
+    def ops(self) -> list[str]:
+        """Names of the ops :meth:`replay` runs (depth 0: ``aten::linear``, not its inner ops)."""
+        return list(self._record.op_names)
+
+    @property
+    def node_count(self) -> int:
+        """Op nodes of the captured graph (every dispatcher op, nested ones included)."""
+        return int(self._record.node_count)
+
+    @property
+    def snapshot(self) -> _core.Snapshot:
+        """A new :class:`graphcheck.Snapshot` of the graph and every recorded epoch."""
+        return self._record.snapshot(self._epochs)
+
+    def _live_model(self, what: str) -> torch.nn.Module:
+        model = self._model()
+        if model is None:
+            raise _core.GraphcheckError(
+                f"Capture.{what}: the captured {self._model_type} was freed (a Capture keeps "
+                f"only a weak reference to its model, as a graph does not own it); keep the "
+                f"model alive while you check it, or check a recorded epoch by label "
+                f"({', '.join(self.epochs)})"
+            )
+        return model
+
+    def _registry_state(self, model: torch.nn.Module) -> tuple[Any, ...]:
+        """The registry now, as ``CaptureRecord.epoch`` takes it after the label."""
+        found = census(model)
+        return (
+            _leaves(model.named_parameters()),
+            _leaves(model.named_buffers()),
+            [(ln, leaf, r) for n, t, r in self._runtime for ln, leaf in _flatten(n, t)],
+            [(ln, leaf, r) for n, t, r in self._declared_inputs for ln, leaf in _flatten(n, t)],
+            [(e.storage_begin, e.storage_end, e.path, e.reason) for e in found.exempt],
+            [(e.storage_begin, e.storage_end, e.path) for e in (*found.entries, *found.allowed)],
+        )
+
+    # ------------------------------------------------------------ declarations
+
+    def declare_runtime(self, tensor: torch.Tensor, name: str, reason: str) -> None:
+        """Declare ``tensor`` runtime state (a KV cache, scratch): exempt, with ``reason``.
+
+        The declaration holds for the epochs recorded from now on and is added
+        to those already recorded (it says what the memory is, not when),
+        unless a registered parameter or buffer already owns that storage.
+        Runtime state the census finds by attribute name (``kv_cache``,
+        ``workspace``, ... see ``RUNTIME_STATE_ATTRS``) is declared already.
+        The capture keeps a reference to ``tensor``.
+        """
+        _require_tensor(tensor, "Capture.declare_runtime(tensor, name, reason)")
+        _require_text(name, "Capture.declare_runtime: name")
+        _require_text(reason, "Capture.declare_runtime: reason (every exemption says why)")
+        self._runtime.append((name, tensor, reason))
+        self._add_to_recorded(tensor, name, "runtime", reason)
+
+    def declare_input(
+        self, name: str, tensor: torch.Tensor, reason: str = "static graph input"
+    ) -> None:
+        """Declare ``tensor`` a static input or output of the graph (as :meth:`declare_runtime`).
+
+        The tensors passed to the captured forward are declared already, named
+        ``args[i]`` and by keyword.
+        """
+        _require_text(name, "Capture.declare_input(name, tensor): name")
+        _require_tensor(tensor, "Capture.declare_input(name, tensor): tensor")
+        _require_text(reason, "Capture.declare_input: reason")
+        self._declared_inputs.append((name, tensor, reason))
+        self._add_to_recorded(tensor, name, "input", reason)
+
+    def _add_to_recorded(self, tensor: torch.Tensor, name: str, kind: str, reason: str) -> None:
+        for leaf_name, leaf in _flatten(name, tensor):
+            begin, end = _storage_range(leaf)
+            for i, epoch in enumerate(self._epochs):
+                spans = epoch.spans
+                if any(span.begin == begin for span in spans):
+                    continue
+                epoch.spans = [*spans, _core.Span(begin, end - begin, kind, leaf_name, reason)]
+                self._epochs[i] = epoch
+
+    # ---------------------------------------------------------- epochs, checks
+
+    def epoch(self, label: str) -> _core.Epoch:
+        """Record the model's state now as the epoch ``label`` and return it.
+
+        The state: the registry (parameters and buffers as the model has them
+        now, declared and census-found runtime state, inputs), the graph's
+        private memory, the weights arena's allocations with their generations
+        and every other storage the graph used that is still alive. Raises
+        ``ValueError`` for a label already recorded or ``"now"`` (reserved),
+        :class:`graphcheck.GraphcheckError` once the model was freed, and what
+        the census raises for a bad holder.
+        """
+        _require_text(label, "Capture.epoch: label")
+        if label == NOW_EPOCH or label in self.epochs:
+            raise ValueError(
+                f"Capture.epoch: the label {label!r} is "
+                + ("reserved for check()" if label == NOW_EPOCH else "already recorded")
+                + f" (recorded: {', '.join(self.epochs)}); pick another"
+            )
+        epoch = self._now(label, "epoch")
+        self._epochs.append(epoch)
+        return epoch
+
+    def _now(self, label: str, what: str) -> _core.Epoch:
+        model = self._live_model(what)
+        return self._record.epoch(label, *self._registry_state(model))
+
+    def check(
+        self,
+        epoch: str | None = None,
+        baseline: str | None = None,
+        allow: Iterable[str] = (),
+    ) -> _core.Report:
+        """Check the graph in an epoch; returns a :class:`graphcheck.Report`.
+
+        ``epoch`` is the label of a recorded epoch, or None to check the model
+        as it is now (a transient epoch labelled ``"now"``, not added to the
+        snapshot; it needs the model alive). ``baseline`` is the epoch to
+        compare against for ``stale`` and ``lost`` (default: ``capture``), and
+        ``allow`` holds globs over owners and labels (census paths, Python
+        sites) that turn ``unregistered`` and ``lost`` into ``allowed``. The
+        same check as ``graphcheck check`` of :meth:`save`'s file.
+        """
+        epochs = list(self._epochs)
+        if epoch is None:
+            epochs.append(self._now(NOW_EPOCH, "check"))
+            epoch = NOW_EPOCH
+        self._snapshot.epochs = epochs
+        try:
+            return _core.check(self._snapshot, epoch=epoch, baseline=baseline, allow=allow)
+        finally:
+            self._snapshot.epochs = []
+
+    def replay(self) -> Any:
+        """Re-execute the captured ops on the captured storages; returns :attr:`output`.
+
+        As a CUDA graph replays its kernels: the model is not called; every op
+        reads the addresses it read at capture (inside the weights arena,
+        whatever the arena holds there now: after a reload by rebinding, the
+        old parameter's address) and writes the graph's private memory, so the
+        static output holds the new values. Raises
+        :class:`graphcheck.GraphcheckError` while the arena sleeps, or when a
+        storage outside the arena that an op reads was freed (naming the op
+        and the address).
+        """
+        self._record.replay()
+        return self._output
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the snapshot (format version 1) that ``graphcheck check`` reads."""
+        _core.write_snapshot(self.snapshot, path)
+
+
+def capture(
+    model: torch.nn.Module,
+    *args: Any,
+    warmup: int = 1,
+    arena: WeightsArena | None = None,
+    **kwargs: Any,
+) -> Capture:
+    """Capture one forward of ``model`` and record the capture epoch.
+
+    Runs ``warmup`` forwards (as before a CUDA graph capture: lazy state gets
+    allocated), then ``model(*args, **kwargs)`` inside the ATen capture window,
+    all under ``torch.no_grad()``. The tensors in ``args`` and ``kwargs``
+    (also inside lists, tuples and dicts) are declared static inputs.
+    ``arena`` is the :class:`~graphcheck.WeightsArena` the model was loaded
+    into; by default the live arena that holds any of the model's parameters
+    or buffers, if one does. ``warmup`` and ``arena`` are not passed to the
+    forward.
+
+    The window records the ops of the calling thread only. CPU tensors are
+    what this has been run with; on CUDA the same ATen window records the
+    dispatcher ops, unverified on a GPU so far, and the CUPTI-backed capture of
+    a real ``torch.cuda.graph`` is not part of the Python API yet.
+
+    Raises ``TypeError`` when ``model`` is not a ``torch.nn.Module``; when the
+    forward raises, its exception propagates (with a note) after the window is
+    closed. Nothing stays installed after an error. Not thread-safe for one
+    model (the forward runs on the calling thread).
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(
+            f"graphcheck.capture: model must be a torch.nn.Module, got {type(model).__qualname__}"
+        )
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"graphcheck.capture: warmup must be an int >= 0, got {warmup!r}")
+    if arena is not None and not isinstance(arena, WeightsArena):
+        raise TypeError(
+            f"graphcheck.capture: arena must be a graphcheck.WeightsArena, got "
+            f"{type(arena).__qualname__}"
+        )
+    if arena is None:
+        arena = arena_of(model)
+    inputs = [
+        *_input_tensors(list(args), "args"),
+        *(item for key, value in kwargs.items() for item in _input_tensors(value, key)),
+    ]
+    with torch.no_grad():
+        for _ in range(warmup):
+            model(*args, **kwargs)
+        window = _torch.CaptureWindow(arena._native if arena is not None else None)
+        try:
+            for name, tensor in inputs:
+                window.declare_input(name, tensor, _INPUT_REASON)
+            output = model(*args, **kwargs)
+            record = window.finish()
+        except Exception as exc:
+            if hasattr(exc, "add_note"):
+                exc.add_note(
+                    f"graphcheck.capture: the forward of {type(model).__qualname__} raised "
+                    f"inside the capture window; the window is closed and nothing was captured"
+                )
+            raise
+        finally:
+            window.close()
+    return Capture(model, record, output, (args, kwargs), arena)

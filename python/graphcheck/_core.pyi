@@ -1,0 +1,272 @@
+"""Type stub of graphcheck._core (python/core_*.cc): the checker, snapshot and report I/O.
+
+Value semantics: the classes are copied across the boundary, and list attributes return a new
+list on every read; assign a new list to change one.
+"""
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Final, Literal
+
+__version__: Final[str]
+SNAPSHOT_VERSION: Final[int]
+REPORT_VERSION: Final[int]
+
+_VerdictName = Literal[
+    "registered",
+    "runtime",
+    "graph",
+    "input",
+    "allowed",
+    "unregistered",
+    "dangling",
+    "stale",
+    "lost",
+]
+_FindingVerdictName = Literal["unregistered", "dangling", "stale", "lost"]
+_OwnerKindName = Literal["parameter", "buffer", "runtime", "graph", "input"]
+_NodeTypeName = Literal[
+    "kernel",
+    "memcpy",
+    "memset",
+    "host",
+    "child_graph",
+    "empty",
+    "event_wait",
+    "event_record",
+    "ext_semas_signal",
+    "ext_semas_wait",
+    "mem_alloc",
+    "mem_free",
+    "batch_mem_op",
+    "conditional",
+    "op",
+]
+_AccessName = Literal["unknown", "read", "write", "read-write"]
+_StrPath = str | os.PathLike[str]
+
+VERDICTS: Final[tuple[_VerdictName, ...]]
+FINDING_VERDICTS: Final[tuple[_FindingVerdictName, ...]]
+OWNER_KINDS: Final[tuple[_OwnerKindName, ...]]
+NODE_TYPES: Final[tuple[_NodeTypeName, ...]]
+ACCESSES: Final[tuple[_AccessName, ...]]
+
+class GraphcheckError(RuntimeError):
+    """Misuse, bad input or a setup failure; the message names the cause and the fix."""
+
+class Span:
+    """An address range [begin, begin + size) with an owner."""
+
+    begin: int
+    size: int
+    kind: _OwnerKindName
+    name: str
+    reason: str
+    def __init__(
+        self,
+        begin: int,
+        size: int,
+        kind: _OwnerKindName = "parameter",
+        name: str = "",
+        reason: str = "",
+    ) -> None: ...
+    @property
+    def end(self) -> int:
+        """One past the last address."""
+    def contains(self, address: int) -> bool:
+        """True if begin <= address < end."""
+
+class Allocation:
+    """A live allocation with its pool and generation."""
+
+    begin: int
+    size: int
+    pool: str
+    generation: int
+    label: str
+    def __init__(
+        self,
+        begin: int,
+        size: int,
+        pool: str = "default",
+        generation: int = 0,
+        label: str = "",
+    ) -> None: ...
+    @property
+    def end(self) -> int:
+        """One past the last address."""
+    def contains(self, address: int) -> bool:
+        """True if begin <= address < end."""
+    def is_graph_pool(self) -> bool:
+        """True for pools named 'graph' or 'graph:<anything>'."""
+
+class Epoch:
+    """The spans and allocations at one moment."""
+
+    label: str
+    spans: list[Span]
+    allocations: list[Allocation]
+    def __init__(
+        self,
+        label: str,
+        spans: Sequence[Span] = ...,
+        allocations: Sequence[Allocation] = ...,
+    ) -> None: ...
+
+class KernelParam:
+    """One kernel argument: its offset and its bytes in memory order."""
+
+    offset: int
+    data: bytes
+    def __init__(self, offset: int, data: bytes) -> None: ...
+
+class Operand:
+    """An address operand of a node, with its extent where known."""
+
+    role: str
+    begin: int
+    size: int
+    access: _AccessName
+    def __init__(
+        self, role: str, begin: int, size: int = 0, access: _AccessName = "unknown"
+    ) -> None: ...
+
+class Node:
+    """One graph node; which members are used depends on type."""
+
+    id: int
+    type: _NodeTypeName
+    name: str
+    params: list[KernelParam]
+    operands: list[Operand]
+    bodies: list[list[Node]]
+    def __init__(
+        self,
+        id: int,
+        type: _NodeTypeName = "empty",
+        name: str = "",
+        params: Sequence[KernelParam] = ...,
+        operands: Sequence[Operand] = ...,
+        bodies: Sequence[Sequence[Node]] = ...,
+    ) -> None: ...
+
+class GraphRecord:
+    """A captured graph: its id, its capture epoch and its nodes."""
+
+    id: int
+    epoch: str
+    nodes: list[Node]
+    def __init__(self, id: int, epoch: str, nodes: Sequence[Node] = ...) -> None: ...
+
+class Producer:
+    """Who wrote a snapshot."""
+
+    backend: str
+    tool: str
+    def __init__(self, backend: str = "synthetic", tool: str = "") -> None: ...
+
+class Snapshot:
+    """Everything the checker reads: epochs in order, graphs, allowlist globs."""
+
+    producer: Producer
+    epochs: list[Epoch]
+    graphs: list[GraphRecord]
+    allow: list[str]
+    def __init__(
+        self,
+        producer: Producer | None = None,
+        epochs: Sequence[Epoch] = ...,
+        graphs: Sequence[GraphRecord] = ...,
+        allow: Sequence[str] = ...,
+    ) -> None: ...
+    def find_epoch(self, label: str) -> Epoch | None:
+        """A copy of the epoch labelled `label`, or None."""
+    def to_json(self) -> str:
+        """The snapshot as JSON text (format version 1)."""
+
+class Finding:
+    """One reference whose verdict is a finding (read-only)."""
+
+    @property
+    def verdict(self) -> _FindingVerdictName: ...
+    @property
+    def owner(self) -> str: ...
+    @property
+    def owner_kind(self) -> _OwnerKindName | None: ...
+    @property
+    def graph(self) -> int: ...
+    @property
+    def node(self) -> int: ...
+    @property
+    def node_type(self) -> _NodeTypeName: ...
+    @property
+    def kernel(self) -> str: ...
+    @property
+    def param(self) -> int | None: ...
+    @property
+    def offset(self) -> int | None: ...
+    @property
+    def operand(self) -> str: ...
+    @property
+    def address(self) -> int: ...
+    @property
+    def access(self) -> _AccessName: ...
+    @property
+    def range_begin(self) -> int: ...
+    @property
+    def range_size(self) -> int: ...
+    @property
+    def detail(self) -> str: ...
+    @property
+    def fix(self) -> str: ...
+
+class Report:
+    """The result of checking a snapshot's graphs in one epoch (read-only)."""
+
+    @property
+    def epoch(self) -> str: ...
+    @property
+    def baseline(self) -> str: ...
+    @property
+    def summary(self) -> dict[str, int]:
+        """'graphs', 'nodes', 'references', then each of the nine verdicts."""
+    @property
+    def findings(self) -> list[Finding]: ...
+    @property
+    def stale_allow(self) -> list[str]: ...
+    @property
+    def warnings(self) -> list[str]: ...
+    @property
+    def ok(self) -> bool:
+        """True if no findings."""
+    def to_json(self, indent: int = 2) -> str:
+        """The JSON report (format version 1); one line when indent is negative."""
+
+def check(
+    snapshot: Snapshot | _StrPath,
+    epoch: str | None = None,
+    baseline: str | None = None,
+    allow: Iterable[str] = (),
+) -> Report:
+    """Checks every graph of `snapshot` (or of the snapshot file) in one epoch."""
+
+def parse_snapshot(text: str, source: str = "snapshot") -> Snapshot:
+    """Parses and validates snapshot JSON text."""
+
+def read_snapshot(path: _StrPath) -> Snapshot:
+    """Reads and parses a snapshot file."""
+
+def write_snapshot(snapshot: Snapshot, path: _StrPath) -> None:
+    """Writes the snapshot's JSON to `path`."""
+
+def parse_report(text: str) -> Report:
+    """Parses report JSON (format version 1)."""
+
+def read_allowlist(path: _StrPath) -> list[str]:
+    """Reads allowlist globs from a file, one per line."""
+
+def format_address(address: int) -> str:
+    """The address as lower-case hex with a 0x prefix."""
+
+def parse_address(text: str) -> int | None:
+    """Parses '0x...' (1 to 16 hex digits); None for any other text."""

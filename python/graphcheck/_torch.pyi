@@ -1,0 +1,91 @@
+"""Type stub of graphcheck._torch (python/torch_*.cc): capture window, weights arena, replay.
+
+Private: graphcheck.capture, graphcheck.WeightsArena and graphcheck.testing are its API. It
+imports torch and graphcheck._core when loaded; the Epoch, Snapshot and Allocation values it
+returns are _core's classes. graphcheck::Error raises graphcheck.GraphcheckError.
+"""
+
+from collections.abc import Sequence
+from typing import Final
+
+import torch
+
+from graphcheck._core import Allocation, Epoch, Snapshot
+
+__version__: Final[str]
+
+def cpu_allocator() -> int:
+    """The address of torch's current CPU allocator."""
+
+class WeightsArena:
+    """The CPU weights arena with Python allocation sites (graphcheck.arena wraps it)."""
+
+    def __init__(self, capacity: int, pool: str, internal_prefixes: Sequence[str]) -> None: ...
+    def enter_loading(self) -> None: ...
+    def exit_loading(self) -> None: ...
+    @property
+    def open_scopes(self) -> int: ...
+    def sleep(self, level: int, buffers: Sequence[tuple[str, torch.Tensor]]) -> None: ...
+    def wake_up(self) -> None: ...
+    def allocations(self) -> list[Allocation]: ...
+    def contains(self, address: int) -> bool: ...
+    @property
+    def asleep(self) -> bool: ...
+    @property
+    def begin(self) -> int: ...
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def used(self) -> int: ...
+
+_Named = Sequence[tuple[str, torch.Tensor]]
+_Declared = Sequence[tuple[str, torch.Tensor, str]]
+_RuntimeRanges = Sequence[tuple[int, int, str, str]]
+_Labels = Sequence[tuple[int, int, str]]
+
+class CaptureRecord:
+    """What a capture window recorded: the graph of op nodes and the replayable ops."""
+
+    def capture_epoch(
+        self,
+        parameters: _Named,
+        buffers: _Named,
+        runtime: _Declared,
+        inputs: _Declared,
+        runtime_ranges: _RuntimeRanges,
+        labels: _Labels,
+    ) -> Epoch: ...
+    def epoch(
+        self,
+        label: str,
+        parameters: _Named,
+        buffers: _Named,
+        runtime: _Declared,
+        inputs: _Declared,
+        runtime_ranges: _RuntimeRanges,
+        labels: _Labels,
+    ) -> Epoch: ...
+    def snapshot(self, epochs: Sequence[Epoch]) -> Snapshot: ...
+    def replay(self) -> None: ...
+    @property
+    def node_count(self) -> int: ...
+    @property
+    def operands(self) -> int: ...
+    @property
+    def op_names(self) -> list[str]: ...
+    @property
+    def private_bytes(self) -> int: ...
+    @property
+    def preexisting_count(self) -> int: ...
+
+class CaptureWindow:
+    """The ATen capture window of this thread."""
+
+    def __init__(
+        self, arena: WeightsArena | None, graph_id: int = 1, epoch: str = "capture"
+    ) -> None: ...
+    def declare_input(self, name: str, tensor: torch.Tensor, reason: str) -> None: ...
+    def finish(self) -> CaptureRecord: ...
+    def close(self) -> None: ...
+    @property
+    def is_open(self) -> bool: ...

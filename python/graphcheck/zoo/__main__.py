@@ -1,0 +1,166 @@
+"""``python -m graphcheck.zoo``: every transformers architecture, tiny, through the census.
+
+Exit status: 0 when every finding is on the allowlist and no allowlist entry
+is stale, 1 otherwise, 2 for bad usage or input (an unreadable allowlist, a
+glob that selects nothing, transformers missing). Build failures are results
+(in the table and the JSON), not errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from graphcheck.zoo.catalog import Arch
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m graphcheck.zoo",
+        description="Build every model class of the installed transformers from a tiny config "
+        "(offline, random weights, float32, eager attention, CPU), each in its own worker "
+        "process, and list every tensor the model keeps outside its parameters and buffers.",
+    )
+    p.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="class names or Arch@variant globs to run (repeatable; default: all)",
+    )
+    p.add_argument(
+        "--subset",
+        action="store_true",
+        help="run the fixed test subset (graphcheck.zoo.subset.SUBSET) instead of all",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="worker processes at a time (default: the number of CPUs)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=240.0,
+        metavar="S",
+        help="seconds one architecture may take before its worker is killed (default: 240)",
+    )
+    p.add_argument("--json", metavar="FILE", help="write the per-architecture report here")
+    p.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="allowlist file(s): Arch:path-glob lines (repeatable)",
+    )
+    p.add_argument(
+        "--baseline",
+        action="store_true",
+        help="use the baseline allowlist shipped for the pinned transformers "
+        "(graphcheck/zoo/baseline_allow.txt)",
+    )
+    p.add_argument(
+        "--write-allowlist",
+        metavar="FILE",
+        help="write every finding of this run as an allowlist (one glob per site)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--list", action="store_true", help="list the selected architectures and exit")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the zoo; returns the exit status."""
+    args = _parser().parse_args(argv)
+    if args.jobs < 1 or args.timeout <= 0:
+        print("graphcheck.zoo: --jobs must be >= 1 and --timeout > 0", file=sys.stderr)
+        return 2
+    from graphcheck.zoo import BASELINE
+    from graphcheck.zoo import report as rep
+    from graphcheck.zoo.catalog import enumerate_architectures, filter_architectures
+    from graphcheck.zoo.runner import prepare, run
+    from graphcheck.zoo.subset import SUBSET
+
+    allow_files = list(args.allow) + ([str(BASELINE)] if args.baseline else [])
+    entries: list[rep.AllowEntry] = []
+    try:
+        for f in allow_files:
+            entries += rep.read_allowlist(f)
+    except (OSError, ValueError) as exc:
+        print(f"graphcheck.zoo: cannot read allowlist: {exc}", file=sys.stderr)
+        return 2
+    try:
+        version = prepare()
+    except ImportError as exc:
+        print(
+            f"graphcheck.zoo: transformers is required ({exc}); install the zoo extra: "
+            "pip install 'graphcheck[zoo]'",
+            file=sys.stderr,
+        )
+        return 2
+    archs = enumerate_architectures()
+    globs = list(args.only) + (list(SUBSET) if args.subset else [])
+    selected = filter_architectures(archs, globs)
+    if not selected:
+        print(f"graphcheck.zoo: no architecture matches {globs}", file=sys.stderr)
+        return 2
+    if args.list:
+        for a in selected:
+            print(a.name)
+        return 0
+    progress = None
+    if not args.no_progress:
+        import tqdm
+
+        tqdm.tqdm.monitor_interval = 0  # no monitor thread in a process that forks
+        progress = tqdm.tqdm(
+            total=len(selected), unit="arch", file=sys.stderr, mininterval=1.0, dynamic_ncols=True
+        )
+    failed = 0
+
+    def done(arch: Arch, result: dict[str, Any]) -> None:
+        nonlocal failed
+        failed += result.get("status") != "built"
+        if progress is not None:
+            progress.set_postfix_str(f"failed {failed}, last {arch.name}", refresh=False)
+            progress.update(1)
+
+    start = time.monotonic()
+    results = run(selected, jobs=args.jobs, timeout=args.timeout, on_done=done)
+    wall = time.monotonic() - start
+    if progress is not None:
+        progress.close()
+    evaluation = rep.evaluate(results, entries)
+    summary = rep.summarize(results, evaluation, wall, args.jobs)
+    print(rep.format_table(summary, version))
+    if args.json:
+        import torch
+
+        extra = {
+            "torch": torch.__version__,
+            "enumerated_classes": sum(1 for a in archs if not a.variant),
+            "enumerated_variants": sum(1 for a in archs if a.variant),
+            "options": {
+                "only": globs,
+                "jobs": args.jobs,
+                "timeout": args.timeout,
+                "allow": allow_files,
+            },
+        }
+        rep.write_json(args.json, rep.to_json(results, evaluation, summary, version, extra))
+    if args.write_allowlist:
+        rep.write_allowlist(args.write_allowlist, results, version)
+    bad = any(evaluation.new.values()) or any(evaluation.capture_new.values()) or evaluation.stale
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

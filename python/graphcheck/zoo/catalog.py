@@ -1,0 +1,142 @@
+"""The corpus: every model class the installed ``transformers`` auto mappings list.
+
+:func:`enumerate_architectures` reads every ``MODEL_*_MAPPING_NAMES`` table of
+``transformers.models.auto.modeling_auto`` at run time (nothing is hard-coded:
+a new release brings its new classes), deduplicates the class names, and adds
+the ``Arch@variant`` entries of :mod:`graphcheck.zoo.variants`. It reads names
+only; no model module is imported here, so enumerating costs the import of the
+auto tables, not of 500 model files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import re
+from collections.abc import Iterable, Sequence
+
+__all__ = ["Arch", "enumerate_architectures", "filter_architectures", "split_name"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Arch:
+    """One entry of the corpus.
+
+    ``name`` is the class name, or ``Class@variant`` for a variant.
+    ``model_type`` is the config ``model_type`` of the first auto table row
+    that lists the class; ``tasks`` the auto tables (``MODEL_FOR_CAUSAL_LM``
+    becomes ``causal_lm``, ``MODEL`` becomes ``base``) that list it.
+    """
+
+    name: str
+    class_name: str
+    model_type: str
+    variant: str = ""
+    tasks: tuple[str, ...] = ()
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """``"LlamaModel@rope_yarn"`` -> ``("LlamaModel", "rope_yarn")``; no ``@``: empty variant."""
+    cls, _, variant = name.partition("@")
+    return cls, variant
+
+
+def _task(table: str) -> str:
+    core = table.removesuffix("_MAPPING_NAMES").removeprefix("MODEL")
+    core = core.removeprefix("_FOR_").removeprefix("_")
+    return core.lower() or "base"
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a.lower(), b.lower(), strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _best_model_type(cls_name: str, candidates: list[str]) -> str:
+    """The model type whose config class name shares the longest prefix with ``cls_name``.
+
+    Several model types may list one class (``exaone`` and ``llama`` both list
+    ``LlamaModel``); the class's own config is the one named like it. Ties keep
+    the first candidate. (The worker reads the authoritative ``config_class``.)
+    """
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    best, best_len = candidates[0], -1
+    for model_type in candidates:
+        config_name = str(CONFIG_MAPPING_NAMES.get(model_type, ""))
+        length = _common_prefix(cls_name, config_name.removesuffix("Config"))
+        if length > best_len:
+            best, best_len = model_type, length
+    return best
+
+
+def _auto_tables() -> dict[str, dict[str, object]]:
+    from transformers.models.auto import modeling_auto
+
+    tables: dict[str, dict[str, object]] = {}
+    for attr in sorted(vars(modeling_auto)):
+        if attr.startswith("MODEL") and attr.endswith("_MAPPING_NAMES"):
+            value = getattr(modeling_auto, attr)
+            if isinstance(value, dict):
+                tables[attr] = value
+    return tables
+
+
+def enumerate_architectures(*, with_variants: bool = True) -> list[Arch]:
+    """Every model class of the installed ``transformers`` auto tables, plus variants.
+
+    Classes come in the order of ``MODEL_MAPPING_NAMES`` (the base models)
+    first, then the other tables in name order, each class once; variants
+    follow the class they vary. Raises ``ImportError`` when transformers is not
+    installed (it is an optional extra: ``pip install 'graphcheck[zoo]'``).
+    """
+    tables = _auto_tables()
+    order = ["MODEL_MAPPING_NAMES"] + [t for t in tables if t != "MODEL_MAPPING_NAMES"]
+    model_types_of: dict[str, list[str]] = {}
+    tasks_of: dict[str, list[str]] = {}
+    for table in order:
+        for model_type, value in tables.get(table, {}).items():
+            names: Iterable[object] = value if isinstance(value, (list, tuple)) else (value,)
+            for cls_name in names:
+                if not isinstance(cls_name, str):
+                    continue
+                types = model_types_of.setdefault(cls_name, [])
+                if model_type not in types:
+                    types.append(model_type)
+                task = _task(table)
+                if task not in tasks_of.setdefault(cls_name, []):
+                    tasks_of[cls_name].append(task)
+    archs: list[Arch] = []
+    if with_variants:
+        from graphcheck.zoo.variants import variants_for
+    for cls_name, candidates in model_types_of.items():
+        model_type = _best_model_type(cls_name, candidates)
+        tasks = tuple(tasks_of[cls_name])
+        archs.append(Arch(cls_name, cls_name, model_type, "", tasks))
+        if with_variants and "base" in tasks:
+            for variant in variants_for(model_type):
+                archs.append(Arch(f"{cls_name}@{variant}", cls_name, model_type, variant, tasks))
+    return archs
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    # Brackets are literal, as in the census's allowlist globs.
+    return re.compile(fnmatch.translate(pattern.replace("[", "[[]")))
+
+
+def filter_architectures(archs: Sequence[Arch], only: Sequence[str]) -> list[Arch]:
+    """The entries whose name matches any of the ``only`` globs (all when empty).
+
+    A glob without ``@`` matches class names and, through them, their
+    variants only when it ends in ``*`` or names the variant: ``--only
+    LlamaModel`` selects the plain class, ``--only 'LlamaModel*'`` the class
+    and its variants, ``--only '*@rope_*'`` every rope variant.
+    """
+    if not only:
+        return list(archs)
+    patterns = [_glob(p) for p in only]
+    return [a for a in archs if any(p.fullmatch(a.name) for p in patterns)]

@@ -1,0 +1,236 @@
+// graphcheck._torch: the ATen capture window and what it recorded, for graphcheck._capture.
+// Epochs are built here from the registry the Python side passes (named parameters and
+// buffers, declared runtime state and inputs), with the census' runtime ranges and labels.
+#include <graphcheck/epoch.h>
+#include <graphcheck/error.h>
+#include <graphcheck/snapshot.h>
+#include <graphcheck/torch/aten_capture.h>
+#include <graphcheck/torch/captured_graph.h>
+#include <graphcheck/torch/registry.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "python/torch_bindings.h"
+
+namespace graphcheck::detail {
+namespace {
+
+namespace py = pybind11;
+
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+using Declared = std::vector<std::tuple<std::string, at::Tensor, std::string>>;
+/// (begin, end, name, reason): runtime state the census found by attribute name.
+using RuntimeRanges = std::vector<std::tuple<Address, Address, std::string, std::string>>;
+/// (begin, end, path): census paths of unregistered storages, the best allocation labels.
+using LabelRanges = std::vector<std::tuple<Address, Address, std::string>>;
+
+/// What the registry holds at one moment, as the Python side lists it.
+struct RegistryState {
+  NamedTensors parameters;
+  NamedTensors buffers;
+  Declared runtime;
+  Declared inputs;
+  RuntimeRanges runtime_ranges;
+  LabelRanges labels;
+};
+
+enum class Liveness : std::uint8_t { kAsCaptured, kNow };
+
+// The census path of the first unregistered storage that overlaps [begin, end), or nullptr.
+const std::string* census_label(const LabelRanges& labels, Address begin, Address end) {
+  // `labels` is sorted by begin: the candidates start before `end`; the closest one to
+  // `begin` from above, else the one just below it.
+  const auto after = std::lower_bound(
+      labels.begin(), labels.end(), begin,
+      [](const auto& label, Address address) { return std::get<0>(label) < address; });
+  if (after != labels.end() && std::get<0>(*after) < end) {
+    return &std::get<2>(*after);
+  }
+  if (after != labels.begin()) {
+    const auto& below = *std::prev(after);
+    if (std::get<1>(below) > begin) {
+      return &std::get<2>(below);
+    }
+  }
+  return nullptr;
+}
+
+class PyRecord {
+ public:
+  PyRecord(libtorch::CaptureRecord record, std::shared_ptr<PyArena> arena)
+      : record_(std::move(record)), arena_(std::move(arena)) {}
+
+  [[nodiscard]] Epoch epoch(const std::string& label, RegistryState state,
+                            Liveness liveness) const {
+    libtorch::Registry registry;
+    registry.add_named(state.parameters, OwnerKind::kParameter);
+    registry.add_named(state.buffers, OwnerKind::kBuffer);
+    for (auto& [name, tensor, reason] : state.runtime) {
+      registry.declare_runtime(std::move(name), tensor, std::move(reason));
+    }
+    for (auto& [name, tensor, reason] : state.inputs) {
+      registry.declare_input(std::move(name), tensor, std::move(reason));
+    }
+    const libtorch::WeightsArena* arena = arena_ ? &arena_->arena() : nullptr;
+    Epoch epoch = liveness == Liveness::kAsCaptured
+                      ? libtorch::make_capture_epoch(registry, arena, record_)
+                      : libtorch::make_epoch(label, registry, arena, record_);
+    // Runtime state found by the census, unless a span already starts there (registered
+    // tensors take precedence, as in the registry).
+    std::unordered_set<Address> starts;
+    for (const Span& span : epoch.spans) {
+      starts.insert(span.begin);
+    }
+    for (auto& [begin, end, name, reason] : state.runtime_ranges) {
+      if (end > begin && starts.insert(begin).second) {
+        epoch.spans.push_back(
+            Span{begin, end - begin, OwnerKind::kRuntime, std::move(name), std::move(reason)});
+      }
+    }
+    // Labels: the census path where the census reaches the storage, else the Python frame
+    // that allocated it in the arena, else what the backend gave ("aten:<op>").
+    if (arena_) {
+      arena_->label_allocations(epoch);
+    }
+    std::sort(state.labels.begin(), state.labels.end());
+    for (Allocation& allocation : epoch.allocations) {
+      if (const std::string* path =
+              census_label(state.labels, allocation.begin, allocation.begin + allocation.size)) {
+        allocation.label = *path;
+      }
+    }
+    return epoch;
+  }
+
+  [[nodiscard]] Snapshot snapshot(std::vector<Epoch> epochs) const {
+    return libtorch::make_snapshot(record_, std::move(epochs));
+  }
+
+  void replay() const {
+    if (!record_.replayable) {
+      throw Error("Capture.replay: the capture kept no ops to replay");
+    }
+    record_.replayable->replay();
+  }
+
+  [[nodiscard]] const libtorch::CaptureRecord& record() const { return record_; }
+  [[nodiscard]] const libtorch::CapturedGraph* graph() const { return record_.replayable.get(); }
+
+ private:
+  libtorch::CaptureRecord record_;
+  std::shared_ptr<PyArena> arena_;
+};
+
+// The window as a Python object: closed explicitly (`close`, idempotent), on the thread that
+// opened it, whatever the forward did.
+class PyWindow {
+ public:
+  PyWindow(std::shared_ptr<PyArena> arena, std::uint64_t graph_id, std::string epoch)
+      : arena_(std::move(arena)) {
+    libtorch::CaptureOptions options;
+    options.graph_id = graph_id;
+    options.epoch = std::move(epoch);
+    options.arena = arena_ ? &arena_->arena() : nullptr;
+    window_ = std::make_unique<libtorch::CaptureWindow>(std::move(options));
+  }
+
+  void declare_input(std::string name, const at::Tensor& tensor, std::string reason) {
+    require_open("declare_input");
+    window_->declare_input(std::move(name), tensor, std::move(reason));
+  }
+
+  std::shared_ptr<PyRecord> finish() {
+    require_open("finish");
+    libtorch::CaptureRecord record = window_->finish();
+    window_.reset();
+    return std::make_shared<PyRecord>(std::move(record), arena_);
+  }
+
+  void close() { window_.reset(); }
+  [[nodiscard]] bool is_open() const { return window_ != nullptr; }
+
+ private:
+  void require_open(const char* what) const {
+    if (!window_) {
+      throw Error(std::string("CaptureWindow.") + what + ": the window is closed");
+    }
+  }
+
+  std::shared_ptr<PyArena> arena_;
+  std::unique_ptr<libtorch::CaptureWindow> window_;
+};
+
+}  // namespace
+
+void bind_capture(py::module_& module) {
+  py::class_<PyWindow> window(
+      module, "CaptureWindow",
+      "The ATen capture window of this thread (graphcheck::libtorch::CaptureWindow). "
+      "graphcheck.capture opens and closes it.");
+  window.def(py::init<std::shared_ptr<PyArena>, std::uint64_t, std::string>(), py::arg("arena"),
+             py::arg("graph_id") = 1, py::arg("epoch") = "capture");
+  window.def("declare_input", &PyWindow::declare_input, py::arg("name"), py::arg("tensor"),
+             py::arg("reason"));
+  window.def("finish", &PyWindow::finish);
+  window.def("close", &PyWindow::close);
+  window.def_property_readonly("is_open", &PyWindow::is_open);
+
+  py::class_<PyRecord, std::shared_ptr<PyRecord>> record(
+      module, "CaptureRecord",
+      "What a capture window recorded: the graph of op nodes and the replayable ops.");
+  const auto state = [](NamedTensors parameters, NamedTensors buffers, Declared runtime,
+                        Declared inputs, RuntimeRanges runtime_ranges, LabelRanges labels) {
+    return RegistryState{std::move(parameters), std::move(buffers),        std::move(runtime),
+                         std::move(inputs),     std::move(runtime_ranges), std::move(labels)};
+  };
+  record.def(
+      "capture_epoch",
+      [state](const PyRecord& self, NamedTensors parameters, NamedTensors buffers, Declared runtime,
+              Declared inputs, RuntimeRanges runtime_ranges, LabelRanges labels) {
+        return self.epoch({},
+                          state(std::move(parameters), std::move(buffers), std::move(runtime),
+                                std::move(inputs), std::move(runtime_ranges), std::move(labels)),
+                          Liveness::kAsCaptured);
+      },
+      py::arg("parameters"), py::arg("buffers"), py::arg("runtime"), py::arg("inputs"),
+      py::arg("runtime_ranges"), py::arg("labels"));
+  record.def(
+      "epoch",
+      [state](const PyRecord& self, const std::string& label, NamedTensors parameters,
+              NamedTensors buffers, Declared runtime, Declared inputs, RuntimeRanges runtime_ranges,
+              LabelRanges labels) {
+        return self.epoch(label,
+                          state(std::move(parameters), std::move(buffers), std::move(runtime),
+                                std::move(inputs), std::move(runtime_ranges), std::move(labels)),
+                          Liveness::kNow);
+      },
+      py::arg("label"), py::arg("parameters"), py::arg("buffers"), py::arg("runtime"),
+      py::arg("inputs"), py::arg("runtime_ranges"), py::arg("labels"));
+  record.def("snapshot", &PyRecord::snapshot, py::arg("epochs"));
+  record.def("replay", &PyRecord::replay, py::call_guard<py::gil_scoped_release>());
+  record.def_property_readonly(
+      "node_count", [](const PyRecord& self) { return self.record().graph.nodes.size(); });
+  record.def_property_readonly("operands",
+                               [](const PyRecord& self) { return self.record().operands; });
+  record.def_property_readonly("op_names", [](const PyRecord& self) {
+    return self.graph() != nullptr ? self.graph()->op_names() : std::vector<std::string>{};
+  });
+  record.def_property_readonly("private_bytes", [](const PyRecord& self) {
+    return self.graph() != nullptr ? self.graph()->private_bytes() : std::uint64_t{0};
+  });
+  record.def_property_readonly("preexisting_count", [](const PyRecord& self) {
+    return self.graph() != nullptr ? self.graph()->preexisting_count() : std::size_t{0};
+  });
+}
+
+}  // namespace graphcheck::detail

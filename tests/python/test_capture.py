@@ -1,0 +1,290 @@
+"""graphcheck.capture and Capture: registry, labels, epochs, checks, replay, save (issue 9 §4)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import graphcheck
+from graphcheck import _torch
+
+_GLOBAL_TABLES: dict[str, torch.Tensor] = {}
+
+
+def make_global_table() -> torch.Tensor:
+    return torch.arange(8, dtype=torch.float32)
+
+
+class Planted(torch.nn.Module):
+    """A linear layer plus an unregistered plain attribute, a KV cache and a global table."""
+
+    def __init__(self, *, with_global: bool = False) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.lin.requires_grad_(False)
+        self.shift = torch.full((8,), 0.5)  # plain attribute: the census names it
+        self.kv_cache = torch.zeros(8)  # runtime by attribute name
+        self.with_global = with_global
+        if with_global:
+            _GLOBAL_TABLES["table"] = make_global_table()  # out of the census' reach
+
+    def forward(self, x: torch.Tensor, *, scale: float = 1.0) -> torch.Tensor:
+        self.kv_cache.copy_(x[0])
+        y = self.lin(x) + self.shift + self.kv_cache
+        if self.with_global:
+            y = y * _GLOBAL_TABLES["table"]
+        return y * scale
+
+
+def owners(report: graphcheck.Report, verdict: str) -> set[str]:
+    return {f.owner for f in report.findings if f.verdict == verdict}
+
+
+def span_names(epoch: graphcheck.Epoch, kind: str) -> set[str]:
+    return {s.name for s in epoch.spans if s.kind == kind}
+
+
+def test_capture_names_unregistered_memory_by_census_path() -> None:
+    model = Planted()
+    cap = graphcheck.capture(model, torch.ones(2, 8))
+    assert isinstance(cap, graphcheck.Capture)
+    assert cap.epochs == ["capture"]
+    report = cap.check("capture")
+    assert not report.ok
+    assert owners(report, "unregistered") == {"shift"}
+    assert set(report.summary) == {"graphs", "nodes", "references", *graphcheck.VERDICTS}
+    assert report.summary["registered"] > 0 and report.summary["runtime"] > 0
+    assert report.summary["input"] > 0 and report.summary["graph"] > 0
+    assert "UNREGISTERED shift" in str(report)
+    assert graphcheck.parse_report(report.to_json()) == report
+    assert json.loads(report.to_json())["epoch"] == "capture"
+    # The fix, and an allowlist glob over the census path.
+    assert cap.check("capture", allow=["sh*"]).ok
+
+
+def test_registry_parameters_buffers_inputs_and_runtime_by_name() -> None:
+    model = Planted()
+    model.register_buffer("offset", torch.zeros(8))
+    cap = graphcheck.capture(model, torch.ones(2, 8), scale=2.0)
+    epoch = cap.snapshot.epochs[0]
+    assert span_names(epoch, "parameter") == {"lin.weight", "lin.bias"}
+    assert span_names(epoch, "buffer") == {"offset"}
+    assert span_names(epoch, "input") == {"args[0]"}
+    assert span_names(epoch, "runtime") == {"kv_cache"}
+    runtime = next(s for s in epoch.spans if s.kind == "runtime")
+    assert runtime.reason.startswith("KV cache")
+    assert cap.snapshot.producer.backend == "aten"
+
+
+def test_keyword_and_nested_inputs_are_declared_by_name() -> None:
+    class TwoInputs(torch.nn.Module):
+        def forward(self, pair: list[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+            return pair[0] + pair[1] * mask
+
+    cap = graphcheck.capture(TwoInputs(), [torch.ones(3), torch.ones(3)], mask=torch.ones(3))
+    assert span_names(cap.snapshot.epochs[0], "input") == {"args[0][0]", "args[0][1]", "mask"}
+    assert cap.check().ok
+
+
+def test_declarations_apply_to_recorded_epochs_too() -> None:
+    model = Planted()
+    cap = graphcheck.capture(model, torch.ones(2, 8))
+    cap.epoch("later")
+    cap.declare_runtime(model.shift, "shift", "a per-step bias the engine rewrites")
+    for label in ("capture", "later", None):
+        report = cap.check(label)
+        assert report.ok, label
+        assert report.summary["unregistered"] == 0
+    assert "shift" in span_names(cap.snapshot.epochs[1], "runtime")
+    # A declared input likewise; a registered tensor keeps its owner.
+    cap.declare_input("bias", model.lin.bias)
+    assert "bias" not in span_names(cap.snapshot.epochs[0], "input")
+
+
+def test_python_frame_labels_memory_the_census_cannot_reach() -> None:
+    arena = graphcheck.WeightsArena(1 << 24)
+    with arena.loading():
+        model = Planted(with_global=True)
+    cap = graphcheck.capture(model, torch.ones(2, 8))
+    assert cap.arena is arena  # found without being passed
+    found = owners(cap.check("capture"), "unregistered")
+    assert "shift" in found
+    frame = [o for o in found if o != "shift"]
+    assert len(frame) == 1
+    assert frame[0].startswith(f"{__file__}:")
+    assert frame[0].endswith(" in make_global_table")
+    # The same memory outside an arena: labelled with the ATen op that first used it.
+    model = Planted(with_global=True)
+    found = owners(graphcheck.capture(model, torch.ones(2, 8)).check("capture"), "unregistered")
+    assert found == {"shift", "aten:aten::mul"}
+
+
+def test_arena_allocations_carry_pool_and_generation() -> None:
+    arena = graphcheck.WeightsArena(1 << 24, pool="weights")
+    with arena.loading():
+        model = Planted()
+    cap = graphcheck.capture(model, torch.ones(2, 8), arena=arena)
+    shift = model.shift.untyped_storage().data_ptr()
+    allocation = next(a for a in cap.snapshot.epochs[0].allocations if a.begin == shift)
+    assert (allocation.pool, allocation.generation, allocation.label) == ("weights", 1, "shift")
+    arena.sleep(2, model)
+    arena.wake_up()
+    after = cap.epoch("after_wake")
+    allocation = next(a for a in after.allocations if a.begin == shift)
+    assert allocation.generation == 2
+    report = cap.check("after_wake")
+    assert owners(report, "lost") == {"shift"}
+    assert "lost" in {f.verdict for f in report.findings}
+
+
+def test_replay_returns_the_static_output_with_new_values() -> None:
+    model = Planted()
+    x = torch.ones(2, 8)
+    cap = graphcheck.capture(model, x)
+    out = cap.output
+    before = out.clone()
+    assert cap.replay() is out
+    assert torch.equal(out, before)
+    with torch.no_grad():
+        model.lin.weight.mul_(2)  # in place: the graph reads it
+        x.add_(1)  # the static input, as an engine fills it before a replay
+        eager = model(x)
+    cap.replay()
+    assert torch.equal(out, eager)
+    assert not torch.equal(out, before)
+    assert "aten::linear" in cap.ops and cap.node_count >= len(cap.ops)
+
+
+def test_rebinding_reload_is_stale_and_the_replay_reads_the_old_address() -> None:
+    arena = graphcheck.WeightsArena(1 << 24)
+    with arena.loading():
+        model = Planted()
+    x = torch.ones(2, 8)
+    cap = graphcheck.capture(model, x, arena=arena)
+    with arena.loading(), torch.no_grad():
+        model.lin.weight.data = model.lin.weight.detach() * 3
+        eager = model(x)
+    assert not torch.equal(cap.replay(), eager)
+    report = cap.check()
+    assert report.epoch == "now"
+    assert owners(report, "stale") == {"lin.weight"}
+    stale = next(f for f in report.findings if f.verdict == "stale")
+    assert stale.owner_kind == "parameter" and "copy_" in stale.fix
+
+
+def test_epoch_labels_and_check_errors() -> None:
+    cap = graphcheck.capture(Planted(), torch.ones(2, 8))
+    epoch = cap.epoch("after")
+    assert isinstance(epoch, graphcheck.Epoch) and epoch.label == "after"
+    assert cap.epochs == ["capture", "after"]
+    with pytest.raises(ValueError, match="already recorded"):
+        cap.epoch("after")
+    with pytest.raises(ValueError, match="reserved"):
+        cap.epoch("now")
+    with pytest.raises(graphcheck.GraphcheckError, match='epoch "missing".*capture, after'):
+        cap.check("missing")
+    with pytest.raises(TypeError, match="single string"):
+        cap.check("after", allow="shift")
+    assert cap.check().epoch == "now"
+    assert cap.epochs == ["capture", "after"]  # the transient epoch is not kept
+
+
+def test_save_writes_a_snapshot_the_cli_checks_identically(tmp_path: Path, cli: Path) -> None:
+    arena = graphcheck.WeightsArena(1 << 24)
+    with arena.loading():
+        model = Planted()
+    cap = graphcheck.capture(model, torch.ones(2, 8), arena=arena)
+    arena.sleep(2, model)
+    arena.wake_up()
+    cap.epoch("after_wake")
+    path = tmp_path / "capture.json"
+    cap.save(path)
+    assert graphcheck.read_snapshot(path) == cap.snapshot
+    for epoch in ("capture", "after_wake"):
+        text = subprocess.run(
+            [str(cli), "check", str(path), "--epoch", epoch], capture_output=True, text=True
+        )
+        assert text.returncode == 1, text.stderr
+        assert text.stdout == str(cap.check(epoch))
+        out = subprocess.run(
+            [str(cli), "check", str(path), "--epoch", epoch, "--format", "json"],
+            capture_output=True,
+            text=True,
+        )
+        assert graphcheck.parse_report(out.stdout) == cap.check(epoch)
+    assert graphcheck.check(path).summary == cap.check("after_wake").summary
+
+
+def test_wrapper_subclass_parameters_register_their_inner_tensors() -> None:
+    from wrapper_tensor import TwoPartTensor
+
+    class Quantized(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(
+                TwoPartTensor(torch.ones(4, 4), torch.tensor(0.5)), requires_grad=False
+            )
+
+        def forward(self, x: torch.Tensor) -> Any:
+            return x @ self.weight
+
+    cap = graphcheck.capture(Quantized(), torch.ones(2, 4))
+    assert span_names(cap.snapshot.epochs[0], "parameter") == {"weight.data_", "weight.scale"}
+    report = cap.check("capture")
+    assert report.ok and report.summary["registered"] > 0
+
+
+def test_import_graphcheck_loads_neither_torch_nor_the_torch_module() -> None:
+    code = (
+        "import sys, graphcheck; "
+        "print('torch' in sys.modules, 'graphcheck._torch' in sys.modules, "
+        "callable(graphcheck.__dict__.get('capture')))"
+    )
+    out = subprocess.run([sys.executable, "-I", "-c", code], check=True, capture_output=True)
+    assert out.stdout.split() == [b"False", b"False", b"False"]
+
+
+def test_lazy_names_stay_the_api_after_submodule_imports() -> None:
+    import graphcheck.testing  # imports graphcheck._capture
+
+    assert callable(graphcheck.capture) and graphcheck.capture.__name__ == "capture"
+    assert graphcheck.Capture.__module__ == "graphcheck._capture"
+    assert graphcheck.check_graph_replay is graphcheck.testing.check_graph_replay
+    for name in ("capture", "Capture", "WeightsArena", "check_graph_replay", "testing"):
+        assert name in graphcheck.__all__ and name in dir(graphcheck)
+    assert _torch.__version__ == graphcheck.__version__
+
+
+class SqrtBound(torch.autograd.Function):
+    """A custom autograd function, as many models use (RecurrentGemma's SqrtBoundDerivative)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return torch.sqrt(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad
+
+
+class Constants(torch.nn.Module):
+    """Tensors made from Python data in the forward, and an autograd function."""
+
+    def forward(self, x: torch.Tensor) -> Any:
+        order = torch.tensor([2, 0, 1])  # aten::empty, then a copy outside the dispatcher
+        return SqrtBound.apply(x.index_select(0, order) * torch.tensor(4.0))
+
+
+def test_constants_made_in_the_forward_and_autograd_functions_replay() -> None:
+    cap = graphcheck.capture(Constants(), torch.tensor([1.0, 4.0, 9.0]))
+    expected = torch.tensor([6.0, 2.0, 4.0])
+    assert torch.equal(cap.output, expected)
+    for _ in range(2):
+        assert torch.equal(cap.replay(), expected)
+    assert cap.check().ok
