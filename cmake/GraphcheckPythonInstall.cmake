@@ -2,7 +2,8 @@
 # compiled modules that the CMake build in BUILD_DIR made (no second compile: pip's wheel build
 # copies them, cmake/GraphcheckPythonPrebuilt.cmake). pip is skipped when the installed package
 # already holds exactly python/graphcheck/ and those modules, so `make` and the python tier's
-# setup test can both call this cheaply. Prints one line when it installs.
+# setup test can both call this cheaply (the import hook graphcheck_watch.pth, installed beside
+# the package, is compared too). Prints one line when it installs.
 #
 #   cmake -DPYTHON=<venv>/bin/python -DBUILD_DIR=<build> -P cmake/GraphcheckPythonInstall.cmake
 cmake_minimum_required(VERSION 3.25)
@@ -54,6 +55,13 @@ if(_rc EQUAL 0 AND _installed)
         break()
       endif()
     endforeach()
+  endif()
+  # GRAPHCHECK=1's import hook sits beside the package, at the root of site-packages.
+  get_filename_component(_site "${_installed}" DIRECTORY)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files
+    "${_source}/python/graphcheck_watch.pth" "${_site}/graphcheck_watch.pth" RESULT_VARIABLE _differs)
+  if(NOT _differs EQUAL 0)
+    set(_same OFF)
   endif()
 endif()
 if(_same)

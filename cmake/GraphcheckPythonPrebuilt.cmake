@@ -10,5 +10,6 @@ if(NOT _graphcheck_modules)
     "(-DPython_EXECUTABLE=...) first, or leave GRAPHCHECK_PYTHON_PREBUILT_DIR unset to compile them.")
 endif()
 install(FILES ${_graphcheck_modules} DESTINATION graphcheck COMPONENT python)
+include(GraphcheckPythonHook)
 # pyproject.toml builds this target; here there is nothing left to build.
 add_custom_target(graphcheck_python)

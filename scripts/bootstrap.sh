@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what graphcheck needs, idempotently: Debian's -dev packages when missing, and a
 # pinned torch (LibTorch for the adapter), pybind11 and scikit-build-core (the Python
-# package's build), pytest and ruff (the Python tier), transformers and tqdm (the zoo) in a
-# virtual environment kept in a cache outside the clone, so CI on the same machine reuses it. The Makefile installs the package
+# package's build), pytest and ruff (the Python tier), transformers and tqdm (the zoo), starlette
+# and uvicorn (the example server) in a virtual environment kept in a cache outside the clone,
+# so CI on the same machine reuses it. The Makefile installs the package
 # `graphcheck` itself into that environment after each build.
 # Prints the torch virtual environment's path on its last line.
 set -euo pipefail
@@ -23,7 +24,7 @@ fi
 
 cache=${GRAPHCHECK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/graphcheck}
 venv="$cache/venv-torch-$TORCH_VERSION"
-stamp="$venv/.graphcheck-ready-$TORCH_VERSION-$NUMPY_VERSION-$PYTEST_VERSION-$PYBIND11_VERSION-$SCIKIT_BUILD_CORE_VERSION-$RUFF_VERSION-$TRANSFORMERS_VERSION-$TQDM_VERSION"
+stamp="$venv/.graphcheck-ready-$TORCH_VERSION-$NUMPY_VERSION-$PYTEST_VERSION-$PYBIND11_VERSION-$SCIKIT_BUILD_CORE_VERSION-$RUFF_VERSION-$TRANSFORMERS_VERSION-$TQDM_VERSION-$STARLETTE_VERSION-$UVICORN_VERSION"
 if [ ! -f "$stamp" ]; then
   mkdir -p "$cache"
   # Clones on one machine share the cache: one installs while the others wait.
@@ -34,7 +35,8 @@ if [ ! -f "$stamp" ]; then
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv" >&2
     "$venv/bin/pip" install -q "torch==$TORCH_VERSION" "numpy==$NUMPY_VERSION" "pytest==$PYTEST_VERSION" \
       "pybind11==$PYBIND11_VERSION" "scikit-build-core==$SCIKIT_BUILD_CORE_VERSION" "ruff==$RUFF_VERSION" \
-      "transformers==$TRANSFORMERS_VERSION" "tqdm==$TQDM_VERSION" >&2
+      "transformers==$TRANSFORMERS_VERSION" "tqdm==$TQDM_VERSION" \
+      "starlette==$STARLETTE_VERSION" "uvicorn==$UVICORN_VERSION" >&2
     rm -f "$venv"/.graphcheck-ready-*
     touch "$stamp"
   fi

@@ -175,7 +175,7 @@ step "configure" configure.log 120 cmake -S "${root}" -B "${build}" "${cmake_arg
 cp "${build}/CMakeCache.txt" "${results}/logs/CMakeCache.txt" 2>/dev/null
 # Only what the steps below run (the full build with every torch test would not fit the
 # budget on a lent machine); the CPU tiers run in CI on every change anyway.
-wanted="graphcheck_gpu_tests graphcheck_gpu_reference_model_test graphcheck_gpu_bench graphcheck_inject cupti_fake_test graphcheck_cupti_bench graphcheck_cli"
+wanted="graphcheck_gpu_tests graphcheck_gpu_reference_model_test graphcheck_gpu_bench graphcheck_inject cupti_fake_test graphcheck_cupti_bench graphcheck_cli graphcheck_python"
 known="$(cmake --build "${build}" --target help 2>/dev/null)"
 default_targets=""
 for target in ${wanted}; do
@@ -268,6 +268,22 @@ PY
 )"
 else
   note "SKIP injection smoke run (torch): library not built or python3 has no torch"
+fi
+
+# --- 9. the server debug flag: graphcheck.watch on torch.cuda.graph (UNVERIFIED until run) ----
+# The package from this checkout with the modules this build compiled (no pip, nothing
+# installed): python/graphcheck/ copied beside build/python/graphcheck/_*.so.
+watch_pkg="${build}/watch-smoke-package"
+if compgen -G "${build}/python/graphcheck/_torch*.so" > /dev/null && python3 -c 'import torch' 2>/dev/null; then
+  rm -rf "${watch_pkg}" && mkdir -p "${watch_pkg}" && cp -r "${root}/python/graphcheck" "${watch_pkg}/" \
+    && cp "${build}"/python/graphcheck/_*.so "${watch_pkg}/graphcheck/"
+  for variant in legacy registered; do
+    step "watch smoke (${variant})" "watch-smoke-${variant}.log" 90 env PYTHONPATH="${watch_pkg}" \
+      python3 "${root}/tests/gpu/watch_smoke.py" --variant "${variant}" --out "${results}/watch"
+  done
+  note "NOTE watch smoke: $(cat "${results}"/logs/watch-smoke-*.log 2>/dev/null | grep '^watch_smoke' | tr '\n' ' ')"
+else
+  note "SKIP watch smoke (graphcheck._torch not built or python3 has no torch): the CUDA path of GRAPHCHECK=1 stays unverified"
 fi
 
 note "done in ${SECONDS} s; results in ${results}${OUT:+, packed into ${OUT}/gpu-check-results.tar.gz}"

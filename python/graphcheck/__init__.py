@@ -16,7 +16,10 @@ What is here:
 - capture and check of any PyTorch model (:func:`capture`, :class:`Capture`), the CPU weights
   arena with sleep and wake (:class:`WeightsArena`), the graph-replay test helper
   (:func:`check_graph_replay`, :mod:`graphcheck.testing`) and a reference model
-  (:mod:`graphcheck.reference`), on top of the compiled module ``graphcheck._torch``.
+  (:mod:`graphcheck.reference`), on top of the compiled module ``graphcheck._torch``;
+- the server debug flag (:func:`watch`, :func:`checkpoint`, :func:`current_watch`): every CUDA
+  graph capture of the process recorded and checked, and again at each check point
+  (``GRAPHCHECK=1`` turns it on without code changes; docs/server.md).
 
 Everything past the checker uses torch and is imported on first use: ``import graphcheck``
 imports neither torch nor ``graphcheck._torch``.
@@ -64,6 +67,14 @@ from graphcheck._core import (
 if TYPE_CHECKING:
     from graphcheck import arena, census, contract, reference, testing
     from graphcheck._capture import Capture, capture
+    from graphcheck._watch import (
+        CheckResult,
+        FindingsError,
+        Watch,
+        checkpoint,
+        current_watch,
+        watch,
+    )
     from graphcheck.arena import WeightsArena
     from graphcheck.contract import (
         CONSTANT_BUFFERS_ATTR,
@@ -111,6 +122,14 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "graphcheck._capture": ("Capture", "capture"),
     "graphcheck.arena": ("WeightsArena",),
     "graphcheck.testing": ("GraphReplayResult", "ReplayStep", "check_graph_replay"),
+    "graphcheck._watch": (
+        "CheckResult",
+        "FindingsError",
+        "Watch",
+        "checkpoint",
+        "current_watch",
+        "watch",
+    ),
 }
 _LAZY_NAMES = {name: module for module, names in _LAZY_MODULES.items() for name in names}
 
@@ -166,6 +185,13 @@ __all__ = [
     "WeightsArena",
     "capture",
     "check_graph_replay",
+    # the server debug flag (graphcheck._watch)
+    "CheckResult",
+    "FindingsError",
+    "Watch",
+    "checkpoint",
+    "current_watch",
+    "watch",
     # submodules
     "arena",
     "census",

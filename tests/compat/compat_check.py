@@ -24,25 +24,37 @@ from types import ModuleType
 from typing import Any, Protocol
 
 REPO = Path(__file__).resolve().parents[2]
-TARGETS_PY = REPO / "python" / "graphcheck" / "integrations" / "targets.py"
+INTEGRATIONS = REPO / "python" / "graphcheck" / "integrations"
+TARGETS_PY = INTEGRATIONS / "targets.py"
+#: targets.py and the modules it imports (relative imports inside the integrations folder).
+TARGET_MODULES = tuple(
+    INTEGRATIONS / name
+    for name in ("targets.py", "_target_types.py", "_vllm_targets.py", "_sglang_targets.py")
+)
 
 
 def load_targets() -> ModuleType:
     """graphcheck.integrations.targets from this working tree, imported by file path.
 
-    By path, so the tier needs neither the installed package (nor its compiled modules) nor
-    a sys.path on which the repository's C++ folder graphcheck/ could shadow it.
+    The integrations folder is loaded as a package of its own (``graphcheck_compat_integrations``,
+    its ``__init__`` imports nothing), so targets.py's relative imports of its data modules
+    work, and the tier needs neither the installed package (nor its compiled modules) nor a
+    sys.path on which the repository's C++ folder graphcheck/ could shadow it.
     """
-    name = "graphcheck_compat_targets"
+    package = "graphcheck_compat_integrations"
+    name = f"{package}.targets"
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, TARGETS_PY)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load {TARGETS_PY}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look the module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    if package not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            package, INTEGRATIONS / "__init__.py", submodule_search_locations=[str(INTEGRATIONS)]
+        )
+        if spec is None or spec.loader is None:
+            raise RuntimeError(f"cannot load {INTEGRATIONS}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[package] = module  # dataclasses look the module up while the class is built
+        spec.loader.exec_module(module)
+    return importlib.import_module(name)
 
 
 T = load_targets()

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from compat_check import TARGETS_PY, T
+from compat_check import TARGET_MODULES, T
 
 P, K = T.Param, T.ParamKind
 
@@ -133,14 +133,20 @@ def test_entry_points() -> None:
 
 
 def test_targets_module_imports_no_engine_and_no_torch() -> None:
-    tree = ast.parse(TARGETS_PY.read_text())
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            imported.add(node.module.split(".")[0])
-    assert imported <= {"__future__", "collections", "dataclasses", "enum", "inspect", "re"}
+    for path in TARGET_MODULES:
+        tree = ast.parse(path.read_text())
+        imported = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.add(node.module.split(".")[0])
+            elif isinstance(node, ast.ImportFrom):  # relative: only the targets' own modules
+                assert node.level == 1 and (node.module or "") in {
+                    p.stem for p in TARGET_MODULES
+                }, f"{path.name} imports .{node.module} (outside the targets modules)"
+        allowed = {"__future__", "collections", "dataclasses", "enum", "inspect", "re"}
+        assert imported <= allowed, f"{path.name} imports {sorted(imported - allowed)}"
 
 
 @pytest.mark.parametrize(

@@ -95,6 +95,7 @@ def test_lazy_names_match_their_modules() -> None:
         "graphcheck._capture",
         "graphcheck.arena",
         "graphcheck.testing",
+        "graphcheck._watch",
     }
     assert set(graphcheck._LAZY_MODULES["graphcheck.contract"]) == set(contract.__all__)
     assert graphcheck.set_derived_buffer is contract.set_derived_buffer

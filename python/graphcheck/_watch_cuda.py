@@ -1,0 +1,228 @@
+"""The hooks :func:`graphcheck.watch` puts on CUDA graph capture (private).
+
+Every ``torch.cuda.graph`` capture, and every direct
+``torch.cuda.CUDAGraph.capture_begin``/``capture_end`` pair (vLLM's breakable
+graphs call them directly), must reach the watch. Where PyTorch has global
+capture hooks (a ``register_capture_begin_hook`` and a
+``register_capture_end_hook`` in ``torch.cuda.graphs``, found with ``hasattr``),
+they are used; otherwise ``capture_begin`` and ``capture_end`` of
+``torch.cuda.CUDAGraph`` (a Python class) are wrapped. torch 2.11 has no such
+hooks: the wrapping is what runs there.
+
+The watch opens the ATen capture window right after ``capture_begin``
+succeeded, on the capturing thread (the window is thread-local, as a stream
+capture is), and finishes it right after ``capture_end`` succeeded; a
+``capture_end`` that raises closes the window and nothing is recorded. The
+CUDA path has not run on a GPU (unverified); the CPU tier drives these
+hooks with a stand-in graph class.
+
+The allocator history (:func:`enable_allocator_history`) is turned on through
+``torch.cuda._lazy_call``, so that watching never initializes CUDA itself (a
+process that forks workers must not have a CUDA context before the fork).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+log = logging.getLogger("graphcheck.watch")
+
+_ORIGINAL = "__graphcheck_original__"
+Hook = Callable[[Any], None]
+
+
+def _global_hook_api(module: Any) -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+    begin = getattr(module, "register_capture_begin_hook", None)
+    end = getattr(module, "register_capture_end_hook", None)
+    if callable(begin) and callable(end):
+        return begin, end
+    return None
+
+
+def _graph_argument(args: tuple[Any, ...], kwargs: dict[str, Any], graph_class: type) -> Any:
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, graph_class):
+            return value
+    return None
+
+
+class CaptureHooks:
+    """Calls ``on_begin(graph)`` after each capture begins and ``on_end(graph)`` after it ends.
+
+    ``on_abort(graph)`` runs when ``capture_end`` raised. ``graph_class`` is
+    the class whose methods are wrapped (default ``torch.cuda.CUDAGraph``);
+    ``hooks_module`` the module probed for global capture hooks (default
+    ``torch.cuda.graphs``; ``None`` probes nothing). The hooks never raise
+    from ``on_begin`` (a failure is logged and that graph is not recorded);
+    ``on_end`` may raise (a watch in ``error`` mode raises its findings there,
+    after the capture completed). Install once; not thread-safe to install or
+    remove while another thread captures.
+    """
+
+    def __init__(
+        self,
+        on_begin: Hook,
+        on_end: Hook,
+        on_abort: Hook,
+        *,
+        graph_class: type | None = None,
+        hooks_module: Any = "default",
+    ) -> None:
+        self._on_begin = on_begin
+        self._on_end = on_end
+        self._on_abort = on_abort
+        self._graph_class = graph_class
+        self._hooks_module = hooks_module
+        self._handles: list[Any] = []
+        self._wrapped: list[tuple[type, str, bool]] = []  # (class, name, was in its __dict__)
+        self.how = "not installed"
+
+    def install(self) -> str:
+        """Installs the hooks; returns how (``"global capture hooks"`` or the wrapped methods)."""
+        graph_class = self._graph_class
+        if graph_class is None:
+            graph_class = torch.cuda.CUDAGraph
+        module = self._hooks_module
+        if module == "default":
+            module = getattr(torch.cuda, "graphs", None)
+        api = _global_hook_api(module) if module is not None else None
+        if api is not None:
+            self._install_global(api, graph_class)
+            self.how = f"global capture hooks of {getattr(module, '__name__', module)}"
+        else:
+            self._wrap(graph_class)
+            name = f"{graph_class.__module__}.{graph_class.__qualname__}"
+            self.how = f"{name}.capture_begin/capture_end wrapped"
+        return self.how
+
+    def _install_global(self, api: tuple[Callable[..., Any], ...], graph_class: type) -> None:
+        register_begin, register_end = api
+
+        def begin(*args: Any, **kwargs: Any) -> None:
+            self._begin(_graph_argument(args, kwargs, graph_class))
+
+        def end(*args: Any, **kwargs: Any) -> None:
+            self._on_end(_graph_argument(args, kwargs, graph_class))
+
+        self._handles = [register_begin(begin), register_end(end)]
+
+    def _wrap(self, graph_class: type) -> None:
+        begin = graph_class.capture_begin  # type: ignore[attr-defined]
+        end = graph_class.capture_end  # type: ignore[attr-defined]
+        if getattr(begin, _ORIGINAL, None) is not None:
+            raise RuntimeError(
+                f"graphcheck.watch: {graph_class.__qualname__}.capture_begin is wrapped already "
+                f"(another watch is installed); close it first"
+            )
+        hooks = self
+
+        @functools.wraps(begin)
+        def capture_begin(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            result = begin(graph, *args, **kwargs)
+            hooks._begin(graph)
+            return result
+
+        @functools.wraps(end)
+        def capture_end(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                result = end(graph, *args, **kwargs)
+            except BaseException:
+                hooks._on_abort(graph)
+                raise
+            hooks._on_end(graph)
+            return result
+
+        setattr(capture_begin, _ORIGINAL, begin)
+        setattr(capture_end, _ORIGINAL, end)
+        self._wrapped = [
+            (graph_class, name, name in graph_class.__dict__)
+            for name in ("capture_begin", "capture_end")
+        ]
+        graph_class.capture_begin = capture_begin  # type: ignore[attr-defined]
+        graph_class.capture_end = capture_end  # type: ignore[attr-defined]
+
+    def _begin(self, graph: Any) -> None:
+        try:
+            self._on_begin(graph)
+        except Exception:
+            log.exception("graphcheck: recording a CUDA graph capture failed; it is not watched")
+
+    def remove(self) -> None:
+        """Removes the hooks (restores the wrapped methods it wrapped). Idempotent."""
+        for handle in self._handles:
+            remove = getattr(handle, "remove", None)
+            if callable(remove):
+                remove()
+        self._handles = []
+        for owner, name, own in self._wrapped:
+            original = getattr(owner.__dict__.get(name), _ORIGINAL, None)
+            if original is None:
+                continue  # someone wrapped it after us: leave their wrapper in place
+            if own:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)
+        self._wrapped = []
+        self.how = "not installed"
+
+
+def capture_device(graph: Any) -> torch.device:
+    """The device a real CUDA graph captures on: the current CUDA device."""
+    return torch.device("cuda", torch.cuda.current_device())
+
+
+class AllocatorHistory:
+    """The caching allocator's history with Python stacks, recorded only if nobody else does.
+
+    :meth:`enable` queues the switch until CUDA is initialized
+    (``torch.cuda._lazy_call``); :meth:`sites` returns each live block's
+    allocation frame as a label range once it is on. :meth:`disable` turns it
+    off only if this object turned it on. Unverified on a GPU.
+    """
+
+    def __init__(self) -> None:
+        self.owned = False
+        self.skipped_reason = ""
+
+    def enable(self) -> None:
+        """Turns the history on at CUDA's initialization (now, if CUDA is initialized)."""
+        lazy_call = getattr(torch.cuda, "_lazy_call", None)
+        if not callable(lazy_call) or not hasattr(torch.cuda.memory, "_record_memory_history"):
+            self.skipped_reason = "this torch has no allocator history API"
+            return
+        lazy_call(self._switch_on)
+
+    def _switch_on(self) -> None:
+        try:
+            is_enabled = getattr(torch._C, "_cuda_isHistoryEnabled", None)
+            if callable(is_enabled) and is_enabled():
+                self.skipped_reason = "someone else records the allocator history"
+                return
+            torch.cuda.memory._record_memory_history(
+                enabled="state", context="alloc", stacks="python"
+            )
+            self.owned = True
+        except Exception as exc:  # never break CUDA's initialization
+            self.skipped_reason = f"could not turn the allocator history on: {exc}"
+
+    def sites(self) -> list[tuple[int, int, str]]:
+        """Label ranges of the live blocks, when the history is on (else empty)."""
+        if not self.owned or not torch.cuda.is_initialized():
+            return []
+        from graphcheck._watch_graph import allocator_sites
+
+        return allocator_sites(torch.cuda.memory._snapshot())
+
+    def disable(self) -> None:
+        """Turns the history off if this object turned it on."""
+        if self.owned:
+            self.owned = False
+            try:
+                torch.cuda.memory._record_memory_history(enabled=None)
+            except Exception:
+                log.exception("graphcheck: could not turn the allocator history off")

@@ -1,0 +1,196 @@
+"""What a check point of :func:`graphcheck.watch` produces: one report, its files, its error.
+
+Private to :mod:`graphcheck._watch`. Every graph is checked on its own (in its
+own epoch: graphs of one engine share a memory pool, so one graph's private
+memory may be another's later), and the reports are merged into one report of
+format version 1 (:func:`merge_reports`): summaries added, findings in graph
+order (graph ids are unique in a watch), a glob stale only when it matched
+nothing in any graph. :class:`ReportWriter` writes each check point's JSON and
+text report, one pair per check point, named by time so that the last one
+sorts last, appends a line to ``index.jsonl`` and rewrites each graph's
+snapshot (all its epochs so far).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from graphcheck import _core
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def safe_label(label: str) -> str:
+    """``label`` as a file-name part: letters, digits, ``_.-`` (others become ``-``)."""
+    return _UNSAFE.sub("-", label).strip("-.") or "checkpoint"
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    """One check point: every graph checked, one merged report and the files written.
+
+    Attributes:
+        seq: the check point's number in this process (1, 2, ...).
+        label: the check point's label (``capture``, ``after_wake``, ...).
+        report: the merged :class:`graphcheck.Report` (format version 1).
+        graphs: ids of the graphs checked.
+        skipped: graphs not checked, each with why (its model was freed).
+        files: what was written: ``report_json``, ``report_text`` and
+            ``snapshot:<graph id>`` paths (empty without an output folder).
+        time: seconds since the epoch, when the check point ran.
+        pid: the process.
+        model: what the model was (names and types, or what discovery found).
+    """
+
+    seq: int
+    label: str
+    report: _core.Report
+    graphs: tuple[int, ...]
+    skipped: tuple[str, ...] = ()
+    files: dict[str, str] = dataclasses.field(default_factory=dict)
+    time: float = 0.0
+    pid: int = 0
+    model: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """No findings in any graph."""
+        return self.report.ok
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """The finding verdicts with a non-zero count."""
+        summary = self.report.summary
+        return {v: summary[v] for v in _core.FINDING_VERDICTS if summary[v]}
+
+    def header(self) -> str:
+        """The lines the text report file starts with: what was checked, when, where."""
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.time))
+        lines = [
+            f"graphcheck watch: check point #{self.seq} {self.label!r} in process {self.pid} "
+            f"at {stamp}",
+            f"graphs: {', '.join(map(str, self.graphs)) or 'none'}; model: {self.model or '-'}",
+        ]
+        lines += [f"skipped: {s}" for s in self.skipped]
+        return "\n".join(lines)
+
+    def text(self) -> str:
+        """The header and the text report (``str(report)``)."""
+        return f"{self.header()}\n\n{self.report}"
+
+    def summary_line(self) -> str:
+        """One line for logs: label, graphs and the finding counts."""
+        counts = ", ".join(f"{v} {n}" for v, n in self.counts.items()) or "no findings"
+        return (
+            f"graphcheck: check point #{self.seq} {self.label!r}: {len(self.graphs)} graph(s), "
+            f"{self.report.summary['references']} references: {counts}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary (what ``index.jsonl`` holds; the report is in its own file)."""
+        return {
+            "seq": self.seq,
+            "label": self.label,
+            "time": round(self.time, 3),
+            "pid": self.pid,
+            "graphs": list(self.graphs),
+            "skipped": list(self.skipped),
+            "model": self.model,
+            "ok": self.ok,
+            "summary": self.report.summary,
+            "files": dict(self.files),
+        }
+
+
+class FindingsError(_core.GraphcheckError):
+    """A check point of a watch in ``error`` mode found something; the message is the report.
+
+    Attributes:
+        result: the :class:`CheckResult` (report, files).
+    """
+
+    def __init__(self, result: CheckResult) -> None:
+        super().__init__(
+            f"{result.summary_line()}\n{result.text()}"
+            + (f"\nreport file: {result.files['report_text']}" if result.files else "")
+        )
+        self.result = result
+
+
+def merge_reports(reports: Sequence[_core.Report], epoch: str, baseline: str) -> _core.Report:
+    """One report of format version 1 from per-graph reports (graph ids must be distinct).
+
+    Summaries are added, findings concatenated in the order given, warnings
+    kept once each, and a glob is stale only when it is stale in every report.
+    """
+    merged: dict[str, Any] = {
+        "format": "graphcheck-report",
+        "version": _core.REPORT_VERSION,
+        "epoch": epoch,
+        "baseline": baseline,
+        "summary": {k: 0 for k in ("graphs", "nodes", "references", *_core.VERDICTS)},
+        "findings": [],
+        "stale_allow": [],
+        "warnings": [],
+        "stale_allow_policy": "fail",
+    }
+    stale: list[str] | None = None
+    for report in reports:
+        data = json.loads(report.to_json(-1))
+        for key, value in data["summary"].items():
+            merged["summary"][key] = merged["summary"].get(key, 0) + value
+        merged["findings"] += data["findings"]
+        merged["warnings"] += [w for w in data["warnings"] if w not in merged["warnings"]]
+        globs = data["stale_allow"]
+        stale = globs if stale is None else [g for g in stale if g in globs]
+    merged["stale_allow"] = stale or []
+    return _core.parse_report(json.dumps(merged))
+
+
+class ReportWriter:
+    """Writes check points into one folder, shared by every process of a run.
+
+    Names: ``<UTC time>-p<pid>-<seq>-<label>.report.{json,txt}`` (sorting by
+    name sorts by time, across processes), ``p<pid>-graph<id>.snapshot.json``
+    (rewritten at each check point) and ``index.jsonl`` (one line per check
+    point, appended). Not thread-safe: the watch calls it under its lock.
+    """
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder)
+
+    def write(self, result: CheckResult, snapshots: Sequence[tuple[int, Any]]) -> dict[str, str]:
+        """Write ``result``'s files and the graphs' snapshots; returns what was written."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        t = time.gmtime(result.time)
+        millis = int((result.time % 1) * 1000)
+        stamp = time.strftime("%Y%m%dT%H%M%S", t) + f"{millis:03d}Z"
+        stem = f"{stamp}-p{result.pid}-{result.seq:03d}-{safe_label(result.label)}"
+        files = {
+            "report_json": str(self.folder / f"{stem}.report.json"),
+            "report_text": str(self.folder / f"{stem}.report.txt"),
+        }
+        _atomic_write(files["report_json"], result.report.to_json() + "\n")
+        _atomic_write(files["report_text"], result.text() + "\n")
+        for graph_id, capture in snapshots:
+            path = str(self.folder / f"p{result.pid}-graph{graph_id}.snapshot.json")
+            capture.save(path + ".tmp")
+            os.replace(path + ".tmp", path)
+            files[f"snapshot:{graph_id}"] = path
+        entry = {**dataclasses.replace(result, files=files).to_dict()}
+        with open(self.folder / "index.jsonl", "a", encoding="utf-8") as index:
+            index.write(json.dumps(entry) + "\n")
+        return files
+
+
+def _atomic_write(path: str, text: str) -> None:
+    with open(path + ".tmp", "w", encoding="utf-8") as out:
+        out.write(text)
+    os.replace(path + ".tmp", path)

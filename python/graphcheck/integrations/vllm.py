@@ -1,0 +1,166 @@
+"""The vLLM plugin: ``GRAPHCHECK=1`` (or ``--additional-config '{"graphcheck": {...}}'``).
+
+vLLM runs every general plugin (entry-point group ``vllm.general_plugins``; graphcheck's is
+``graphcheck = graphcheck.integrations.vllm:register``) with no argument, once in every
+process: the API server, the engine core and each worker, before the worker builds its class.
+:func:`register` therefore cannot see a configuration and must not import the worker itself
+(processes without a GPU run it too): it asks to be called when
+``vllm.v1.worker.gpu_worker`` is imported, and then patches ``Worker`` by the names
+:mod:`graphcheck.integrations.targets` lists for the installed vLLM release, logging what it
+patched and what it could not find:
+
+- after ``Worker.load_model``: the model (``Worker.get_model()``: the raw module of either
+  model runner) and the model runner (its static inputs and KV caches are runtime state) are
+  registered with the process's watch;
+- after ``Worker.compile_or_warm_up_model`` (both model runners capture there, Model Runner
+  V2's full graphs included, which vLLM's own address assertion never sees): every graph
+  captured is checked (``capture``);
+- after ``Worker.wake_up`` (``after_wake``, with the tags), ``Worker.reload_weights``
+  (``after_reload``) and ``Worker.finish_weight_update`` (``after_weight_update``): a new
+  epoch is checked.
+
+The graphs themselves reach the watch through its hook on ``torch.cuda.CUDAGraph`` capture,
+whichever runner captures them. Every patched method reads its settings per call: it does
+nothing unless ``GRAPHCHECK`` is on or ``self.vllm_config.additional_config["graphcheck"]``
+is set (a dict with ``mode``, ``dir``, ``allow``; ``{"enabled": false}`` turns it off). The
+additional config is part of vLLM's compile-cache hash: turning the flag on there recompiles,
+``GRAPHCHECK=1`` does not. The plugin never takes ``--worker-extension-cls``.
+
+The CUDA path is unverified (no GPU run yet); the CPU tier tests this module with fake engine
+classes shaped like vLLM 0.33's.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+from . import _core
+from .targets import NEWEST_CHECKED, Action, Framework, parse_version, patch_points
+
+__all__ = ["WORKER_MODULE", "register", "settings_for"]
+
+log = logging.getLogger("graphcheck.integrations")
+
+#: The module whose ``Worker`` the plugin patches (imported lazily by vLLM's workers).
+WORKER_MODULE = "vllm.v1.worker.gpu_worker"
+
+_LABELS = {
+    "vllm.worker.reload_weights": "after_reload",
+    "vllm.worker.finish_weight_update": "after_weight_update",
+}
+_ORIGIN = "vLLM plugin"
+
+
+def settings_for(worker: Any) -> Any:
+    """The worker's graphcheck settings, or None when graphcheck is off for it.
+
+    On when ``GRAPHCHECK`` is on (settings from ``GRAPHCHECK_*``) or when the worker's
+    ``vllm_config.additional_config`` has a ``graphcheck`` entry (``true``, or a dict of
+    ``mode``, ``dir``, ``allow``; ``false`` or ``{"enabled": false}`` is off).
+    """
+    from graphcheck._watch_env import flag_on, settings_from, settings_from_env
+
+    extra = getattr(getattr(worker, "vllm_config", None), "additional_config", None)
+    entry = extra.get("graphcheck") if isinstance(extra, Mapping) else None
+    if isinstance(entry, Mapping) and entry.get("enabled", True) is not False:
+        return settings_from(entry, source="--additional-config graphcheck")
+    if entry is True:
+        return settings_from({}, source="--additional-config graphcheck")
+    if flag_on():
+        return settings_from_env()
+    return None
+
+
+def _model_getter(worker: Any) -> Any:
+    ref = weakref.ref(worker)
+
+    def get_model() -> Any:
+        live = ref()
+        return live.get_model() if live is not None else None
+
+    return get_model
+
+
+def _hook(point: _core.PatchPoint) -> _core.AfterHook | None:
+    if point.action is Action.REGISTER_MODEL:
+
+        def registered(result: Any, worker: Any, *args: Any, **kwargs: Any) -> None:
+            settings = settings_for(worker)
+            if settings is not None:
+                runner = getattr(worker, "model_runner", None)
+                _core.model_loaded(
+                    _model_getter(worker),
+                    engine_state={"model_runner": runner} if runner is not None else None,
+                    settings=settings,
+                    origin=_ORIGIN,
+                )
+
+        return registered
+    if point.action is Action.CHECK_CAPTURE:
+
+        def captured(result: Any, worker: Any, *args: Any, **kwargs: Any) -> None:
+            if settings_for(worker) is not None:
+                _core.graphs_captured()
+
+        return captured
+    if point.action is Action.NEW_EPOCH:
+
+        def epoch(result: Any, worker: Any, *args: Any, **kwargs: Any) -> None:
+            if settings_for(worker) is None:
+                return
+            if point.point == "wake":
+                tags = kwargs.get("tags", args[0] if args else None)
+                _core.new_epoch(_core.tags_label("after_wake", tags))
+            else:
+                _core.new_epoch(_LABELS.get(point.key, f"after_{point.point}"))
+
+        return epoch
+    return None
+
+
+def _version() -> str:
+    version = _core.engine_version("vllm")
+    newest = NEWEST_CHECKED[Framework.VLLM]
+    if version is None:
+        log.warning("graphcheck: vLLM's version is unknown; patching by the %s names", newest)
+        return newest
+    if parse_version(version) > parse_version(newest):
+        log.info(
+            "graphcheck: vLLM %s is newer than the newest release checked (%s); patching by "
+            "the names that hold from %s on",
+            version,
+            newest,
+            newest,
+        )
+    return version
+
+
+def patch_worker(module: ModuleType) -> _core.PatchReport:
+    """Patches ``Worker`` in the imported ``vllm.v1.worker.gpu_worker``; logs and returns how."""
+    version = _version()
+    report = _core.PatchReport(f"vllm {version}")
+    points = _core.points_from_targets(patch_points(Framework.VLLM, version))
+    _core.patch_methods(module, points, _hook, report)
+    from graphcheck._watch_env import flag_on
+
+    # Without GRAPHCHECK the patches wait for --additional-config: say so only in the debug log.
+    report.log(logging.INFO if flag_on() else logging.DEBUG)
+    return report
+
+
+def register() -> None:
+    """The vLLM general-plugin entry point: patch ``Worker`` once its module is imported.
+
+    Called with no argument in every vLLM process. Cheap and inert where no worker runs;
+    never raises into vLLM.
+    """
+    try:
+        from graphcheck._watch_env import when_imported
+
+        when_imported(WORKER_MODULE, patch_worker)
+    except Exception:  # a plugin must never stop vLLM
+        log.exception("graphcheck: the vLLM plugin could not install its import hook")

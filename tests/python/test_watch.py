@@ -1,0 +1,221 @@
+"""graphcheck.watch and graphcheck.checkpoint on the CPU twin (issue 11 §1): captures through
+Watch.capture, check points after sleep, wake and reloads, the report files, error mode."""
+
+from __future__ import annotations
+
+import gc
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+import graphcheck
+from graphcheck._watch_output import merge_reports, safe_label
+from graphcheck.reference import ReferenceConfig, build_reference_model, reference_inputs
+from watch_fakes import PLANTED, READ_PARAMETERS, owners
+
+
+@pytest.fixture(autouse=True)
+def no_watch_left(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in ("GRAPHCHECK", "GRAPHCHECK_MODE", "GRAPHCHECK_DIR", "GRAPHCHECK_ALLOW"):
+        monkeypatch.delenv(name, raising=False)
+    original = torch.cuda.CUDAGraph.capture_begin
+    yield
+    active = graphcheck.current_watch()
+    if active is not None:
+        active.close()
+    assert torch.cuda.CUDAGraph.capture_begin is original, "a watch left its hook installed"
+
+
+def model_in_arena(variant: str) -> tuple[torch.nn.Module, graphcheck.WeightsArena]:
+    arena = graphcheck.WeightsArena(1 << 30)
+    return build_reference_model(ReferenceConfig(variant=variant), 0, arena), arena
+
+
+def test_checkpoint_without_a_watch_is_a_no_op() -> None:
+    assert graphcheck.current_watch() is None
+    assert graphcheck.checkpoint("after_wake") is None
+
+
+def test_watch_is_one_per_process_and_close_removes_the_hooks() -> None:
+    first = graphcheck.watch(allocator_history=False)
+    assert "capture_begin/capture_end wrapped" in first.capture_hooks
+    assert torch.cuda.CUDAGraph.capture_begin.__graphcheck_original__ is not None
+    second = graphcheck.watch(mode="error")
+    assert second is first and first.mode == "error"
+    with pytest.raises(ValueError, match="mode must be one of"):
+        first.mode = "loud"
+    first.close()
+    assert graphcheck.current_watch() is None
+    assert not hasattr(torch.cuda.CUDAGraph.capture_begin, "__graphcheck_original__")
+    assert graphcheck.watch(allocator_history=False) is not first
+
+
+def test_legacy_story_names_the_sites_in_every_check_point(tmp_path: Path) -> None:
+    watch = graphcheck.watch(out_dir=tmp_path, allocator_history=False)
+    model, arena = model_in_arena("legacy")
+    cap = watch.capture(model, **reference_inputs(model))
+    capture = watch.last
+    assert capture is not None and capture.label == "capture" and capture.graphs == (1,)
+    assert owners(capture.report) == {"unregistered": PLANTED}
+    arena.sleep(1)
+    arena.wake_up()
+    assert owners(graphcheck.checkpoint("after_wake").report) == {"unregistered": PLANTED}
+    arena.sleep(2, model)
+    arena.wake_up()
+    after = graphcheck.checkpoint("after_wake")
+    assert after.label == "after_wake" and owners(after.report) == {"lost": PLANTED}
+    assert cap.epochs == ["capture", "after_wake", "after_wake-2"]
+    assert after.report.epoch == "after_wake" and after.report.baseline == "capture"
+    assert [r.seq for r in watch.results] == [1, 2, 3]
+
+
+def test_registered_story_is_clean_through_level_2_and_stale_after_rebinding() -> None:
+    watch = graphcheck.watch(allocator_history=False)
+    model, arena = model_in_arena("registered")
+    cap = watch.capture(model, **reference_inputs(model))
+    assert watch.last.ok and watch.last.report.summary["registered"] > 0
+    arena.sleep(2, model)
+    arena.wake_up()
+    assert graphcheck.checkpoint("after_wake").ok
+    with arena.loading(), torch.no_grad():
+        for parameter in model.parameters():
+            parameter.data = parameter.data.clone()
+    rebound = graphcheck.checkpoint("after_reload")
+    assert owners(rebound.report) == {"stale": READ_PARAMETERS}
+    assert cap.replay() is cap.output  # the CPU twin still replays
+
+
+def test_files_one_pair_per_check_point_sorting_by_time(tmp_path: Path) -> None:
+    watch = graphcheck.watch(out_dir=tmp_path / "out", allocator_history=False)
+    model, arena = model_in_arena("legacy")
+    watch.capture(model, **reference_inputs(model))
+    arena.sleep(2, model)
+    arena.wake_up()
+    result = graphcheck.checkpoint("after wake/level 2")
+    out = tmp_path / "out"
+    texts = sorted(out.glob("*.report.txt"))
+    assert len(texts) == 2 and len(sorted(out.glob("*.report.json"))) == 2
+    assert texts[-1].name.endswith("-002-after-wake-level-2.report.txt")  # the last sorts last
+    assert texts[-1] == Path(result.files["report_text"])
+    text = texts[-1].read_text()
+    assert text.startswith("graphcheck watch: check point #2 'after wake/level 2' in process ")
+    assert str(result.report) in text and "LOST layers.{0-1}" in text
+    report = graphcheck.parse_report(Path(result.files["report_json"]).read_text())
+    assert report == result.report
+    index = [json.loads(line) for line in (out / "index.jsonl").read_text().splitlines()]
+    assert [e["label"] for e in index] == ["capture", "after wake/level 2"]
+    assert index[1]["summary"]["lost"] == 34 and index[1]["files"] == result.files
+    # The graph's snapshot holds every epoch so far: the CLI reproduces the check.
+    snapshot = graphcheck.read_snapshot(result.files["snapshot:1"])
+    assert [e.label for e in snapshot.epochs] == ["capture", "after wake/level 2"]
+    assert graphcheck.check(snapshot, epoch="after wake/level 2") == report
+
+
+def test_error_mode_raises_with_the_text_report_after_recording(tmp_path: Path) -> None:
+    watch = graphcheck.watch(mode="error", out_dir=tmp_path, allocator_history=False)
+    model, _ = model_in_arena("legacy")
+    with pytest.raises(graphcheck.FindingsError) as raised:
+        watch.capture(model, **reference_inputs(model))
+    message = str(raised.value)
+    assert message.startswith("graphcheck: check point #1 'capture': 1 graph(s)")
+    assert "UNREGISTERED layers.{0-1}.self_attn.qkv_proj.quant_method.packed" in message
+    assert "report file: " in message
+    assert isinstance(raised.value, graphcheck.GraphcheckError)
+    assert raised.value.result is watch.last and len(watch.graphs) == 1
+
+
+def test_warn_mode_logs_the_summary_and_the_report(caplog: pytest.LogCaptureFixture) -> None:
+    watch = graphcheck.watch(allocator_history=False)
+    model, _ = model_in_arena("legacy")
+    with caplog.at_level("WARNING", logger="graphcheck.watch"):
+        watch.capture(model, **reference_inputs(model))
+    assert "check point #1 'capture': 1 graph(s), 1031 references: unregistered 34" in caplog.text
+    assert "op aten::copy_" in caplog.text  # no files: the text report goes to the log
+
+
+def test_check_on_capture_off_waits_for_check_pending() -> None:
+    watch = graphcheck.watch(allocator_history=False)
+    watch.check_on_capture = False
+    model, _ = model_in_arena("legacy")
+    watch.capture(model, **reference_inputs(model, tokens=4))
+    watch.capture(model, **reference_inputs(model, tokens=8))
+    assert watch.results == []
+    result = watch.check_pending()
+    assert result.graphs == (1, 2) and result.report.summary["graphs"] == 2
+    assert result.report.summary["unregistered"] == 68
+    assert [f.graph for f in result.report.findings][:1] == [1]
+    assert watch.check_pending() is None
+
+
+def test_allowlist_and_stale_globs(caplog: pytest.LogCaptureFixture) -> None:
+    watch = graphcheck.watch(allow=["layers.*.quant_method.*", "nothing.matches"])
+    model, _ = model_in_arena("legacy")
+    with caplog.at_level("WARNING", logger="graphcheck.watch"):
+        watch.capture(model, **reference_inputs(model))
+    report = watch.last.report
+    assert report.summary["allowed"] == 24  # the quantization methods' tensors
+    assert owners(report) == {"unregistered": {"layers.0.self_attn.rotary_emb.cos_sin_cache"}}
+    assert report.stale_allow == ["nothing.matches"]
+    assert "allowlist globs that matched nothing: nothing.matches" in caplog.text
+
+
+def test_a_freed_model_is_skipped_with_why() -> None:
+    watch = graphcheck.watch(allocator_history=False)
+    model, _ = model_in_arena("registered")
+    watch.capture(model, **reference_inputs(model))
+    del model
+    gc.collect()
+    result = graphcheck.checkpoint("after_reload")
+    assert result.graphs == () and len(result.skipped) == 1
+    assert "graph 1:" in result.skipped[0] and "was freed" in result.skipped[0]
+
+
+def test_declarations_apply_to_recorded_and_later_graphs() -> None:
+    watch = graphcheck.watch(allocator_history=False)
+    model, _ = model_in_arena("registered")
+    scratch = torch.zeros(16)
+
+    class WithScratch(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(16, 16)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.lin(x) + scratch
+
+    small = WithScratch()
+    watch.capture(small, torch.ones(2, 16))
+    assert watch.last.report.summary["unregistered"] == 1
+    watch.declare_runtime(scratch, "scratch", "rewritten before each read")
+    assert graphcheck.checkpoint("declared").ok
+    watch.capture(small, torch.ones(2, 16))
+    assert watch.last.ok
+
+
+def test_bad_arguments() -> None:
+    watch = graphcheck.watch(allocator_history=False)
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
+        watch.capture(lambda x: x, torch.ones(1))
+    with pytest.raises(ValueError, match="warmup must be an int"):
+        watch.capture(torch.nn.Linear(2, 2), torch.ones(1, 2), warmup=-1)
+    with pytest.raises(ValueError, match="expected a non-empty label"):
+        watch.checkpoint("")
+    assert watch.checkpoint("nothing_watched") is None
+    with pytest.raises(TypeError, match="a model must be a torch.nn.Module or a callable"):
+        watch.add_model(3)  # type: ignore[arg-type]
+
+
+def test_merge_reports_adds_and_intersects() -> None:
+    data = Path(__file__).resolve().parents[1] / "data"
+    a = graphcheck.check(data / "verdict_stale.json", allow=["x.*", "model.layers.*"])
+    b = graphcheck.check(data / "verdict_registered.json", allow=["x.*"])
+    merged = merge_reports([a, b], "after", "capture")
+    for key in ("graphs", "nodes", "references", *graphcheck.VERDICTS):
+        assert merged.summary[key] == a.summary[key] + b.summary[key]
+    assert len(merged.findings) == len(a.findings) + len(b.findings)
+    assert merged.stale_allow == ["x.*"]  # model.layers.* allowed something in a
+    assert merged.epoch == "after" and merged.baseline == "capture"
+    assert safe_label("a b/c[d]") == "a-b-c-d" and safe_label("///") == "checkpoint"

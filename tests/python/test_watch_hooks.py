@@ -1,0 +1,199 @@
+"""How captures and settings reach graphcheck.watch (issue 11 §1): the capture hooks on a
+stand-in for torch.cuda.CUDAGraph, the GRAPHCHECK_* settings, the post-import hook, and the
+import hook installed with the package (graphcheck_watch.pth) in a fresh interpreter."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+import graphcheck
+from graphcheck import _watch_env
+from graphcheck.reference import ReferenceConfig, build_reference_model, reference_inputs
+from watch_fakes import PLANTED, FakeCUDAGraph, capture_fake, fake_watch, owners, write_package
+
+
+@pytest.fixture(autouse=True)
+def no_watch_left(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in ("GRAPHCHECK", "GRAPHCHECK_MODE", "GRAPHCHECK_DIR", "GRAPHCHECK_ALLOW"):
+        monkeypatch.delenv(name, raising=False)
+    original = FakeCUDAGraph.capture_begin
+    yield
+    active = graphcheck.current_watch()
+    if active is not None:
+        active.close()
+    assert FakeCUDAGraph.capture_begin is original, "a watch left its hook installed"
+
+
+def test_a_graph_capture_is_recorded_and_checked_when_it_ends() -> None:
+    gc.collect()  # fewer models of earlier tests for the discovery to find
+    watch = fake_watch()
+    assert watch.capture_hooks.endswith("FakeCUDAGraph.capture_begin/capture_end wrapped")
+    model = build_reference_model(ReferenceConfig(variant="legacy"), 0)
+    inputs = reference_inputs(model)
+    for name, tensor in inputs.items():  # the static inputs the engine refills before replay
+        watch.declare_input(name, tensor)
+    graph = capture_fake(model, **inputs)
+    assert graph.captured and len(watch.graphs) == 1 and watch.graphs[0].kind == "cuda"
+    result = watch.last
+    # Discovery: no model was given, the root modules with parameters on the device were
+    # found (this one, and any other test's model still alive: each under its type's name).
+    assert result.label == "capture" and result.model.endswith("[found on cpu]")
+    found = {
+        re.sub(r"^ReferenceModel(_\d+)?\.", "", o) for o in owners(result.report)["unregistered"]
+    }
+    assert found == PLANTED and set(owners(result.report)) == {"unregistered"}
+    del graph  # a freed graph is no longer watched
+    assert watch.graphs == []
+
+
+def test_a_failed_capture_records_nothing() -> None:
+    watch = fake_watch()
+    model = torch.nn.Linear(4, 4)
+    graph = FakeCUDAGraph()
+    graph.capture_begin()
+    model(torch.ones(1, 4))
+    graph.fail_end = True
+    with pytest.raises(RuntimeError, match="capture invalidated"):
+        graph.capture_end()
+    assert watch.graphs == [] and watch.results == []
+    capture_fake(model, input=torch.ones(1, 4))  # the window was closed: the next one works
+    assert len(watch.results) == 1
+
+
+def test_registered_model_given_to_watch_is_clean() -> None:
+    model = build_reference_model(ReferenceConfig(variant="registered"), 0)
+    watch = fake_watch(model=model)
+    inputs = reference_inputs(model)
+    for name, tensor in inputs.items():
+        watch.declare_input(name, tensor)
+    graph = capture_fake(model, **inputs)
+    assert watch.last.ok, str(watch.last.report)
+    assert watch.last.model == "model (ReferenceModel) [given]"
+    assert graphcheck.checkpoint("after_reload").ok and graph.captured
+
+
+def test_settings_from_the_environment(tmp_path: Path) -> None:
+    allow = tmp_path / "allow.txt"
+    allow.write_text("# planted\nlayers.*.quant_method.*\n")
+    env = {"GRAPHCHECK": "1", "GRAPHCHECK_MODE": "ERROR", "GRAPHCHECK_ALLOW": str(allow)}
+    settings = _watch_env.settings_from_env(env)
+    assert settings.mode == "error" and settings.allow == ("layers.*.quant_method.*",)
+    assert settings.out_dir == os.path.abspath("graphcheck-reports") and not settings.problems
+    off = _watch_env.settings_from_env({"GRAPHCHECK_DIR": str(tmp_path)})
+    assert off.out_dir == str(tmp_path)
+    bad = _watch_env.settings_from(
+        {"mode": "loud", "allow": str(tmp_path / "none.txt"), "colour": 1}, source="cfg"
+    )
+    assert bad.mode == "warn" and bad.allow == ()
+    assert bad.problems[0] == "cfg mode 'loud': expected one of warn, error; using warn"
+    assert "cfg allow: " in bad.problems[1] and "no allowlist is used" in bad.problems[1]
+    assert bad.problems[2] == "cfg: unknown keys ['colour'] (known: mode, dir, allow, enabled)"
+    for value, on in (("1", True), ("yes", True), ("", False), ("0", False), (" Off ", False)):
+        assert _watch_env.flag_on({"GRAPHCHECK": value}) is on
+
+
+def test_watch_takes_its_defaults_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("GRAPHCHECK_MODE", "error")
+    monkeypatch.setenv("GRAPHCHECK_DIR", str(tmp_path))
+    watch = fake_watch()
+    assert watch.mode == "error" and watch.out_dir == str(tmp_path)
+
+
+def test_when_imported_runs_after_the_module_and_logs_failures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_package(tmp_path, {"gc_late/mod.py": "VALUE = 3\n"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen: list[int] = []
+    _watch_env.when_imported("gc_late.mod", lambda m: seen.append(m.VALUE))
+    _watch_env.when_imported("gc_late.mod", lambda m: 1 / 0)
+    with caplog.at_level(logging.ERROR, logger="graphcheck.watch"):
+        import gc_late.mod  # noqa: F401
+
+    assert seen == [3]
+    assert "the post-import hook for gc_late.mod failed" in caplog.text
+    assert sys.modules["gc_late.mod"].__loader__.__class__.__name__ != "_PostImportLoader"
+    _watch_env.when_imported("gc_late.mod", lambda m: seen.append(-m.VALUE))  # already there
+    assert seen == [3, -3]
+    assert not any(isinstance(f, _watch_env._PostImportFinder) for f in sys.meta_path)
+    for name in ("gc_late.mod", "gc_late"):
+        del sys.modules[name]
+
+
+_PROBE = (
+    "import sys; import torch, graphcheck; w = graphcheck.current_watch(); "
+    "print(w.origin if w else 'none', w.capture_hooks if w else '', w.mode if w else '')"
+)
+
+
+def _run_probe(env: dict[str, str], code: str = _PROBE) -> str:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHCHECK")}
+    full.update(env)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_import_hook_starts_the_watch_when_torch_is_imported(tmp_path: Path) -> None:
+    pth = Path(graphcheck.__file__).resolve().parents[1] / "graphcheck_watch.pth"
+    assert pth.is_file(), f"the import hook is not installed beside the package ({pth})"
+    out = _run_probe(
+        {"GRAPHCHECK": "1", "GRAPHCHECK_MODE": "error", "GRAPHCHECK_DIR": str(tmp_path)}
+    )
+    assert out == (
+        "GRAPHCHECK=1 import hook torch.cuda.graphs.CUDAGraph.capture_begin/capture_end wrapped "
+        "error"
+    )
+
+
+def test_the_import_hook_is_inert_without_the_flag() -> None:
+    code = (
+        "import sys; import torch; "
+        "print(sorted(m for m in sys.modules if m.startswith('graphcheck')), "
+        "torch.cuda.CUDAGraph.capture_begin.__qualname__)"
+    )
+    assert _run_probe({"GRAPHCHECK": "0"}, code) == "[] CUDAGraph.capture_begin"
+
+
+def test_allocator_frames_label_what_the_census_does_not_reach() -> None:
+    from graphcheck._watch_graph import _outside, allocator_sites, frame_label
+
+    torch_file = str(Path(torch.__file__).parent / "nn" / "modules" / "module.py")
+    user = {"filename": "/srv/engine/runner.py", "line": 42, "name": "alloc_buffers"}
+    internal = {"filename": torch_file, "line": 7, "name": "to"}
+    native = {"filename": "??", "line": 0, "name": "c10::alloc"}
+    snapshot = {
+        "segments": [
+            {
+                "blocks": [
+                    {"state": "active_allocated", "address": 4096, "size": 512,
+                     "frames": [native, internal, user]},
+                    {"state": "inactive", "address": 8192, "size": 512, "frames": [user]},
+                    {"state": "active_allocated", "address": 16384, "size": 256,
+                     "history": [{"frames": [internal]}]},
+                    {"state": "active_allocated", "address": 32768, "size": 64,
+                     "history": [{"frames": [user]}]},
+                ]
+            }
+        ]
+    }  # fmt: skip
+    label = "/srv/engine/runner.py:42 in alloc_buffers"
+    assert allocator_sites(snapshot) == [(4096, 4608, label), (32768, 32832, label)]
+    assert frame_label([internal], [str(Path(torch.__file__).parent) + os.sep]) is None
+    # Census paths win: a frame label overlapping a census range is dropped.
+    taken = [(4000, 4200, "model.x")]
+    assert _outside(allocator_sites(snapshot), taken) == [(32768, 32832, label)]
