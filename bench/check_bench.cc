@@ -1,16 +1,63 @@
 // Check throughput: graphs of 1k, 10k and 100k kernel nodes (8 arguments each) against 1k,
 // 10k and 100k spans, checked in their capture epoch and in a later one (after a sleep that
 // discarded the weights pool), each beside a floor that reads the same argument words
-// without any lookup. Run: graphcheck_bench --benchmark_min_time=0.2
+// without any lookup; repeated checks through a CheckSession (unchanged epoch, and a new
+// sleep and wake each time); and the peak memory of a check beside the snapshot's size.
+// Run: graphcheck_bench --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
 #include <graphcheck/address_index.h>
+#include <graphcheck/check_session.h>
 #include <graphcheck/checker.h>
+#include <malloc.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
+
+// Counting allocator for the memory benchmark: operator new and delete of a thread that
+// turned `counting` on are counted (bytes as malloc_usable_size reports them), with a
+// high-water mark; other threads and times pay one thread-local test.
+namespace {
+thread_local bool counting = false;
+thread_local std::int64_t live_bytes = 0;
+thread_local std::int64_t peak_bytes = 0;
+
+void* counted_new(std::size_t size) {
+  void* pointer = std::malloc(size == 0 ? 1 : size);
+  if (pointer == nullptr) {
+    throw std::bad_alloc();
+  }
+  if (counting) {
+    live_bytes += static_cast<std::int64_t>(malloc_usable_size(pointer));
+    peak_bytes = std::max(peak_bytes, live_bytes);
+  }
+  return pointer;
+}
+
+void counted_delete(void* pointer) noexcept {
+  if (pointer != nullptr) {
+    if (counting) {
+      live_bytes -= static_cast<std::int64_t>(malloc_usable_size(pointer));
+    }
+    std::free(pointer);
+  }
+}
+}  // namespace
+
+// NOLINTBEGIN(misc-new-delete-overloads): the replaceable global forms, for counting
+void* operator new(std::size_t size) { return counted_new(size); }
+void* operator new[](std::size_t size) { return counted_new(size); }
+void operator delete(void* pointer) noexcept { counted_delete(pointer); }
+void operator delete[](void* pointer) noexcept { counted_delete(pointer); }
+void operator delete(void* pointer, std::size_t /*size*/) noexcept { counted_delete(pointer); }
+void operator delete[](void* pointer, std::size_t /*size*/) noexcept { counted_delete(pointer); }
+// NOLINTEND(misc-new-delete-overloads)
 
 namespace graphcheck {
 namespace {
@@ -167,30 +214,132 @@ void check_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spa
   state.counters["refs"] = static_cast<double>(references);
 }
 
-// The floor: read every word the scan reads and keep the pointer-looking ones, with no
-// lookup and no report.
+// The floor's pass: read every word the scan reads and keep the pointer-looking ones, with
+// no lookup and no report. Not inlined, so that a profiler can count it alone
+// (callgrind --toggle-collect='*read_words*').
+[[gnu::noinline]] std::uint64_t read_words(const GraphRecord& graph, std::uint64_t* kept) {
+  std::uint64_t sum = 0;
+  std::uint64_t count = 0;
+  for (const Node& node : graph.nodes) {
+    for (const KernelParam& param : node.params) {
+      for (std::size_t at = 0; at + 8 <= param.bytes.size(); at += 8) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, param.bytes.data() + at, 8);
+        if (word >= kWeights && word < kWorkspace + 0x1000000) {
+          sum += word;
+          ++count;
+        }
+      }
+    }
+  }
+  *kept = count;
+  return sum;
+}
+
 void floor_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spans) {
   const World& w = world(nodes, spans);
   std::uint64_t kept = 0;
   for (auto _ : state) {
-    std::uint64_t sum = 0;
-    kept = 0;
-    for (const Node& node : w.snapshot.graphs[0].nodes) {
-      for (const KernelParam& param : node.params) {
-        for (std::size_t at = 0; at + 8 <= param.bytes.size(); at += 8) {
-          std::uint64_t word = 0;
-          std::memcpy(&word, param.bytes.data() + at, 8);
-          if (word >= kWeights && word < kWorkspace + 0x1000000) {
-            sum += word;
-            ++kept;
-          }
-        }
-      }
-    }
-    benchmark::DoNotOptimize(sum);
+    benchmark::DoNotOptimize(read_words(w.snapshot.graphs[0], &kept));
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(nodes));
   state.counters["refs"] = static_cast<double>(kept);
+}
+
+// A CheckSession checked again with nothing changed: the report of the last check.
+void session_repeat_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spans,
+                              const std::string& epoch) {
+  const World& w = world(nodes, spans);
+  CheckSession session(w.snapshot);
+  CheckOptions options;
+  options.epoch = epoch;
+  std::uint64_t references = session.check(options)->summary.references;
+  for (auto _ : state) {
+    std::shared_ptr<const Report> report = session.check(options);
+    references = report->summary.references;
+    benchmark::DoNotOptimize(report);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(nodes));
+  state.counters["refs"] = static_cast<double>(references);
+}
+
+// The same, with the epoch put again (equal, as a caller that rebuilds its current state
+// before each check puts it): the comparison of the epoch is the cost.
+void session_reput_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spans) {
+  const World& w = world(nodes, spans);
+  CheckSession session(w.snapshot);
+  CheckOptions options;
+  options.epoch = "after_sleep";
+  static_cast<void>(session.check(options));
+  const Epoch& after_sleep = w.snapshot.epochs[1];
+  for (auto _ : state) {
+    state.PauseTiming();
+    Epoch copy = after_sleep;  // the caller's epoch, made outside the timed part
+    state.ResumeTiming();
+    session.put_epoch(std::move(copy));
+    benchmark::DoNotOptimize(session.check(options));
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(nodes));
+}
+
+// A sleep and wake before each check: the after-sleep epoch put again with new generations
+// (same ranges), then checked. The session shares the capture's cells and decides again only
+// the references its tables list.
+void session_sleep_wake_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spans) {
+  const World& w = world(nodes, spans);
+  CheckSession session(w.snapshot);
+  CheckOptions options;
+  options.epoch = "after_sleep";
+  static_cast<void>(session.check(options));
+  Epoch woken = w.snapshot.epochs[1];
+  std::uint64_t generation = 2;
+  std::uint64_t replayed = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    ++generation;
+    for (Allocation& allocation : woken.allocations) {
+      if (allocation.pool == "weights") {
+        allocation.generation = generation;
+      }
+    }
+    Epoch copy = woken;  // the caller's new epoch, made outside the timed part
+    state.ResumeTiming();
+    session.put_epoch(std::move(copy));
+    std::shared_ptr<const Report> report = session.check(options);
+    replayed = session.last_stats().references_replayed;
+    benchmark::DoNotOptimize(report);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(nodes));
+  state.counters["replayed_refs"] = static_cast<double>(replayed);
+}
+
+// Peak memory of one check (on a fresh thread, so that no tables kept by an earlier check
+// are reused) beside the snapshot's in-memory size (the bytes a copy of it allocates).
+void memory_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spans,
+                      const std::string& epoch) {
+  const World& w = world(nodes, spans);
+  counting = true;
+  live_bytes = 0;
+  auto copy = std::make_unique<Snapshot>(w.snapshot);
+  const std::int64_t snapshot_bytes = live_bytes;
+  copy.reset();
+  counting = false;
+  CheckOptions options;
+  options.epoch = epoch;
+  std::int64_t check_peak = 0;
+  for (auto _ : state) {
+    std::thread worker([&] {
+      counting = true;
+      Report report = check(w.snapshot, options);
+      check_peak = peak_bytes;
+      benchmark::DoNotOptimize(report);
+    });
+    worker.join();
+  }
+  state.counters["snapshot_MB"] = static_cast<double>(snapshot_bytes) / 1e6;
+  state.counters["check_peak_MB"] = static_cast<double>(check_peak) / 1e6;
+  state.counters["peak_ratio"] = static_cast<double>(check_peak) /
+                                 static_cast<double>(std::max<std::int64_t>(1, snapshot_bytes));
 }
 
 // Index construction alone, the per-epoch cost inside each check.
@@ -220,6 +369,26 @@ int main(int argc, char** argv) {
       }
       benchmark::RegisterBenchmark(("floor" + suffix).c_str(), floor_benchmark, nodes, spans)
           ->Unit(benchmark::kMillisecond);
+      for (const std::string epoch : {"capture", "after_sleep"}) {
+        benchmark::RegisterBenchmark(("session/repeat/" + epoch + suffix).c_str(),
+                                     graphcheck::session_repeat_benchmark, nodes, spans, epoch)
+            ->Unit(benchmark::kMicrosecond);
+      }
+      benchmark::RegisterBenchmark(("session/reput/after_sleep" + suffix).c_str(),
+                                   graphcheck::session_reput_benchmark, nodes, spans)
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("session/sleep_wake/after_sleep" + suffix).c_str(),
+                                   graphcheck::session_sleep_wake_benchmark, nodes, spans)
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+  for (std::size_t nodes : {10000U, 100000U}) {
+    for (const std::string epoch : {"capture", "after_sleep"}) {
+      benchmark::RegisterBenchmark(
+          ("memory/" + epoch + "/nodes:" + std::to_string(nodes) + "/spans:10000").c_str(),
+          graphcheck::memory_benchmark, nodes, 10000, epoch)
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(1);
     }
   }
   for (std::size_t spans : {1000U, 10000U, 100000U}) {

@@ -80,6 +80,10 @@ SessionSources make_sources(GraphCapture& capture, AllocationTracker& tracker) {
     }
     return *record;
   };
+  sources.shared_graph_for_exec = [&capture](std::uint64_t exec) {
+    return capture.exec_graph(
+        reinterpret_cast<CUgraphExec>(exec));  // NOLINT(performance-no-int-to-ptr)
+  };
   return sources;
 }
 

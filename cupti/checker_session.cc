@@ -69,15 +69,94 @@ Snapshot CheckerSession::snapshot(std::string_view current_label) {
 
 Report CheckerSession::check_now(std::string_view label) {
   const std::scoped_lock lock(mutex_);
-  const Snapshot snapshot = snapshot_locked(label);
-  CheckOptions check_options;
-  check_options.epoch = snapshot.epochs.back().label;
-  Report report = check(snapshot, check_options);
-  if (report.has_findings()) {
-    log("graphcheck: findings in epoch '" + report.epoch + "'\n" + to_text(report));
+  const std::shared_ptr<const Report> report = check_now_locked(unique_label_locked(label));
+  if (report->has_findings()) {
+    log("graphcheck: findings in epoch '" + report->epoch + "'\n" + to_text(*report));
   }
-  emit_locked(snapshot, report, label);
-  return report;
+  if (!options_.out_dir.empty()) {
+    emit_locked(now_session_.snapshot(), *report, label);
+  }
+  return *report;
+}
+
+// The session holds what snapshot_locked(label) would: the recorded epochs (each put once:
+// recorded epochs never change), the current state last under `label`, every graph in the
+// sources' order.
+std::shared_ptr<const Report> CheckerSession::check_now_locked(const std::string& label) {
+  graphcheck::CheckSession& session = now_session_;
+  if (now_epochs_ == 0) {
+    session.set_producer({"cupti", "graphcheck " GRAPHCHECK_VERSION_STRING});
+    session.set_allow(options_.allow);
+  }
+  if (!now_label_.empty() && now_label_ != label) {
+    session.remove_epoch(now_label_);  // the last check's state, under another label
+  }
+  for (; now_epochs_ < epochs_.size(); ++now_epochs_) {
+    session.put_epoch(epochs_[now_epochs_]);
+  }
+  session.put_epoch(current_epoch_locked(label), graphcheck::EpochPlace::kLast);
+  now_label_ = label;
+  std::vector<std::uint64_t> ids;
+  if (sources_.graphs) {
+    std::vector<GraphRecord> graphs = sources_.graphs();
+    for (GraphRecord& graph : graphs) {
+      graph = with_epoch_locked(std::move(graph));
+      // A graph never noted at capture (graphcheck attached late) is found in the current
+      // state: unregistered and dangling show, stale and lost cannot.
+      if (session.find_epoch(graph.epoch) == nullptr) {
+        graph.epoch = label;
+      }
+      ids.push_back(graph.id);
+    }
+    // Graphs gone from the sources leave; the rest must keep the sources' order.
+    for (const std::uint64_t id : session.graph_ids()) {
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
+        session.remove_graph(id);
+      }
+    }
+    std::vector<std::uint64_t> kept = session.graph_ids();
+    if (!std::equal(kept.begin(), kept.end(), ids.begin(),
+                    ids.begin() + static_cast<std::ptrdiff_t>(std::min(kept.size(), ids.size())))) {
+      for (const std::uint64_t id : kept) {
+        session.remove_graph(id);
+      }
+    }
+    for (GraphRecord& graph : graphs) {
+      session.put_graph(std::move(graph));
+    }
+  } else {
+    for (const std::uint64_t id : session.graph_ids()) {
+      session.remove_graph(id);
+    }
+  }
+  graphcheck::CheckOptions check_options;
+  check_options.epoch = label;
+  return session.check(check_options);
+}
+
+// The launched graph's record, labelled with its capture epoch: the same object as at the
+// last launch of `exec` while its source record and label are unchanged.
+std::shared_ptr<const GraphRecord> CheckerSession::launch_graph_locked(std::uint64_t exec) {
+  if (sources_.shared_graph_for_exec) {
+    std::shared_ptr<const GraphRecord> source = sources_.shared_graph_for_exec(exec);
+    if (!source) {
+      return nullptr;
+    }
+    LaunchGraph& known = launch_graphs_[exec];
+    const auto label = graph_epochs_.find(source->id);
+    const std::string& epoch = label != graph_epochs_.end() ? label->second : source->epoch;
+    if (known.source != source || !known.labelled || known.labelled->epoch != epoch) {
+      known.source = source;
+      known.labelled = std::make_shared<const GraphRecord>(with_epoch_locked(*source));
+    }
+    return known.labelled;
+  }
+  std::optional<GraphRecord> record =
+      sources_.graph_for_exec ? sources_.graph_for_exec(exec) : std::nullopt;
+  if (!record.has_value()) {
+    return nullptr;
+  }
+  return std::make_shared<const GraphRecord>(with_epoch_locked(std::move(*record)));
 }
 
 Status CheckerSession::on_graph_launch(std::uint64_t exec) noexcept {
@@ -86,38 +165,50 @@ Status CheckerSession::on_graph_launch(std::uint64_t exec) noexcept {
   }
   try {
     const std::scoped_lock lock(mutex_);
-    std::optional<GraphRecord> record =
-        sources_.graph_for_exec ? sources_.graph_for_exec(exec) : std::nullopt;
-    if (!record.has_value()) {
+    std::shared_ptr<const GraphRecord> graph = launch_graph_locked(exec);
+    if (!graph) {
       return {};
     }
-    Snapshot snapshot;
-    snapshot.producer = {"cupti", "graphcheck " GRAPHCHECK_VERSION_STRING};
-    snapshot.allow = options_.allow;
-    GraphRecord graph = with_epoch_locked(std::move(*record));
     const auto capture = std::find_if(epochs_.begin(), epochs_.end(), [&](const Epoch& epoch) {
-      return epoch.label == graph.epoch;
+      return epoch.label == graph->epoch;
     });
-    if (capture != epochs_.end()) {
-      snapshot.epochs.push_back(*capture);
-    }
-    std::string launch_label = graph.epoch == "launch" ? "launch.1" : "launch";
-    snapshot.epochs.push_back(current_epoch_locked(launch_label));
+    const std::string launch_label = graph->epoch == "launch" ? "launch.1" : "launch";
     if (capture == epochs_.end()) {
-      graph.epoch = launch_label;  // never noted at capture: references found in this state
+      // Never noted at capture: references are found in this state.
+      GraphRecord relabelled = *graph;
+      relabelled.epoch = launch_label;
+      graph = std::make_shared<const GraphRecord>(std::move(relabelled));
     }
-    snapshot.graphs.push_back(std::move(graph));
-    CheckOptions check_options;
+    // One session per capture epoch: its capture epoch (recorded epochs never change), the
+    // launch state, the graphs launched so far; each check reads only the launched graph.
+    // Graphs never noted at capture have sessions of their own (by launch label), so that a
+    // recorded epoch that happens to be labelled like a launch state is never replaced.
+    const bool captured = capture != epochs_.end();
+    auto [at, fresh] = launch_sessions_.try_emplace(std::make_pair(captured, graph->epoch));
+    LaunchSession& launch = at->second;
+    if (fresh) {
+      launch.session.set_producer({"cupti", "graphcheck " GRAPHCHECK_VERSION_STRING});
+      launch.session.set_allow(options_.allow);
+      if (captured) {
+        launch.session.put_epoch(*capture);
+      }
+      launch.launch_label = launch_label;
+    }
+    launch.session.put_epoch(current_epoch_locked(launch_label));
+    launch.session.put_graph(graph);
+    graphcheck::CheckOptions check_options;
     check_options.epoch = launch_label;
-    const Report report = check(snapshot, check_options);
+    const std::shared_ptr<const Report> report = launch.session.check(check_options, {graph->id});
     ++launches_checked_;
-    if (!report.has_findings()) {
+    if (!report->has_findings()) {
       return {};
     }
     ++launches_with_findings_;
-    log("graphcheck: findings at launch of graph " + std::to_string(snapshot.graphs[0].id) +
-        " (exec " + format_address(exec) + ")\n" + to_text(report));
-    emit_locked(snapshot, report, "launch");
+    log("graphcheck: findings at launch of graph " + std::to_string(graph->id) + " (exec " +
+        format_address(exec) + ")\n" + to_text(*report));
+    if (!options_.out_dir.empty()) {
+      emit_locked(launch.session.snapshot({graph->id}), *report, "launch");
+    }
     if (options_.policy == FindingPolicy::kWarn) {
       return {};
     }
@@ -130,8 +221,8 @@ Status CheckerSession::on_graph_launch(std::uint64_t exec) noexcept {
       case ErrorAction::kReturnStatus:
         break;
     }
-    return Status::error("graphcheck: " + std::to_string(report.findings.size()) +
-                         " finding(s) at launch of graph " + std::to_string(snapshot.graphs[0].id) +
+    return Status::error("graphcheck: " + std::to_string(report->findings.size()) +
+                         " finding(s) at launch of graph " + std::to_string(graph->id) +
                          " under policy error");
   } catch (const std::exception& error) {
     return Status::error(std::string("graphcheck: launch check failed: ") + error.what());

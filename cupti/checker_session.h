@@ -4,6 +4,7 @@
 #ifndef GRAPHCHECK_CUPTI_CHECKER_SESSION_H_
 #define GRAPHCHECK_CUPTI_CHECKER_SESSION_H_
 
+#include <graphcheck/check_session.h>
 #include <graphcheck/checker.h>
 #include <graphcheck/epoch.h>
 #include <graphcheck/graph.h>
@@ -14,11 +15,13 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cupti/status.h"
@@ -63,6 +66,10 @@ struct SessionSources {
   std::function<std::vector<GraphRecord>()> graphs;
   /// The record of the graph an exec handle launches, or nullopt when unknown.
   std::function<std::optional<GraphRecord>(std::uint64_t exec)> graph_for_exec;
+  /// Optional, preferred over `graph_for_exec` when set: the shared, immutable record of the
+  /// graph an exec handle launches (null when unknown). The same record as at the last
+  /// launch is known unchanged without comparing it.
+  std::function<std::shared_ptr<const GraphRecord>(std::uint64_t exec)> shared_graph_for_exec;
 };
 
 /// @brief Builds epochs, snapshots and reports from a span registry, allocations and graphs.
@@ -70,6 +77,15 @@ struct SessionSources {
 /// Epochs: `note_graph_capture` records a capture epoch ("capture", "capture.1", ...) when
 /// the state differs from the last one; `record_epoch` records a named moment
 /// ("after_wake"); a check adds the current state under its own label.
+///
+/// Checks go through `graphcheck::CheckSession`s kept between calls (one for `check_now`,
+/// one per capture epoch for launch checks), so that a launch check in a state that did not
+/// change since the last one returns the last report, and one after a sleep and wake (new
+/// generations, the same ranges) decides again only the references whose verdict can
+/// change; each call still gathers the current state from the sources and compares it with
+/// the last one (O(spans + allocations)), and a graph record from `graph_for_exec` with
+/// the last one (O(its size); `shared_graph_for_exec` avoids that). Reports are the ones
+/// `graphcheck::check` gives for the same snapshot.
 /// Thread safety: every member may be called from any thread; a mutex serialises them.
 /// The sources are called under that mutex and must not call back into the session.
 class CheckerSession {
@@ -107,6 +123,19 @@ class CheckerSession {
   [[nodiscard]] const SessionOptions& options() const { return options_; }
 
  private:
+  // A launch check's session: the graph's capture epoch, the launch state, the graphs of
+  // that capture epoch launched so far.
+  struct LaunchSession {
+    graphcheck::CheckSession session;
+    std::string launch_label;
+  };
+  // A launched graph's record as the session labels it, and the source record it came from.
+  struct LaunchGraph {
+    std::shared_ptr<const GraphRecord> source;
+    std::shared_ptr<const GraphRecord> labelled;
+  };
+  [[nodiscard]] std::shared_ptr<const GraphRecord> launch_graph_locked(std::uint64_t exec);
+  [[nodiscard]] std::shared_ptr<const Report> check_now_locked(const std::string& label);
   [[nodiscard]] Epoch current_epoch_locked(std::string label) const;
   [[nodiscard]] std::string unique_label_locked(std::string_view label) const;
   [[nodiscard]] GraphRecord with_epoch_locked(GraphRecord graph) const;
@@ -124,7 +153,13 @@ class CheckerSession {
   std::map<std::uint64_t, std::string> graph_epochs_;  // graph id -> capture epoch label
   std::uint64_t launches_checked_ = 0;
   std::uint64_t launches_with_findings_ = 0;
-  std::set<std::string> used_tags_;  // file tags already written to out_dir
+  std::set<std::string> used_tags_;       // file tags already written to out_dir
+  graphcheck::CheckSession now_session_;  // check_now: recorded epochs, the current state
+  std::size_t now_epochs_ = 0;            // recorded epochs put into now_session_
+  std::string now_label_;                 // its current state's label
+  // By whether the graph was noted at capture, and its capture (or launch) epoch label.
+  std::map<std::pair<bool, std::string>, LaunchSession> launch_sessions_;
+  std::map<std::uint64_t, LaunchGraph> launch_graphs_;  // by exec handle
 };
 
 }  // namespace graphcheck::cupti

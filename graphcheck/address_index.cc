@@ -1,6 +1,7 @@
-// A sweep over span and allocation boundaries cuts the address space into cells in which
-// the set of covering ranges is constant; each cell stores its winners, so a lookup is one
-// search over the cell boundaries and never compares names.
+// The address space is cut into cells in which the set of covering ranges is constant; each
+// cell stores its winners, so a lookup is one probe of a two-level table over the cell
+// boundaries and never compares names. Spans and allocations are swept apart (each in one
+// pass when listed in address order without overlaps) and their boundaries merged.
 #include <graphcheck/address_index.h>
 #include <graphcheck/error.h>
 
@@ -8,76 +9,68 @@
 #include <array>
 #include <atomic>
 #include <bit>
-#include <cstddef>
 #include <limits>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
 
-#include "graphcheck/detail/radix_sort.h"
+#include "graphcheck/detail/index_layers.h"
 
 namespace graphcheck {
+
+struct AddressIndex::Tables {
+  std::uint64_t layout = 0;
+  Address low = ~Address{0};
+  Address high = 0;
+  unsigned page_shift = 0;
+  std::vector<Address> begins;  // cell boundaries, then two ~0 sentinels
+  std::vector<CellInfo> info;
+  std::vector<std::uint8_t> classes;  // CellClass by cell, then 4 bytes of padding
+  std::vector<std::uint64_t> pages;   // see AddressIndex::first_candidate
+  std::vector<std::uint32_t> buckets;
+  // The cells with rivals, in cell order, each with where its list starts in `rivals` (a
+  // count, then that many span indices).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> rival_lists;
+  std::vector<std::int32_t> rivals;
+
+  void merge(const std::vector<detail::SpanSeg>& spans, const std::vector<detail::AllocSeg>& allocs,
+             const std::vector<std::uint32_t>& rival_offsets);
+  void build_pages();
+  [[nodiscard]] std::size_t bytes() const {
+    return begins.capacity() * sizeof(Address) + info.capacity() * sizeof(CellInfo) +
+           classes.capacity() + pages.capacity() * sizeof(std::uint64_t) +
+           buckets.capacity() * sizeof(std::uint32_t) +
+           rival_lists.capacity() * sizeof(std::pair<std::uint32_t, std::uint32_t>) +
+           rivals.capacity() * sizeof(std::int32_t);
+  }
+  // Empties the tables for another build, keeping their memory.
+  void clear() {
+    layout = 0;
+    low = ~Address{0};
+    high = 0;
+    page_shift = 0;
+    begins.clear();
+    info.clear();
+    classes.clear();
+    pages.clear();
+    buckets.clear();
+    rival_lists.clear();
+    rivals.clear();
+  }
+};
+
 namespace {
 
-using detail::radix_sort;
-
-// Tie order among spans of the same size: parameter, buffer, runtime, input, graph. Spans
-// the contract restores come first so that a registered tensor is named over memory that
-// merely happens to contain it.
-constexpr std::array<int, 5> kKindRank = {0, 1, 2, 4, 3};  // indexed by OwnerKind
-
-int kind_rank(OwnerKind kind) { return kKindRank.at(static_cast<std::size_t>(kind)); }
-
-struct Edge {
-  Address position = 0;
-  std::int32_t item = 0;  // index into the epoch's spans or allocations
-};
-
 // Buckets per cell boundary inside a page: 2 << kFinerBits at most, (1 << kFinerBits) at
-// least. One finer step than one per boundary measured fastest: most buckets then hold at
-// most one boundary, and the tables stay small.
+// least. With two boundary comparisons per probe one finer step made buckets of three or
+// more boundaries rare in the benchmark's worlds, and the tables stay small.
 constexpr unsigned kFinerBits = 1;
 
-// Span indexes are int32 in cells (kNone = -1) and in edges.
-constexpr std::size_t kMaxSpans = std::numeric_limits<std::int32_t>::max();
-
-constexpr auto kEdgePosition = [](const Edge& edge) { return edge.position; };
-
-// The end of [begin, begin + size), or nothing when it lies past the top of the address
-// space (such a range is open to the top and never ends in the sweep).
-bool has_end(Address begin, std::uint64_t size) {
-  return size <= std::numeric_limits<Address>::max() - begin;
-}
-
-// A sorted small vector: the active ranges at the sweep position, best first. Overlaps are
-// shallow in practice, so a vector beats a tree here and allocates only while growing.
-template <typename Less>
-class ActiveSet {
- public:
-  explicit ActiveSet(Less less) : less_(less) {}
-  void insert(std::int32_t item) {
-    if (items_.empty()) {  // the common case: ranges that do not overlap
-      items_.push_back(item);
-      return;
-    }
-    items_.insert(std::lower_bound(items_.begin(), items_.end(), item, less_), item);
-  }
-  void erase(std::int32_t item) {
-    if (items_.size() == 1 && items_.front() == item) {
-      items_.pop_back();
-      return;
-    }
-    const auto it = std::find(items_.begin(), items_.end(), item);
-    if (it != items_.end()) {
-      items_.erase(it);
-    }
-  }
-  [[nodiscard]] const std::vector<std::int32_t>& items() const { return items_; }
-
- private:
-  Less less_;
-  std::vector<std::int32_t> items_;
-};
+// AddressIndex::kMulti.
+constexpr std::uint32_t kMultiFlag = 0x80000000U;
+// Cell numbers stay below kMulti (and so below kNoCell).
+constexpr std::size_t kMaxCells = 0x7ffffff0U;
 
 // Layout numbers for `same_cells`: unique per build in the process, so that indexes of
 // different checks (or threads) never compare equal by accident.
@@ -108,285 +101,338 @@ bool same_ranges(const Epoch& a, const Epoch& b) {
   return true;
 }
 
+using Class = AddressIndex::CellClass;
+using Tables = AddressIndex::Tables;
+
+// What a thread keeps between builds: the tables of destroyed indexes (their memory is
+// faulted in already; fresh pages cost more than the build itself on some machines) and the
+// layers' scratch.
+constexpr std::size_t kKeptTables = 2;
+constexpr std::size_t kKeptBytes = std::size_t{64} << 20;
+
+struct ThreadCache {
+  std::vector<std::unique_ptr<Tables>> tables;
+  std::vector<detail::SpanSeg> spans;
+  std::vector<detail::AllocSeg> allocs;
+  std::vector<std::uint32_t> rival_offsets;
+  detail::LayerScratch layers;
+  ThreadCache();
+  ThreadCache(const ThreadCache&) = delete;
+  ThreadCache& operator=(const ThreadCache&) = delete;
+  ~ThreadCache();
+};
+
+// False once the thread's cache is destroyed (thread exit): tables released after that
+// are deleted. A plain bool: it outlives the cache.
+thread_local bool cache_alive = false;
+
+ThreadCache::ThreadCache() { cache_alive = true; }
+ThreadCache::~ThreadCache() { cache_alive = false; }
+
+ThreadCache& thread_cache() {
+  thread_local ThreadCache cache;
+  return cache;
+}
+
+void release_tables(Tables* tables) {
+  if (cache_alive && tables->bytes() <= kKeptBytes) {
+    ThreadCache& cache = thread_cache();
+    if (cache.tables.size() < kKeptTables) {
+      tables->clear();
+      cache.tables.emplace_back(tables);
+      return;
+    }
+  }
+  delete tables;  // NOLINT(cppcoreguidelines-owning-memory): the deleter of a shared_ptr
+}
+
+std::shared_ptr<Tables> acquire_tables() {
+  ThreadCache& cache = thread_cache();
+  std::unique_ptr<Tables> tables;
+  if (!cache.tables.empty()) {
+    tables = std::move(cache.tables.back());
+    cache.tables.pop_back();
+  } else {
+    tables = std::make_unique<Tables>();
+  }
+  return {tables.release(), release_tables};
+}
+
+// The class of a cell without rivals and not an end cell, by winning span kind (indexed by
+// OwnerKind; kinds vary from cell to cell, so a table rather than a branch).
+constexpr std::array<std::uint8_t, 8> kKindClass = {
+    static_cast<std::uint8_t>(Class::kSoleRegistered),  // kParameter
+    static_cast<std::uint8_t>(Class::kSoleRegistered),  // kBuffer
+    static_cast<std::uint8_t>(Class::kSoleRuntime),     // kRuntime
+    static_cast<std::uint8_t>(Class::kSoleGraph),       // kGraph
+    static_cast<std::uint8_t>(Class::kSoleInput),       // kInput
+    static_cast<std::uint8_t>(Class::kOther),          static_cast<std::uint8_t>(Class::kOther),
+    static_cast<std::uint8_t>(Class::kOther),
+};
+constexpr auto kOtherClass = static_cast<std::uint8_t>(Class::kOther);
+constexpr auto kEndClass = static_cast<std::uint8_t>(Class::kEndCell);
+constexpr auto kPoolClass = static_cast<std::uint8_t>(Class::kGraphPool);
+
 }  // namespace
 
-AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) { build(); }
+// One cell per boundary of either layer. The span layer has most boundaries in practice:
+// its segments are copied in a tight loop up to the next allocation boundary.
+void AddressIndex::Tables::merge(const std::vector<detail::SpanSeg>& spans,
+                                 const std::vector<detail::AllocSeg>& allocs,
+                                 const std::vector<std::uint32_t>& rival_offsets) {
+  constexpr Address kDone = std::numeric_limits<Address>::max();
+  const std::size_t total = spans.size() + allocs.size();  // at most: shared begins merge
+  begins.resize(total + 2);
+  info.resize(total);
+  classes.resize(total + 4);
+  Address* const out_begin = begins.data();
+  CellInfo* const out_info = info.data();
+  std::uint8_t* const out_class = classes.data();
+  std::size_t cell = 0;
+  const detail::SpanSeg* span = spans.data();
+  const detail::SpanSeg* const spans_end = span + spans.size();
+  const detail::AllocSeg* alloc = allocs.data();
+  const detail::AllocSeg* const allocs_end = alloc + allocs.size();
+  const std::uint32_t* rival_offset = rival_offsets.data();
+  // The current span segment (none before the first) and allocation state.
+  detail::SpanSeg current{0, kNone, 0, false, false};
+  std::uint32_t alloc_bits = kNoAllocation;  // allocation and kGraphPool
+  std::uint8_t no_span_class = kOtherClass;  // kPoolClass in a graph pool
+  // A cell's class and info from the span segment covering it.
+  const auto class_of = [&](const detail::SpanSeg& seg, bool end_cell) {
+    std::uint8_t result = seg.span == kNone ? no_span_class : kKindClass[seg.kind & 7U];
+    result = seg.rivals ? kOtherClass : result;
+    return end_cell ? kEndClass : result;
+  };
+  const auto bits_of = [&](const detail::SpanSeg& seg) {
+    return (static_cast<std::uint32_t>(seg.kind) << kKindShift) | (seg.rivals ? kRivals : 0U) |
+           alloc_bits;
+  };
+  while (span != spans_end || alloc != allocs_end) {
+    const Address next_alloc = alloc != allocs_end ? alloc->begin : kDone;
+    // Span boundaries before the next allocation boundary: the allocation is unchanged.
+    for (; span != spans_end && span->begin < next_alloc; ++span) {
+      const detail::SpanSeg& seg = *span;
+      out_begin[cell] = seg.begin;
+      out_info[cell] = {seg.span, bits_of(seg)};
+      out_class[cell] = class_of(seg, seg.ends);
+      if (seg.rivals) [[unlikely]] {
+        rival_lists.emplace_back(static_cast<std::uint32_t>(cell), *rival_offset++);
+      }
+      ++cell;
+    }
+    if (span != spans.data()) {
+      current = span[-1];
+    }
+    if (alloc == allocs_end) {
+      break;
+    }
+    // An allocation boundary, perhaps with a span boundary at the same address.
+    bool span_ends = false;
+    if (span != spans_end && span->begin == next_alloc) {
+      current = *span++;
+      span_ends = current.ends;
+      if (current.rivals) {
+        rival_lists.emplace_back(static_cast<std::uint32_t>(cell), *rival_offset++);
+      }
+    } else if (current.rivals) {
+      rival_lists.emplace_back(static_cast<std::uint32_t>(cell), rival_lists.back().second);
+    }
+    alloc_bits = (alloc->allocation & kAllocationMask) | (alloc->graph_pool ? kGraphPool : 0U);
+    no_span_class = alloc->graph_pool ? kPoolClass : kOtherClass;
+    const bool alloc_starts = alloc->starts;
+    ++alloc;
+    out_begin[cell] = next_alloc;
+    out_info[cell] = {current.span, bits_of(current)};
+    out_class[cell] = class_of(current, span_ends && !alloc_starts);
+    ++cell;
+  }
+  begins.resize(cell + 2);
+  begins[cell] = ~Address{0};
+  begins[cell + 1] = ~Address{0};
+  info.resize(cell);
+  classes.resize(cell + 4);
+  std::fill(classes.begin() + static_cast<std::ptrdiff_t>(cell), classes.end(),
+            static_cast<std::uint8_t>(Class::kOther));
+  if (cell != 0) {
+    low = begins.front();
+    const CellInfo& last = info.back();
+    // The last cell is empty unless a range reaches the top of the address space.
+    high = last.span == kNone && (last.packed & kAllocationMask) == kNoAllocation
+               ? begins[cell - 1] - 1
+               : std::numeric_limits<Address>::max();
+  }
+}
+
+// The two-level table over [low, high]: the address's offset from low, shifted right by
+// page_shift, picks a page; each page splits itself into uniform buckets (two to four per
+// cell boundary it holds, up to its last boundary), so that a lookup is two table reads and
+// mostly two comparisons with a cell boundary, and far-apart clusters cost nothing in
+// between.
+void AddressIndex::Tables::build_pages() {
+  const auto cells = static_cast<std::uint32_t>(info.size());
+  if (cells == 0) {
+    return;
+  }
+  const Address* const b = begins.data();
+  // About one page per eight cells (at least 64): pages are one word each.
+  const std::uint64_t wanted = std::max<std::uint64_t>(64, std::bit_ceil(std::uint64_t{cells}) / 8);
+  const Address range = high - low;
+  while (page_shift < 63 && (range >> page_shift) >= wanted) {
+    ++page_shift;
+  }
+  const std::size_t page_count = static_cast<std::size_t>(range >> page_shift) + 1;
+  pages.resize(page_count);
+  const Address page_mask = (Address{1} << page_shift) - 1;
+  // First pass: each page's last cell and bucket count, so that the buckets are one
+  // allocation, each entry written once.
+  std::vector<std::uint32_t> last_cells(page_count);
+  std::uint32_t cursor = 0;  // b[0] is low, the first page's start
+  std::size_t total = 0;
+  for (std::size_t p = 0; p < page_count; ++p) {
+    const Address start = low + (static_cast<Address>(p) << page_shift);
+    // The page's last address (the last page may stop short: high may be the top).
+    const Address end = std::min(high - start, page_mask) + start;
+    std::uint32_t last = cursor;
+    while (last + 1 < cells && b[last + 1] <= end) {
+      ++last;
+    }
+    last_cells[p] = last;
+    unsigned width = page_shift;  // one bucket
+    Address last_bucket = 0;
+    if (last != cursor) {
+      // The smallest width giving fewer than `wanted` buckets up to the page's last
+      // boundary (and at most kLastBucketMask + 1 of them).
+      const Address extent = b[last] - start;
+      const int wanted_bits =
+          static_cast<int>(std::bit_width(std::bit_ceil(std::uint64_t{last - cursor}))) - 1 +
+          static_cast<int>(kFinerBits);
+      const int extent_bits = static_cast<int>(std::bit_width(extent));
+      width = static_cast<unsigned>(std::max({0, extent_bits - wanted_bits, extent_bits - 26}));
+      last_bucket = extent >> width;
+    }
+    pages[p] = (static_cast<std::uint64_t>(total) << 32) | (last_bucket << kWidthBits) | width;
+    total += static_cast<std::size_t>(last_bucket) + 2;  // and an entry past the last
+    cursor = last;
+  }
+  buckets.assign(total, 0);
+  std::uint32_t* const out = buckets.data();
+  cursor = 0;
+  for (std::size_t p = 0; p < page_count; ++p) {
+    const Address start = low + (static_cast<Address>(p) << page_shift);
+    const std::uint64_t page = pages[p];
+    const unsigned width = static_cast<unsigned>(page & 63U);
+    const auto count = static_cast<std::size_t>((page >> kWidthBits) & kLastBucketMask) + 1;
+    std::uint32_t* const bucket = out + (page >> 32);
+    const std::uint32_t last = last_cells[p];
+    // Bucket k holds the cell holding its first address: the last cell whose begin rounds
+    // up to k or below. Each boundary marks the bucket its begin rounds up to (a later cell
+    // overwrites an earlier one; past the last bucket, the entry after it), and a running
+    // maximum spreads the marks without a data-dependent branch; the entry after the last
+    // bucket ends up holding `last`, an upper end for a search in the last bucket.
+    const Address round_up = (Address{1} << width) - 1;
+    for (std::uint32_t c = cursor + 1; c <= last; ++c) {
+      const Address from_start = b[c] - start;
+      const Address k = (from_start >> width) + ((from_start & round_up) != 0 ? 1 : 0);
+      bucket[k < count ? k : count] = c;
+    }
+    // Three or more boundaries from one bucket's first cell to the next's: searched (the
+    // flag goes on once the next entry is known).
+    std::uint32_t holder = std::max(cursor, bucket[0]);
+    for (std::size_t k = 1; k <= count; ++k) {
+      const std::uint32_t next = std::max(holder, bucket[k]);
+      bucket[k - 1] = holder | (next - holder > 2 ? kMultiFlag : 0U);
+      holder = next;
+    }
+    bucket[count] = holder;
+    cursor = last;
+  }
+  // An address at the very top would compare equal to the ~0 sentinels: search instead.
+  if (high == ~Address{0}) {
+    const std::uint64_t page = pages.back();
+    buckets[static_cast<std::size_t>((page >> 32) + ((page >> kWidthBits) & kLastBucketMask))] |=
+        kMultiFlag;
+  }
+}
+
+AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) {
+  if (epoch.allocations.size() > kMaxAllocations || epoch.spans.size() > detail::kMaxSpans) {
+    throw Error("address index: epoch \"" + epoch.label + "\" has " +
+                std::to_string(epoch.spans.size()) + " spans and " +
+                std::to_string(epoch.allocations.size()) + " allocations, more than the " +
+                std::to_string(detail::kMaxSpans) + " spans and " +
+                std::to_string(kMaxAllocations) + " allocations one index holds; split the epoch");
+  }
+  std::shared_ptr<Tables> tables = acquire_tables();
+  tables->layout = next_layout.fetch_add(1, std::memory_order_relaxed);
+  ThreadCache& cache = thread_cache();
+  detail::span_layer(epoch.spans, cache.spans, tables->rivals, cache.rival_offsets, cache.layers);
+  detail::allocation_layer(epoch.allocations, cache.allocs, cache.layers);
+  if (cache.spans.size() + cache.allocs.size() > kMaxCells) {
+    throw Error("address index: epoch \"" + epoch.label + "\" cuts memory into more than " +
+                std::to_string(kMaxCells) + " cells; split the epoch");
+  }
+  tables->merge(cache.spans, cache.allocs, cache.rival_offsets);
+  tables->build_pages();
+  adopt(std::move(tables));
+}
 
 AddressIndex::AddressIndex(const Epoch& epoch, const AddressIndex& like) : epoch_(&epoch) {
   if (!same_ranges(epoch, like.epoch())) {
-    build();
+    *this = AddressIndex(epoch);
     return;
   }
-  *this = like;  // the tables hold positions in the epoch, which mean the same ranges here
-  epoch_ = &epoch;
+  adopt(like.tables_);  // the tables hold positions in the epoch, which mean the same here
 }
 
-void AddressIndex::build() {
-  layout_ = next_layout.fetch_add(1, std::memory_order_relaxed);
-  const Epoch& epoch = *epoch_;
-  const std::vector<Span>& spans = epoch.spans;
-  const std::vector<Allocation>& allocations = epoch.allocations;
-  if (allocations.size() > kMaxAllocations || spans.size() > kMaxSpans) {
-    throw Error("address index: epoch \"" + epoch.label + "\" has " + std::to_string(spans.size()) +
-                " spans and " + std::to_string(allocations.size()) +
-                " allocations, more than the " + std::to_string(kMaxSpans) + " spans and " +
-                std::to_string(kMaxAllocations) + " allocations one index holds; split the epoch");
-  }
-
-  // Spans: drop empty ones and identical duplicates (views of one storage). One pass reads
-  // the epoch's spans; the sweep then reads only these arrays (and the spans' names and
-  // sizes where ranges meet), so the epoch is not streamed through the cache again.
-  std::vector<Edge> span_starts;
-  std::vector<Edge> span_ends;  // duplicates' ends too: erasing what is not active is a no-op
-  std::vector<OwnerKind> kinds(spans.size());
-  span_starts.reserve(spans.size());
-  span_ends.reserve(spans.size());
-  for (std::size_t i = 0; i < spans.size(); ++i) {
-    const Span& span = spans[i];
-    kinds[i] = span.kind;
-    if (span.size != 0) {
-      const auto item = static_cast<std::int32_t>(i);
-      span_starts.push_back({span.begin, item});
-      if (has_end(span.begin, span.size)) {
-        span_ends.push_back({span.begin + span.size, item});
-      }
-    }
-  }
-  const auto size_of = [&](const Edge& edge) {
-    return spans[static_cast<std::size_t>(edge.item)].size;
-  };
-  // By begin, then size, then position in the epoch: radix by begin keeps the epoch order
-  // (stable), and runs of one begin (rare: nested spans) are then sorted by size.
-  radix_sort(span_starts, kEdgePosition);
-  for (auto run = span_starts.begin(); run != span_starts.end();) {
-    const auto next = std::find_if(
-        run, span_starts.end(), [&](const Edge& edge) { return edge.position != run->position; });
-    if (next - run > 1) {
-      std::stable_sort(run, next,
-                       [&](const Edge& a, const Edge& b) { return size_of(a) < size_of(b); });
-    }
-    run = next;
-  }
-  {
-    // In place; spans are only dereferenced within a run of equal begins, so distinct
-    // spans cost no random access into the epoch.
-    std::size_t kept = 0;
-    std::size_t run = 0;  // first kept edge with the current (begin, size)
-    for (const Edge& edge : span_starts) {
-      bool duplicate = false;
-      if (kept != 0 && span_starts[kept - 1].position == edge.position &&
-          size_of(span_starts[kept - 1]) == size_of(edge)) {
-        const Span& span = spans[static_cast<std::size_t>(edge.item)];
-        for (std::size_t k = run; k < kept && !duplicate; ++k) {
-          const Span& other = spans[static_cast<std::size_t>(span_starts[k].item)];
-          duplicate = other.kind == span.kind && other.name == span.name;
-        }
-      } else {
-        run = kept;
-      }
-      if (!duplicate) {
-        span_starts[kept++] = edge;
-      }
-    }
-    span_starts.resize(kept);
-  }
-  // The order of edges at one position does not matter to the sweep.
-  radix_sort(span_ends, kEdgePosition);
-
-  std::vector<char> graph_pool(allocations.size(), 0);
-  std::vector<Edge> alloc_starts;
-  std::vector<Edge> alloc_ends;
-  alloc_starts.reserve(allocations.size());
-  alloc_ends.reserve(allocations.size());
-  for (std::size_t i = 0; i < allocations.size(); ++i) {
-    const Allocation& allocation = allocations[i];
-    if (allocation.size == 0) {
-      continue;
-    }
-    graph_pool[i] = allocation.is_graph_pool() ? 1 : 0;
-    alloc_starts.push_back({allocation.begin, static_cast<std::int32_t>(i)});
-    if (has_end(allocation.begin, allocation.size)) {
-      alloc_ends.push_back({allocation.begin + allocation.size, static_cast<std::int32_t>(i)});
-    }
-  }
-  radix_sort(alloc_starts, kEdgePosition);
-  radix_sort(alloc_ends, kEdgePosition);
-
-  const auto span_less = [&](std::int32_t a, std::int32_t b) {
-    const Span& x = spans[static_cast<std::size_t>(a)];
-    const Span& y = spans[static_cast<std::size_t>(b)];
-    const int x_rank = kind_rank(x.kind);
-    const int y_rank = kind_rank(y.kind);
-    return std::tie(x.size, x_rank, x.name, a) < std::tie(y.size, y_rank, y.name, b);
-  };
-  const auto alloc_less = [&](std::int32_t a, std::int32_t b) {
-    const Allocation& x = allocations[static_cast<std::size_t>(a)];
-    const Allocation& y = allocations[static_cast<std::size_t>(b)];
-    return std::tie(x.size, x.begin, a) < std::tie(y.size, y.begin, b);
-  };
-  ActiveSet<decltype(span_less)> active_spans(span_less);
-  ActiveSet<decltype(alloc_less)> active_allocs(alloc_less);
-
-  const std::size_t edges =
-      span_starts.size() + span_ends.size() + alloc_starts.size() + alloc_ends.size();
-  cells_.reserve(edges);
-  std::size_t ss = 0;
-  std::size_t se = 0;
-  std::size_t as = 0;
-  std::size_t ae = 0;
-  constexpr Address kDone = std::numeric_limits<Address>::max();
-  const auto head = [](const std::vector<Edge>& list, std::size_t at) {
-    return at < list.size() ? list[at].position : kDone;
-  };
-  while (ss < span_starts.size() || se < span_ends.size() || as < alloc_starts.size() ||
-         ae < alloc_ends.size()) {
-    const Address position = std::min(
-        {head(span_starts, ss), head(span_ends, se), head(alloc_starts, as), head(alloc_ends, ae)});
-    const std::size_t ends_before = se;
-    for (; se < span_ends.size() && span_ends[se].position == position; ++se) {
-      active_spans.erase(span_ends[se].item);
-    }
-    const std::size_t starts_before = ss;
-    for (; ss < span_starts.size() && span_starts[ss].position == position; ++ss) {
-      active_spans.insert(span_starts[ss].item);
-    }
-    // A span ends here and neither a span nor an allocation begins: a word equal to this
-    // address is the span's end pointer (an allocation beginning here is a tensor of its
-    // own, such as the next block of the segment).
-    if (se != ends_before && ss == starts_before && head(alloc_starts, as) != position) {
-      end_cells_.push_back(static_cast<std::uint32_t>(cells_.size()));
-    }
-    for (; ae < alloc_ends.size() && alloc_ends[ae].position == position; ++ae) {
-      active_allocs.erase(alloc_ends[ae].item);
-    }
-    for (; as < alloc_starts.size() && alloc_starts[as].position == position; ++as) {
-      active_allocs.insert(alloc_starts[as].item);
-    }
-    Cell cell;
-    cell.begin = position;
-    const std::vector<std::int32_t>& covering = active_spans.items();
-    if (!covering.empty()) {
-      cell.span = covering.front();
-      cell.kind = static_cast<std::uint32_t>(kinds[static_cast<std::size_t>(cell.span)]) & 7U;
-      const std::size_t count_at = rivals_.size();
-      if (covering.size() > 1) {
-        rivals_.push_back(0);
-      }
-      const Span& winner = spans[static_cast<std::size_t>(cell.span)];
-      for (std::size_t k = 1; k < covering.size(); ++k) {
-        const Span& other = spans[static_cast<std::size_t>(covering[k])];
-        if (other.kind != winner.kind || other.name != winner.name) {
-          rivals_.push_back(covering[k]);
-        }
-      }
-      if (rivals_.size() == count_at + 1) {
-        rivals_.pop_back();
-      } else if (rivals_.size() > count_at) {
-        rivals_[count_at] = static_cast<std::int32_t>(rivals_.size() - count_at - 1);
-        rival_lists_.emplace_back(static_cast<std::uint32_t>(cells_.size()),
-                                  static_cast<std::uint32_t>(count_at));
-        cell.flags |= kRivals;
-      }
-    }
-    if (!active_allocs.items().empty()) {
-      cell.allocation = static_cast<std::uint32_t>(active_allocs.items().front()) & kNoAllocation;
-      if (graph_pool[static_cast<std::size_t>(cell.allocation)] != 0) {
-        cell.flags |= kGraphPool;
-      }
-    }
-    cells_.push_back(cell);
-  }
-  if (!cells_.empty()) {
-    low_ = cells_.front().begin;
-    const Cell& last = cells_.back();
-    // The last cell is empty unless a range reaches the top of the address space.
-    high_ = last.span == kNone && last.allocation == kNoAllocation
-                ? last.begin - 1
-                : std::numeric_limits<Address>::max();
-  }
-  build_pages();
+void AddressIndex::adopt(std::shared_ptr<const Tables> tables) {
+  tables_ = std::move(tables);
+  layout_ = tables_->layout;
+  low_ = tables_->low;
+  high_ = tables_->high;
+  page_shift_ = tables_->page_shift;
+  page_mask_ = (Address{1} << page_shift_) - 1;
+  cell_count_ = static_cast<std::uint32_t>(tables_->info.size());
+  begins_ = tables_->begins.data();
+  info_ = tables_->info.data();
+  classes_ = tables_->classes.data();
+  pages_ = tables_->pages.data();
+  buckets_ = tables_->buckets.data();
 }
 
-void AddressIndex::build_pages() {
-  if (cells_.empty()) {
-    return;
+std::uint32_t AddressIndex::search(Address address, std::uint32_t entry) const {
+  // The boundaries after `first` are searched by doubling steps, then halving: a bucket
+  // holds few of them.
+  const std::uint32_t first = entry & ~kMulti;
+  const std::uint32_t last = cell_count_ - 1;  // never past the final cell (the sentinels)
+  std::uint32_t low = first;                   // begins_[low] <= address
+  std::uint32_t step = 1;
+  while (low + step <= last && begins_[low + step] <= address) {
+    low += step;
+    step *= 2;
   }
-  // Coarse pages, about one per 16 cells (at least 64), so that the page table stays small
-  // and cheap to build; the buckets of each page then follow its own boundaries.
-  const std::uint64_t wanted = std::max<std::uint64_t>(64, std::bit_ceil(cells_.size()) / 16);
-  const Address range = high_ - low_;
-  while (page_shift_ < 63 && (range >> page_shift_) >= wanted) {
-    ++page_shift_;
-  }
-  const std::size_t page_count = static_cast<std::size_t>(range >> page_shift_) + 1;
-  pages_.resize(page_count);
-  // Two entries per page at least, and fewer than 2 << kFinerBits per boundary (bit_ceil
-  // rounding): one allocation, of which only the part written is touched.
-  buckets_.reserve(2 * page_count + (std::size_t{2} << kFinerBits) * cells_.size());
-  std::uint32_t cursor = 0;  // cells_[0] holds low_, the first page's start
-  const Address page_mask = (Address{1} << page_shift_) - 1;
-  const Cell* const cells = cells_.data();
-  const auto cell_count = static_cast<std::uint32_t>(cells_.size());
-  for (std::size_t p = 0; p < page_count; ++p) {
-    Page& page = pages_[p];
-    const Address start = low_ + (static_cast<Address>(p) << page_shift_);
-    // The last page may stop short of a whole page (high_ may even be the top).
-    const Address end = std::min(high_ - start, page_mask) + start;  // its last address
-    // `first` holds the previous page's last address (or low_); a cell may begin right at
-    // `start`, and the bucket fill below hands bucket 0 over to it.
-    const std::uint32_t first = cursor;
-    std::uint32_t last = first;  // the cell holding `end`
-    while (last + 1 < cell_count && cells[last + 1].begin <= end) {
-      ++last;
-    }
-    cursor = last;
-    page.buckets = static_cast<std::uint32_t>(buckets_.size());
-    if (last == first) {
-      page.base = start;  // extent 0, shift 0: one bucket
-      buckets_.push_back(first);
-      buckets_.push_back(last);
-      continue;
-    }
-    // Buckets span the page's boundaries only: from just below the first (so that bucket 0
-    // starts in `first`) to the last.
-    page.base = cells[first + 1].begin - 1;
-    page.extent = cells[last].begin - page.base;
-    const std::uint64_t wanted_buckets = std::bit_ceil(std::uint64_t{last - first}) << kFinerBits;
-    while ((page.extent >> page.shift) >= wanted_buckets) {
-      ++page.shift;
-    }
-    const auto bucket_count = static_cast<std::size_t>(page.extent >> page.shift) + 1;
-    buckets_.resize(page.buckets + bucket_count + 1);
-    std::uint32_t* const out = buckets_.data() + page.buckets;
-    // Bucket b holds the cell holding its first address: the last cell whose begin rounds
-    // up to b or below. Written without data-dependent branches: each boundary marks the
-    // bucket its begin rounds up to (a later cell overwrites an earlier one), and a running
-    // maximum spreads the marks over the buckets without one (resize zeroed them).
-    const Address round_up = (Address{1} << page.shift) - 1;
-    for (std::uint32_t c = first + 1; c <= last; ++c) {
-      const Address from_base = cells[c].begin - page.base;
-      out[(from_base >> page.shift) + ((from_base & round_up) != 0 ? 1 : 0)] = c;
-    }
-    std::uint32_t holder = first;
-    for (std::size_t b = 0; b <= bucket_count; ++b) {
-      holder = std::max(holder, out[b]);
-      out[b] = holder;
-    }
-  }
+  const std::uint32_t high = std::min(low + step, last + 1);  // begins_[high] > address
+  return static_cast<std::uint32_t>(std::upper_bound(begins_ + low, begins_ + high, address) -
+                                    begins_) -
+         1;
 }
+
+std::size_t AddressIndex::table_bytes() const { return tables_ ? tables_->bytes() : 0; }
 
 std::vector<const Span*> AddressIndex::rivals(const AddressHit& hit) const {
   std::vector<const Span*> result;
   if (!hit.has_rivals) {
     return result;
   }
-  const auto list = std::lower_bound(rival_lists_.begin(), rival_lists_.end(),
-                                     std::make_pair(hit.cell, std::uint32_t{0}));
+  const std::vector<std::pair<std::uint32_t, std::uint32_t>>& lists = tables_->rival_lists;
+  const auto list =
+      std::lower_bound(lists.begin(), lists.end(), std::make_pair(hit.cell, std::uint32_t{0}));
+  const std::vector<std::int32_t>& rivals = tables_->rivals;
   const std::uint32_t at = list->second;
-  const auto count = static_cast<std::uint32_t>(rivals_[at]);
+  const auto count = static_cast<std::uint32_t>(rivals[at]);
   result.reserve(count);
   for (std::uint32_t k = 1; k <= count; ++k) {
-    result.push_back(&epoch_->spans[static_cast<std::size_t>(rivals_[at + k])]);
+    result.push_back(&epoch_->spans[static_cast<std::size_t>(rivals[at + k])]);
   }
   return result;
 }

@@ -1,5 +1,7 @@
-// graphcheck._core: check(), reports (docs/report-format.md) and allowlists.
+// graphcheck._core: check(), the repeated-check session, reports (docs/report-format.md) and
+// allowlists.
 #include <graphcheck/address.h>
+#include <graphcheck/check_session.h>
 #include <graphcheck/checker.h>
 #include <graphcheck/report.h>
 #include <graphcheck/snapshot.h>
@@ -174,11 +176,66 @@ void bind_report_type(py::module_& m) {
       });
 }
 
+// CheckSession: what Capture.check uses so that checking again costs only what changed
+// (docs/verdicts.md, "Repeated checks"). Internal to the package (no re-export).
+void bind_session(py::module_& m) {
+  py::class_<CheckSession> session(
+      m, "CheckSession",
+      "A snapshot kept between checks (graphcheck::CheckSession): check() returns what "
+      "check(snapshot) returns for its current contents, reusing the epoch indexes, per-graph "
+      "reference tables and last reports. Not thread-safe: one thread at a time.");
+  session.def(py::init([](const Snapshot& snapshot) { return CheckSession(snapshot); }),
+              py::arg("snapshot"), "A session holding a copy of `snapshot`.");
+  session.def(
+      "put_epoch",
+      [](CheckSession& self, const Epoch& epoch, bool last) {
+        switch (self.put_epoch(epoch, last ? EpochPlace::kLast : EpochPlace::kKeep)) {
+          case EpochChange::kAdded:
+            return "added";
+          case EpochChange::kUnchanged:
+            return "unchanged";
+          case EpochChange::kReplaced:
+            break;
+        }
+        return "replaced";
+      },
+      py::arg("epoch"), py::kw_only(), py::arg("last") = false,
+      "Adds `epoch`, or replaces the session's epoch with its label (moved last when `last`); "
+      "returns 'added', 'unchanged' (equal and in place: nothing to redo) or 'replaced'.");
+  session.def("remove_epoch", &CheckSession::remove_epoch, py::arg("label"),
+              "Removes the epoch labelled `label`; False when there is none.");
+  session.def_property_readonly("epochs", &CheckSession::epoch_labels,
+                                "The epoch labels, in order.");
+  session.def(
+      "check",
+      [](CheckSession& self, const std::optional<std::string>& epoch,
+         const std::optional<std::string>& baseline, const py::object& allow) {
+        return Report(*self.check(check_options(epoch, baseline, allow)));
+      },
+      py::arg("epoch") = py::none(), py::arg("baseline") = py::none(),
+      py::arg("allow") = py::tuple(),
+      "check(snapshot) of the session's contents, with check()'s arguments and errors.");
+  session.def_property_readonly(
+      "last_stats",
+      [](const CheckSession& self) {
+        const SessionCheckStats& stats = self.last_stats();
+        py::dict out;
+        out["reused_report"] = stats.reused_report;
+        out["graphs_scanned"] = stats.graphs_scanned;
+        out["graphs_replayed"] = stats.graphs_replayed;
+        out["references_replayed"] = stats.references_replayed;
+        return out;
+      },
+      "What the last check did: reused_report (the last report, nothing changed), "
+      "graphs_scanned, graphs_replayed and references_replayed.");
+}
+
 }  // namespace
 
 void bind_report(py::module_& m) {
   bind_finding(m);
   bind_report_type(m);
+  bind_session(m);
 
   m.def(
       "check",

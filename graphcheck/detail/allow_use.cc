@@ -10,40 +10,39 @@ Address AllowUse::CaptureTouches::cell_last(Address address) const {
   return last;
 }
 
-void AllowUse::start_graph(const Epoch& capture, const AddressIndex& capture_index) {
+bool AllowUse::start_graph(const Epoch& capture, const AddressIndex& capture_index) {
   auto [at, fresh] = by_capture_.try_emplace(&capture);
   current_ = &at->second;
   if (!fresh) {
-    return;
+    return !current_->keep_ranges;
   }
   current_->index = &capture_index;
-  current_->cells.assign(capture_index.cell_count(), 0);
+  current_->cells.assign(capture_index.cell_count() + 1, CellMark{});  // and a spare entry
   // An epoch that does not share the capture's cells needs each reference's addresses.
-  for (const Epoch& epoch : snapshot_.epochs) {
-    if (!indexes_.index(epoch).same_cells(capture_index)) {
+  for (const Epoch* epoch : indexes_.epochs()) {
+    if (!indexes_.index(*epoch).same_cells(capture_index)) {
       current_->keep_ranges = true;
       break;
     }
   }
+  return !current_->keep_ranges;
 }
 
 void AllowUse::finish() {
   for (const auto& [capture, touches] : by_capture_) {
-    for (const Epoch& epoch : snapshot_.epochs) {
+    for (const Epoch* epoch : indexes_.epochs()) {
       if (allowlist_.all_used()) {
         return;
       }
-      const AddressIndex& index = indexes_.index(epoch);
-      std::vector<char> seen;
+      const AddressIndex& index = indexes_.index(*epoch);
+      std::vector<char> seen(index.cell_count(), 0);
       if (index.same_cells(*touches.index)) {
-        for (std::size_t cell = 0; cell < touches.cells.size(); ++cell) {
-          if (touches.cells[cell] != 0) {
+        for (std::size_t cell = 0; cell < index.cell_count(); ++cell) {
+          if (touches.cells[cell].set) {
             note_cell(index, static_cast<std::uint32_t>(cell));
+            seen[cell] = 1;
           }
         }
-        seen = touches.cells;
-      } else {
-        seen.assign(index.cell_count(), 0);
       }
       for (const auto& [first, last] : touches.ranges) {
         for (Address at = first;;) {

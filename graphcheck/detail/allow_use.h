@@ -6,7 +6,6 @@
 #include <graphcheck/address.h>
 #include <graphcheck/address_index.h>
 #include <graphcheck/epoch.h>
-#include <graphcheck/snapshot.h>
 
 #include <cstdint>
 #include <string>
@@ -26,26 +25,42 @@ namespace graphcheck::detail {
 /// recorded (one byte per cell): an epoch that shares the capture's cells resolves them
 /// without a lookup; for any other epoch the reference's addresses are kept and looked up
 /// once each.
-/// Lifetime: the snapshot, the indexes and the allowlist must outlive it. Thread safety:
-/// none (one per check).
+/// Lifetime: the indexes (and their epochs) and the allowlist must outlive it. Thread
+/// safety: none (one per check).
 class AllowUse {
  public:
-  AllowUse(const Snapshot& snapshot, EpochIndexes& indexes, Allowlist& allowlist)
-      : snapshot_(snapshot), indexes_(indexes), allowlist_(allowlist) {}
+  /// A mark per cell. Not a char: stores through a char pointer may alias anything, and
+  /// the scan's loop would reload its lookup tables after each one.
+  struct CellMark {
+    bool set = false;
+  };
+
+  AllowUse(EpochIndexes& indexes, Allowlist& allowlist)
+      : indexes_(indexes), allowlist_(allowlist) {}
 
   /// True when there are globs, so that references must be recorded.
   [[nodiscard]] bool active() const { return !allowlist_.empty(); }
 
   /// Starts recording the references of a graph captured in `capture` (indexed as
-  /// `capture_index`).
-  void start_graph(const Epoch& capture, const AddressIndex& capture_index);
+  /// `capture_index`). @return true when every epoch shares the capture's cells, so that
+  /// touched cells (and the ranges that cross cells) are all that is recorded.
+  bool start_graph(const Epoch& capture, const AddressIndex& capture_index);
+
+  /// The current capture epoch's touched-cell table (one byte per capture cell, and a
+  /// spare one past them that means nothing), for the scan's fast path to mark; and its
+  /// list of recorded ranges.
+  [[nodiscard]] CellMark* cells() { return current_->cells.data(); }
+  [[nodiscard]] std::vector<std::pair<Address, Address>>& ranges() { return current_->ranges; }
+
+  /// Records a reference's capture cell alone (its range lies in that cell).
+  void touch_cell(std::uint32_t cell) { current_->cells[cell].set = true; }
 
   /// Records a reference resolved at `[first, last]` (one address, or an operand's range),
   /// whose first address lies in capture cell `cell`.
   void touch(std::uint32_t cell, Address first, Address last) {
     CaptureTouches& touches = *current_;
     if (cell != AddressIndex::kNoCell) {
-      touches.cells[cell] = 1;
+      touches.cells[cell].set = true;
     }
     if (touches.keep_ranges || (last != first && last > touches.cell_last(first))) {
       touches.ranges.emplace_back(first, last);
@@ -58,7 +73,7 @@ class AllowUse {
  private:
   struct CaptureTouches {
     const AddressIndex* index = nullptr;
-    std::vector<char> cells;  // by capture cell: touched
+    std::vector<CellMark> cells;  // by capture cell: touched (and a spare entry)
     // Ranges to resolve by address: all of them when some epoch does not share the
     // capture's cells, else only those that cross capture cells.
     std::vector<std::pair<Address, Address>> ranges;
@@ -68,7 +83,6 @@ class AllowUse {
   void note_cell(const AddressIndex& index, std::uint32_t cell);
   void note(const std::string& name);
 
-  const Snapshot& snapshot_;
   EpochIndexes& indexes_;
   Allowlist& allowlist_;
   std::unordered_map<const Epoch*, CaptureTouches> by_capture_;

@@ -1,11 +1,13 @@
-// The epochs of one check, each indexed once however many graphs use it.
+// The epochs of a check, each indexed once however many graphs (and, in a CheckSession,
+// however many checks) use it.
 #ifndef GRAPHCHECK_DETAIL_EPOCH_INDEXES_H_
 #define GRAPHCHECK_DETAIL_EPOCH_INDEXES_H_
 
 #include <graphcheck/address_index.h>
 #include <graphcheck/epoch.h>
-#include <graphcheck/snapshot.h>
+#include <graphcheck/graph.h>
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,104 +17,71 @@
 namespace graphcheck::detail {
 
 /// Finds a check's epochs by label and builds their indexes on first use.
-/// Lifetime: points into the snapshot, which must outlive it. Thread safety: none (one per
-/// check).
+/// Lifetime: points into the epochs, which must outlive it (or be `forget`-ten first).
+/// Thread safety: none (one per check, or one per CheckSession).
 class EpochIndexes {
  public:
-  explicit EpochIndexes(const Snapshot& snapshot) : snapshot_(snapshot) {}
+  EpochIndexes() = default;
+  explicit EpochIndexes(std::vector<const Epoch*> epochs) : epochs_(std::move(epochs)) {}
+
+  /// The check's epochs, in snapshot order.
+  [[nodiscard]] const std::vector<const Epoch*>& epochs() const { return epochs_; }
+  /// Replaces the list of epochs (a session's epochs after an update). Indexes of epochs
+  /// no longer listed must have been forgotten.
+  void set_epochs(std::vector<const Epoch*> epochs) { epochs_ = std::move(epochs); }
 
   [[nodiscard]] const Epoch* find(std::string_view label) const {
-    for (const Epoch& epoch : snapshot_.epochs) {
-      if (epoch.label == label) {
-        return &epoch;
+    for (const Epoch* epoch : epochs_) {
+      if (epoch->label == label) {
+        return epoch;
       }
     }
     return nullptr;
   }
 
+  /// The epoch a check option names: `label`, or the last epoch when `label` is empty.
+  /// `field` ("epoch", "baseline") names the option in messages.
+  /// @throws Error naming the label and the labels there are, or saying there are none.
+  const Epoch& resolve(const std::string& label, std::string_view field) const;
+
+  /// The capture epoch of `graph`, the graph at `position` of the check.
+  /// @throws Error naming the graph and its label when no epoch has that label.
+  const Epoch& capture_of(const GraphRecord& graph, std::size_t position) const;
+
   /// The index of `epoch`. An epoch listing the same ranges as one indexed before (an
-  /// epoch after sleep and wake, with new generations only) copies that index's tables
-  /// instead of sweeping again, and shares its cell numbers (`AddressIndex::same_cells`).
-  const AddressIndex& index(const Epoch& epoch) {
-    std::unique_ptr<AddressIndex>& slot = indexes_[&epoch];
-    if (!slot) {
-      for (const AddressIndex* built : built_) {
-        const Epoch& other = built->epoch();
-        if (other.spans.size() == epoch.spans.size() &&
-            other.allocations.size() == epoch.allocations.size()) {
-          // Builds from scratch when the ranges differ after all.
-          slot = std::make_unique<AddressIndex>(epoch, *built);
-          break;
-        }
-      }
-      if (!slot) {
-        slot = std::make_unique<AddressIndex>(epoch);
-      }
-      built_.push_back(slot.get());
-    }
-    return *slot;
-  }
+  /// epoch after sleep and wake, with new generations only) shares that index's tables
+  /// instead of sweeping again, and its cell numbers (`AddressIndex::same_cells`).
+  const AddressIndex& index(const Epoch& epoch);
+
+  /// Drops what was built for `epoch` (a session's epoch replaced or removed).
+  void forget(const Epoch& epoch);
 
   /// Where a rebinding reload moved `span`'s owner: a span of `epoch` with `span`'s kind and
   /// name at another begin (the first in epoch order), provided none of that kind and name
   /// is still at `span`'s begin; else nullptr. The name table is built on first use only,
   /// since most checks never need it.
-  const Span* moved(const Epoch& epoch, const Span& span) {
-    auto [it, inserted] = by_name_.try_emplace(&epoch);
-    if (inserted) {
-      for (const Span& candidate : epoch.spans) {
-        it->second.emplace(std::string_view(candidate.name), &candidate);
-      }
-    }
-    const auto [first, last] = it->second.equal_range(std::string_view(span.name));
-    const Span* best = nullptr;
-    for (auto at = first; at != last; ++at) {
-      const Span* candidate = at->second;
-      if (candidate->kind != span.kind) {
-        continue;
-      }
-      if (candidate->begin == span.begin) {
-        return nullptr;  // still in place (perhaps with another size)
-      }
-      if (best == nullptr || candidate < best) {
-        best = candidate;
-      }
-    }
-    return best;
-  }
+  const Span* moved(const Epoch& epoch, const Span& span);
 
   /// True if `epoch` has an allocation with `allocation`'s begin and label (an empty label
   /// matches any): the same allocation, whatever its size or generation. The table is
   /// built on first use only.
-  bool has_allocation(const Epoch& epoch, const Allocation& allocation) {
-    auto [it, inserted] = by_begin_.try_emplace(&epoch);
-    if (inserted) {
-      for (const Allocation& candidate : epoch.allocations) {
-        it->second.emplace(candidate.begin, &candidate);
-      }
-    }
-    const auto [first, last] = it->second.equal_range(allocation.begin);
-    for (auto at = first; at != last; ++at) {
-      const std::string& label = at->second->label;
-      if (label == allocation.label || label.empty() || allocation.label.empty()) {
-        return true;
-      }
-    }
-    return false;
-  }
+  bool has_allocation(const Epoch& epoch, const Allocation& allocation);
 
-  /// The snapshot's epoch labels, for error messages.
+  /// Bytes of the lookup tables built, each shared table counted once.
+  [[nodiscard]] std::size_t table_bytes() const;
+
+  /// The epoch labels, for error messages.
   [[nodiscard]] std::string labels() const {
     std::string text;
-    for (const Epoch& epoch : snapshot_.epochs) {
+    for (const Epoch* epoch : epochs_) {
       text += text.empty() ? "" : ", ";
-      text += epoch.label;
+      text += epoch->label;
     }
     return text.empty() ? "(none)" : text;
   }
 
  private:
-  const Snapshot& snapshot_;
+  std::vector<const Epoch*> epochs_;
   std::unordered_map<const Epoch*, std::unique_ptr<AddressIndex>> indexes_;
   std::vector<const AddressIndex*> built_;  // in build order: the first alike one is shared
   std::unordered_map<const Epoch*, std::unordered_multimap<std::string_view, const Span*>> by_name_;

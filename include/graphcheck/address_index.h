@@ -1,15 +1,15 @@
 // The lookup structure of one epoch: which span owns an address, and which allocation
-// holds it, in O(log n) per address (docs/verdicts.md, "Lookup").
+// holds it, in O(1) per address in practice, O(log n) at worst (docs/verdicts.md, "Lookup").
 #ifndef GRAPHCHECK_ADDRESS_INDEX_H_
 #define GRAPHCHECK_ADDRESS_INDEX_H_
 
 #include <graphcheck/address.h>
 #include <graphcheck/epoch.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <utility>
+#include <cstring>
+#include <memory>
 #include <vector>
 
 namespace graphcheck {
@@ -32,10 +32,11 @@ struct AddressHit {
 
 /// @brief Resolves addresses to the spans and allocations of one epoch.
 ///
-/// Built once per epoch (a few linear passes when the epoch lists its ranges in address
-/// order, O(n log n) at worst in the number of spans and allocations); each lookup is
-/// a page and a bucket probe plus a search over the few cells of one bucket (O(log n) at
-/// worst), no allocation.
+/// Built once per epoch (a few linear passes when the epoch lists its spans and its
+/// allocations in address order without overlaps, O(n log n) at worst in the number of
+/// spans and allocations); each lookup is a page and a bucket probe plus one or two
+/// comparisons with a cell boundary (a search over the boundaries of one bucket at worst,
+/// O(log n)), no allocation.
 ///
 /// Resolution rules (documented in docs/verdicts.md):
 /// - Ranges are half-open: an address equal to a span's `end()` is not inside it.
@@ -46,8 +47,13 @@ struct AddressHit {
 /// - Allocations may overlap (segment vs block): the innermost wins; ties by begin, then
 ///   position in the epoch.
 ///
+/// Copies share the lookup tables (they are immutable), so a copy costs a reference count.
+/// A thread keeps the tables of up to two destroyed indexes (of at most 64 MiB each) and
+/// builds its next indexes into them, so that a check does not fault in fresh memory for
+/// its tables each time.
 /// Lifetime: the index points into `epoch`, which must outlive it and not be modified.
-/// Thread safety: immutable after construction; concurrent lookups are safe.
+/// Thread safety: immutable after construction; concurrent lookups are safe, and so are
+/// concurrent copies.
 class AddressIndex {
  public:
   /// @brief Builds the index of `epoch`'s spans and allocations.
@@ -55,19 +61,19 @@ class AddressIndex {
   /// INT32_MAX spans.
   explicit AddressIndex(const Epoch& epoch);
 
-  /// @brief Builds the index of `epoch` by copying `like`'s tables when `epoch` lists the
+  /// @brief Builds the index of `epoch` by sharing `like`'s tables when `epoch` lists the
   /// same ranges as `like.epoch()`, position by position (spans: begin, size, kind and name;
   /// allocations: begin, size and whether the pool is a graph pool), as an epoch after a
   /// sleep and wake often does; then the two indexes share cell numbers (`same_cells`).
   /// Otherwise builds from scratch, like the one-argument constructor. The comparison costs
-  /// a fraction of a build.
-  /// Lifetime: `epoch` must outlive the index; `like` need not. Thread safety: only reads
-  /// `like`, so it may run beside lookups on `like` in other threads.
+  /// a fraction of a build, and sharing costs no copy of the tables.
+  /// Lifetime: `epoch` must outlive the index; `like` need not (the tables are reference
+  /// counted). Thread safety: only reads `like`, so it may run beside lookups on `like` in
+  /// other threads.
   /// @throws Error as the one-argument constructor.
   AddressIndex(const Epoch& epoch, const AddressIndex& like);
 
-  /// The most allocations one epoch's index holds (a cell stores an allocation index in
-  /// 27 bits so that a cell fits in 16 bytes); the constructor throws `Error` beyond it.
+  /// The most allocations one epoch's index holds; the constructor throws `Error` beyond it.
   static constexpr std::size_t kMaxAllocations = (std::size_t{1} << 27) - 1;
 
   /// A `find_cell` result for addresses that nothing covers.
@@ -103,8 +109,8 @@ class AddressIndex {
       return kNoCell;
     }
     const std::uint32_t cell = cell_of(address);
-    *first = cells_[cell].begin;
-    *last = cell + 1 < cells_.size() ? cells_[cell + 1].begin - 1 : ~Address{0};
+    *first = begins_[cell];
+    *last = cell + 1 < cell_count_ ? begins_[cell + 1] - 1 : ~Address{0};
     return cell;
   }
   /// @brief True when a cell number from this index's `find_cell` denotes the same addresses
@@ -114,36 +120,46 @@ class AddressIndex {
   [[nodiscard]] bool same_cells(const AddressIndex& other) const {
     return layout_ == other.layout_;
   }
+  /// @brief A number equal for exactly the indexes that share cells (`same_cells`), unique
+  /// in the process, so that a cell number can be kept with the layout it belongs to.
+  [[nodiscard]] std::uint64_t layout_id() const { return layout_; }
   /// @brief The number of cells: cell numbers from `find_cell` are below it (or `kNoCell`).
-  [[nodiscard]] std::size_t cell_count() const { return cells_.size(); }
+  [[nodiscard]] std::size_t cell_count() const { return cell_count_; }
+  /// @brief The first address of cell `cell` (below `cell_count()`).
+  [[nodiscard]] Address cell_begin(std::uint32_t cell) const { return begins_[cell]; }
   /// @brief A cheap pre-test for `end_pointer_cell`: false when `address` cannot be an end
   /// pointer (it lies inside a cell, not on its first address, or below or far above all
   /// known memory).
   [[nodiscard]] bool may_end_pointer(Address address, std::uint32_t cell) const {
-    return cell == kNoCell ? address == high_ + 1 : cells_[cell].begin == address;
+    return cell == kNoCell ? address == high_ + 1 : begins_[cell] == address;
   }
   /// @brief The end-pointer rule (docs/verdicts.md, "Pointer scan"): when `address` is one
   /// past the end of a span and no span or allocation begins at `address`, the cell holding
-  /// `address - 1`
-  /// (the span's last byte), else `kNoCell`. `cell` is `find_cell(address)`. Costs one
-  /// comparison unless a cell begins exactly at `address`.
+  /// `address - 1` (the span's last byte), else `kNoCell`. `cell` is `find_cell(address)`.
+  /// Costs one comparison and one flag test.
   [[nodiscard]] std::uint32_t end_pointer_cell(Address address, std::uint32_t cell) const {
     if (cell == kNoCell) {
       // One past the topmost range lies past high_, in the final (empty) cell.
-      if (address != high_ + 1 || high_ == ~Address{0} || cells_.empty()) {
+      if (address != high_ + 1 || high_ == ~Address{0} || cell_count_ == 0) {
         return kNoCell;
       }
-      cell = static_cast<std::uint32_t>(cells_.size() - 1);
+      cell = cell_count_ - 1;
     }
-    if (cells_[cell].begin != address || end_cells_.empty()) {
+    if (begins_[cell] != address ||
+        classes_[cell] != static_cast<std::uint8_t>(CellClass::kEndCell)) {
       return kNoCell;
     }
-    return std::binary_search(end_cells_.begin(), end_cells_.end(), cell) ? cell - 1 : kNoCell;
+    return cell - 1;
   }
   /// @brief True if a span or an allocation covers cell `cell` (from `find_cell`).
   [[nodiscard]] bool holds(std::uint32_t cell) const {
     return cell != kNoCell &&
-           (cells_[cell].span != kNone || cells_[cell].allocation != kNoAllocation);
+           (info_[cell].span != kNone || (info_[cell].packed & kAllocationMask) != kNoAllocation);
+  }
+  /// @brief True when cell `cell` (below `cell_count()`) begins where a span ends and no
+  /// span or allocation begins: a word equal to its first address is an end pointer.
+  [[nodiscard]] bool is_end_cell(std::uint32_t cell) const {
+    return classes_[cell] == static_cast<std::uint8_t>(CellClass::kEndCell);
   }
   /// @brief What cell `cell` (from `find_cell`, possibly `kNoCell`) resolves to.
   [[nodiscard]] AddressHit hit(std::uint32_t cell) const {
@@ -155,10 +171,61 @@ class AddressIndex {
     if (cell == kNoCell) {
       return false;
     }
-    const Cell& c = cells_[cell];
-    *kind = static_cast<OwnerKind>(c.kind);
-    return c.span != kNone && (c.flags & kRivals) == 0;
+    const CellInfo& info = info_[cell];
+    *kind = static_cast<OwnerKind>((info.packed >> kKindShift) & 7U);
+    return info.span != kNone && (info.packed & kRivals) == 0;
   }
+  /// @brief True when cell `cell` (below `cell_count()`) has no span and its innermost
+  /// allocation is a graph pool.
+  [[nodiscard]] bool graph_pool_only(std::uint32_t cell) const {
+    const CellInfo& info = info_[cell];
+    return info.span == kNone && (info.packed & kGraphPool) != 0;
+  }
+
+  /// @brief What a cell alone says about a reference inside it, for a check whose epochs
+  /// share this index's cells (docs/verdicts.md, "Cost"): a sole owning span of one kind, or
+  /// graph pool memory without a span; `kOther` where the rules must look further (no span,
+  /// rival owners, or an end cell, where the word at its first address is an end pointer).
+  enum class CellClass : std::uint8_t {
+    kSoleRegistered = 0,  ///< one owner, a parameter or a buffer
+    kSoleRuntime = 1,     ///< one owner, runtime state
+    kSoleGraph = 2,       ///< one owner, a graph span
+    kSoleInput = 3,       ///< one owner, an input
+    kGraphPool = 4,       ///< no span; the innermost allocation is a graph pool
+    kOther = 5,           ///< no span and no graph pool, or rival owners
+    kEndCell = 6,         ///< begins where a span ends and no span or allocation begins
+  };
+  /// @brief The class of cell `cell` (below `cell_count()`).
+  [[nodiscard]] CellClass cell_class(std::uint32_t cell) const {
+    return static_cast<CellClass>(classes_[cell]);
+  }
+  /// @brief The scan's lookup: the cell holding `address` and its class in one probe.
+  /// Precondition: `contains(address)`.
+  [[nodiscard]] std::uint32_t classify(Address address, CellClass* cell_class) const {
+    const std::uint32_t first = first_candidate(address);
+    if ((first & kMulti) != 0) [[unlikely]] {
+      const std::uint32_t cell = search(address, first);
+      *cell_class = static_cast<CellClass>(classes_[cell]);
+      return cell;
+    }
+    // The three candidate classes load beside the boundaries (one unaligned word), so the
+    // class does not wait for the comparisons.
+    std::uint32_t classes = 0;
+    std::memcpy(&classes, classes_ + first, sizeof(classes));
+    const std::uint32_t step =
+        (begins_[first + 1] <= address ? 1U : 0U) + (begins_[first + 2] <= address ? 1U : 0U);
+    *cell_class = static_cast<CellClass>((classes >> (8 * step)) & 0xffU);
+    return first + step;
+  }
+  /// @brief True when `address` lies in `[low, high]`, the addresses some cell holds (a
+  /// cell may still be a gap): `find_cell` returns `kNoCell` exactly outside.
+  [[nodiscard]] bool contains(Address address) const {
+    return address - low_ <= high_ - low_ && low_ <= high_;
+  }
+  /// @brief The lowest address `contains` accepts (~0 for an empty index).
+  [[nodiscard]] Address low() const { return low_; }
+  /// @brief The highest address `contains` accepts (0 for an empty index).
+  [[nodiscard]] Address high() const { return high_; }
 
   /// @brief The winning span containing `address`, or nullptr.
   [[nodiscard]] const Span* find_span(Address address) const { return find(address).span; }
@@ -174,99 +241,96 @@ class AddressIndex {
   /// @brief The epoch this index was built from.
   [[nodiscard]] const Epoch& epoch() const { return *epoch_; }
 
+  /// @brief Bytes the lookup tables take (shared by indexes that share cells).
+  [[nodiscard]] std::size_t table_bytes() const;
+
+  /// The tables of an index: defined in address_index.cc, shared by copies.
+  struct Tables;
+
  private:
   static constexpr std::int32_t kNone = -1;
-  static constexpr std::uint32_t kNoAllocation = (1U << 27) - 1;
-  static constexpr std::uint32_t kGraphPool = 1;
-  static constexpr std::uint32_t kRivals = 2;
+  // CellInfo::packed: the allocation (27 bits; kNoAllocation for none), the winning
+  // span's OwnerKind (3 bits), whether the allocation is a graph pool, whether the span has
+  // rivals.
+  static constexpr std::uint32_t kAllocationMask = (1U << 27) - 1;
+  static constexpr std::uint32_t kNoAllocation = kAllocationMask;
+  static constexpr unsigned kKindShift = 27;
+  static constexpr std::uint32_t kGraphPool = 1U << 30;
+  static constexpr std::uint32_t kRivals = 1U << 31;
+  // A bucket entry with this bit set holds more than two boundaries: search them.
+  static constexpr std::uint32_t kMulti = 0x80000000U;
 
-  // Cell i covers [cells_[i].begin, cells_[i + 1].begin); the last one is open to the top.
-  // The boundary and the payload share 16 bytes, so a lookup's last probe brings in
-  // everything a verdict needs, and four cells share a cache line.
-  struct Cell {
-    Address begin = 0;
-    std::int32_t span = kNone;                      // index into epoch_->spans
-    std::uint32_t allocation : 27 = kNoAllocation;  // index into epoch_->allocations
-    std::uint32_t kind : 3 = 0;                     // the winning span's OwnerKind
-    std::uint32_t flags : 2 = 0;                    // kGraphPool, kRivals
+  // What a cell resolves to (the boundaries are kept apart, in `begins_`, so that a lookup
+  // reads 8 bytes per probe; the class, in `classes_`).
+  struct CellInfo {
+    std::int32_t span;     // index into the epoch's spans, or kNone
+    std::uint32_t packed;  // allocation, kind and flags (see kAllocationMask)
   };
-  static_assert(sizeof(Cell) == 16, "a cell is a boundary and two packed indexes");
 
-  // Precondition: cells_ is non-empty and low_ <= address <= high_.
-  [[nodiscard]] std::uint32_t cell_of(Address address) const {
-    // Written without data-dependent branches (conditional moves): lookups of unrelated
-    // addresses follow each other, and a mispredicted branch costs more than the reads.
-    const Page& page = pages_[static_cast<std::size_t>((address - low_) >> page_shift_)];
-    const Address above = address > page.base ? address - page.base : 0;
-    const Address offset = std::min(above, page.extent);
-    const std::size_t bucket = page.buckets + static_cast<std::size_t>(offset >> page.shift);
-    // The answer is the last cell in [first, first + count] that starts at or below the
-    // address; `first` always does. Buckets are fine enough that count is mostly 0 or 1.
-    std::uint32_t first = buckets_[bucket];
-    std::uint32_t count = buckets_[bucket + 1] - first;
-    while (count > 1) {
-      const std::uint32_t half = count / 2;
-      first = cells_[first + half].begin <= address ? first + half : first;
-      count -= half;
-    }
-    const std::uint32_t next = first + count;
-    return cells_[next].begin <= address ? next : first;
+  // A page of the two-level table is one word: its first bucket (high 32 bits), its last
+  // bucket's number (26 bits) and the bucket width's log2 (low 6 bits). Buckets split the
+  // page from its first address uniformly; addresses past the last bucket (past the page's
+  // last boundary) go to the last one.
+  static constexpr unsigned kWidthBits = 6;
+  static constexpr std::uint64_t kLastBucketMask = (std::uint64_t{1} << 26) - 1;
+
+  // The bucket of `address`: the cell holding the bucket's first address, flagged kMulti
+  // when the bucket holds more than two cell boundaries. Precondition: low_ <= address <=
+  // high_ (so the index has cells). Without data-dependent branches: lookups of unrelated
+  // addresses follow each other, and a mispredicted branch costs more than the reads.
+  [[nodiscard]] std::uint32_t first_candidate(Address address) const {
+    const Address offset = address - low_;
+    const std::uint64_t page = pages_[static_cast<std::size_t>(offset >> page_shift_)];
+    const Address bucket = (offset & page_mask_) >> (page & 63U);
+    const Address last = (page >> kWidthBits) & kLastBucketMask;
+    return buckets_[static_cast<std::size_t>((page >> 32) + (bucket < last ? bucket : last))];
   }
+  // Precondition: low_ <= address <= high_.
+  [[nodiscard]] std::uint32_t cell_of(Address address) const {
+    const std::uint32_t first = first_candidate(address);
+    if ((first & kMulti) != 0) [[unlikely]] {
+      return search(address, first);
+    }
+    return first + (begins_[first + 1] <= address ? 1U : 0U) +
+           (begins_[first + 2] <= address ? 1U : 0U);
+  }
+  // The last cell that begins at or below `address`, from a kMulti bucket entry.
+  [[nodiscard]] std::uint32_t search(Address address, std::uint32_t entry) const;
   [[nodiscard]] AddressHit hit_of(std::uint32_t cell) const {
-    const Cell& c = cells_[cell];
+    const CellInfo& info = info_[cell];
     AddressHit hit;
     hit.cell = cell;
-    if (c.span != kNone) {
-      hit.span = &epoch_->spans[static_cast<std::size_t>(c.span)];
-      hit.kind = static_cast<OwnerKind>(c.kind);
-      hit.has_rivals = (c.flags & kRivals) != 0;
+    if (info.span != kNone) {
+      hit.span = &epoch_->spans[static_cast<std::size_t>(info.span)];
+      hit.kind = static_cast<OwnerKind>((info.packed >> kKindShift) & 7U);
+      hit.has_rivals = (info.packed & kRivals) != 0;
     }
-    if (c.allocation != kNoAllocation) {
-      hit.allocation = &epoch_->allocations[static_cast<std::size_t>(c.allocation)];
-      hit.graph_pool = (c.flags & kGraphPool) != 0;
+    const std::uint32_t allocation = info.packed & kAllocationMask;
+    if (allocation != kNoAllocation) {
+      hit.allocation = &epoch_->allocations[allocation];
+      hit.graph_pool = (info.packed & kGraphPool) != 0;
     }
     return hit;
   }
-  void build();
-  void build_pages();
+  void adopt(std::shared_ptr<const Tables> tables);
 
   const Epoch* epoch_;
-  // Equal for indexes with identical tables (one built, the others copied from it); each
-  // build takes a fresh number.
+  std::shared_ptr<const Tables> tables_;
+  // Copied from *tables_ so that a lookup does not load the tables' address first.
+  // Equal for indexes that share tables; each build takes a fresh number.
   std::uint64_t layout_ = 0;
   // Addresses outside [low_, high_] resolve to nothing: low_ is the first boundary, high_ the
   // last address before the final (empty) cell, or the top when a range reaches it.
   Address low_ = ~Address{0};
   Address high_ = 0;
-  std::vector<Cell> cells_;
-  // The cells with rivals, in cell order, each with where its list starts in rivals_ (a
-  // count, then that many span indices).
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> rival_lists_;
-  std::vector<std::int32_t> rivals_;
-  // The cells that begin where a span ends and no span or allocation begins, in cell order:
-  // a kernel word
-  // equal to such a cell's begin is that span's end pointer.
-  std::vector<std::uint32_t> end_cells_;
-  // A two-level table over [low_, high_]: the address's offset from low_, shifted right by
-  // page_shift_, picks a page. Pages are coarse, so that the page table stays small; each
-  // splits the extent of the cell boundaries it holds into uniform buckets (one to four
-  // per boundary), so that a lookup is two table reads and mostly one comparison with a
-  // cell boundary, and far-apart clusters cost nothing in between.
-  struct Page {
-    // Bucket b covers offsets [b << shift, (b + 1) << shift) from base; addresses below
-    // base go to bucket 0 and those above base + extent (the page's last boundary) to the
-    // last bucket. A page inside one cell has extent 0 and one bucket.
-    Address base = 0;
-    Address extent = 0;
-    std::uint32_t buckets = 0;  // index of its first bucket in buckets_
-    std::uint32_t shift = 0;
-  };
   unsigned page_shift_ = 0;
-  std::vector<Page> pages_;
-  // buckets_[page.buckets + b] is the cell holding base + (b << shift), and one entry past
-  // the page's last bucket is the cell holding the page's last address: a bucket's
-  // addresses resolve to cells between its entry and the next one.
-  std::vector<std::uint32_t> buckets_;
+  Address page_mask_ = 0;
+  std::uint32_t cell_count_ = 0;
+  const Address* begins_ = nullptr;  // cell boundaries, then two ~0 sentinels
+  const CellInfo* info_ = nullptr;
+  const std::uint8_t* classes_ = nullptr;  // CellClass by cell, then padding
+  const std::uint64_t* pages_ = nullptr;
+  const std::uint32_t* buckets_ = nullptr;
 };
 
 }  // namespace graphcheck

@@ -58,6 +58,10 @@ class GraphRanges {
   bool run(Address address, Address* last) const;
   /// @brief True when the graph has no `mem_alloc` ranges.
   [[nodiscard]] bool empty() const { return merged_.empty(); }
+  /// @brief The first address inside any range (0 when `empty()`).
+  [[nodiscard]] Address low() const { return low_; }
+  /// @brief The last address inside any range (0 when `empty()`).
+  [[nodiscard]] Address high() const { return high_; }
 
  private:
   // The union of the ranges as disjoint, sorted, inclusive [first, last] pairs (inclusive so

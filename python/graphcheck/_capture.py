@@ -113,6 +113,7 @@ class Capture:
         self._declared_inputs: list[tuple[str, torch.Tensor, str]] = []
         self._epochs: list[_core.Epoch] = [record.capture_epoch(*self._registry_state(model))]
         self._snapshot = record.snapshot([])
+        self._session: _core.CheckSession | None = None  # made by the first check()
 
     def __repr__(self) -> str:
         alive = "alive" if self._model() is not None else "freed"
@@ -266,16 +267,28 @@ class Capture:
         ``allow`` holds globs over owners and labels (census paths, Python
         sites) that turn ``unregistered`` and ``lost`` into ``allowed``. The
         same check as ``graphcheck check`` of :meth:`save`'s file.
+
+        Checks go through a session the capture keeps: checking again after
+        nothing changed costs a comparison of the epochs, and after a sleep
+        and wake (new generations, the same ranges) only the references whose
+        owner can change are decided again (docs/verdicts.md).
         """
-        epochs = list(self._epochs)
+        now = None
         if epoch is None:
-            epochs.append(self._now(NOW_EPOCH, "check"))
+            now = self._now(NOW_EPOCH, "check")
             epoch = NOW_EPOCH
-        self._snapshot.epochs = epochs
-        try:
-            return _core.check(self._snapshot, epoch=epoch, baseline=baseline, allow=allow)
-        finally:
-            self._snapshot.epochs = []
+        if self._session is None:
+            self._session = _core.CheckSession(self._snapshot)
+        # A repeated check costs only what changed (docs/verdicts.md, "Repeated checks"):
+        # recorded epochs are put again (a declaration may have changed one; the others
+        # compare equal and change nothing), then the transient epoch, last.
+        for recorded in self._epochs:
+            self._session.put_epoch(recorded)
+        if now is None:
+            self._session.remove_epoch(NOW_EPOCH)
+        else:
+            self._session.put_epoch(now, last=True)
+        return self._session.check(epoch=epoch, baseline=baseline, allow=allow)
 
     def replay(self) -> Any:
         """Re-execute the captured ops on the captured storages; returns :attr:`output`.

@@ -250,6 +250,24 @@ def check(
 ) -> Report:
     """Checks every graph of `snapshot` (or of the snapshot file) in one epoch."""
 
+class CheckSession:
+    """A snapshot kept between checks: check() returns what check(snapshot) returns."""
+
+    def __init__(self, snapshot: Snapshot) -> None: ...
+    def put_epoch(self, epoch: Epoch, *, last: bool = False) -> str:
+        """'added', 'unchanged' or 'replaced'."""
+    def remove_epoch(self, label: str) -> bool: ...
+    @property
+    def epochs(self) -> list[str]: ...
+    def check(
+        self,
+        epoch: str | None = None,
+        baseline: str | None = None,
+        allow: Iterable[str] = (),
+    ) -> Report: ...
+    @property
+    def last_stats(self) -> dict[str, int | bool]: ...
+
 def parse_snapshot(text: str, source: str = "snapshot") -> Snapshot:
     """Parses and validates snapshot JSON text."""
 

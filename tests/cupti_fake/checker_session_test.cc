@@ -3,6 +3,7 @@
 #include "cupti/checker_session.h"
 
 #include <gmock/gmock.h>
+#include <graphcheck/checker.h>
 #include <graphcheck/error.h>
 #include <graphcheck/report.h>
 #include <graphcheck/snapshot.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -22,6 +24,7 @@ namespace {
 
 using testing::drive;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr Address kWeights = 0x7f0000000000;
 constexpr std::uint64_t kTwoMiB = 2 << 20;
@@ -266,6 +269,140 @@ TEST_F(CheckerSessionTest, WritesSnapshotVersionOneAndReportsToTheOutputFolder) 
       << "a second check with the same label must not overwrite the first";
   EXPECT_EQ(again.findings, report.findings);
   std::filesystem::remove_all(dir);
+}
+
+// The files a check wrote: the snapshot, checked again by graphcheck::check in its last
+// epoch, gives the report written beside it, byte for byte.
+void expect_report_of_snapshot(const std::filesystem::path& dir, const std::string& stem) {
+  SCOPED_TRACE(stem);
+  const Snapshot snapshot = read_snapshot(dir / (stem + "-snapshot.json"));
+  ASSERT_FALSE(snapshot.epochs.empty());
+  CheckOptions options;
+  options.epoch = snapshot.epochs.back().label;
+  std::ifstream stream(dir / (stem + "-report.json"));
+  std::stringstream written;
+  written << stream.rdbuf();
+  EXPECT_EQ(written.str(), to_json(check(snapshot, options)));
+}
+
+std::filesystem::path temp_folder(const void* test) {
+  const auto dir =
+      std::filesystem::temp_directory_path() /
+      ("graphcheck-session-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+       "-" + std::to_string(reinterpret_cast<std::uintptr_t>(test)));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TEST_F(CheckerSessionTest, RepeatedLaunchChecksReportWhatACheckOfTheirSnapshotReports) {
+  const auto dir = temp_folder(this);
+  reserve_and_map();
+  SessionOptions options;
+  options.launch_check = LaunchCheck::kEveryLaunch;
+  options.out_dir = dir;
+  auto session = make_session(options);
+  session->note_graph_capture(7);
+  EXPECT_TRUE(session->on_graph_launch(kExec).ok());
+  EXPECT_TRUE(session->on_graph_launch(kExec).ok());  // nothing changed: the last report
+  sleep();
+  map_weights(2);  // a sleep and wake: new generation, the same ranges
+  EXPECT_TRUE(session->on_graph_launch(kExec).ok());
+  EXPECT_EQ(session->launches_checked(), 3u);
+  EXPECT_EQ(session->launches_with_findings(), 3u);
+  expect_report_of_snapshot(dir, "graphcheck-launch");
+  expect_report_of_snapshot(dir, "graphcheck-launch.1");
+  expect_report_of_snapshot(dir, "graphcheck-launch.2");
+  std::ifstream first(dir / "graphcheck-launch-report.json");
+  std::ifstream woken(dir / "graphcheck-launch.2-report.json");
+  std::stringstream before;
+  std::stringstream after;
+  before << first.rdbuf();
+  after << woken.rdbuf();
+  EXPECT_THAT(before.str(), HasSubstr("\"unregistered\""));
+  EXPECT_THAT(after.str(), HasSubstr("\"lost\"")) << "the workspace's bytes were discarded";
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(CheckerSessionTest, RepeatedCheckNowReportsWhatACheckOfItsSnapshotReports) {
+  reserve_and_map();
+  auto session = make_session({});
+  session->note_graph_capture(7);
+  const auto expect_same = [&](const std::string& label) {
+    SCOPED_TRACE(label);
+    const Snapshot snapshot = session->snapshot(label);
+    CheckOptions options;
+    options.epoch = snapshot.epochs.back().label;
+    EXPECT_EQ(to_json(session->check_now(label)), to_json(check(snapshot, options)));
+  };
+  expect_same("now");
+  expect_same("now");  // unchanged
+  sleep();
+  expect_same("now");  // the same label, another state
+  session->record_epoch("after_sleep");
+  map_weights(2);
+  expect_same("after_wake");  // another label: the last check's state leaves the session
+  expect_same("now");
+}
+
+TEST_F(CheckerSessionTest, SharedGraphRecordIsCheckedAgainOnlyWhenReplaced) {
+  reserve_and_map();
+  auto record = std::make_shared<const GraphRecord>(fabricated_graph());
+  SessionSources sources;
+  sources.allocations = [this] { return tracker_.allocations(); };
+  sources.shared_graph_for_exec = [&record](std::uint64_t exec) {
+    return exec == kExec ? record : nullptr;
+  };
+  SessionOptions options;
+  options.launch_check = LaunchCheck::kEveryLaunch;
+  options.log = [this](std::string_view text) { log_ << text; };
+  CheckerSession session(std::move(options), std::move(sources));
+  session.set_spans({Span{kWeights, 0x100000, OwnerKind::kParameter, "layers.0.weight", ""}});
+  session.note_graph_capture(7);
+  EXPECT_TRUE(session.on_graph_launch(kExec).ok());
+  EXPECT_EQ(session.launches_with_findings(), 1u);
+  // An exec update: a new record whose second argument now points into the weights.
+  GraphRecord updated = fabricated_graph();
+  updated.nodes[0].params[1] = pointer_param(8, kWeights + 128);
+  record = std::make_shared<const GraphRecord>(std::move(updated));
+  EXPECT_TRUE(session.on_graph_launch(kExec).ok());
+  EXPECT_EQ(session.launches_checked(), 2u);
+  EXPECT_EQ(session.launches_with_findings(), 1u) << "the updated record has no finding";
+  EXPECT_TRUE(session.on_graph_launch(kExec + 1).ok());
+  EXPECT_EQ(session.launches_checked(), 2u) << "an exec without a record is not checked";
+}
+
+// A recorded epoch labelled "launch" is a capture epoch like any other: a graph never noted
+// at capture, checked in its own launch state first, must not take its place.
+TEST_F(CheckerSessionTest, GraphNeverNotedAtCaptureLeavesARecordedLaunchEpochInPlace) {
+  reserve_and_map();
+  GraphRecord uncaptured = fabricated_graph();
+  uncaptured.id = 8;
+  uncaptured.epoch = "elsewhere";
+  GraphRecord recorded = fabricated_graph();
+  recorded.id = 9;
+  recorded.epoch = "launch";
+  SessionSources sources;
+  sources.allocations = [this] { return tracker_.allocations(); };
+  sources.graph_for_exec = [&](std::uint64_t exec) -> std::optional<GraphRecord> {
+    if (exec == kExec) {
+      return uncaptured;
+    }
+    return exec == kExec + 1 ? std::optional<GraphRecord>(recorded) : std::nullopt;
+  };
+  SessionOptions options;
+  options.launch_check = LaunchCheck::kEveryLaunch;
+  options.log = [this](std::string_view text) { log_ << text; };
+  CheckerSession session(std::move(options), std::move(sources));
+  session.set_spans({Span{kWeights, 0x100000, OwnerKind::kParameter, "layers.0.weight", ""}});
+  EXPECT_EQ(session.record_epoch("launch"), "launch");
+  sleep();
+  map_weights(2);  // the workspace's bytes are discarded after the recorded epoch
+  EXPECT_TRUE(session.on_graph_launch(kExec).ok());
+  EXPECT_THAT(log_.str(), HasSubstr("UNREGISTERED")) << "graph 8: found in the launch state";
+  EXPECT_THAT(log_.str(), Not(HasSubstr("LOST")));
+  EXPECT_TRUE(session.on_graph_launch(kExec + 1).ok());
+  EXPECT_THAT(log_.str(), HasSubstr("LOST")) << "graph 9: against the recorded epoch";
+  EXPECT_EQ(session.launches_checked(), 2u);
 }
 
 TEST_F(CheckerSessionTest, UnwritableOutputFolderIsAnErrorNamingThePath) {

@@ -143,6 +143,42 @@ def test_arena_allocations_carry_pool_and_generation() -> None:
     assert "lost" in {f.verdict for f in report.findings}
 
 
+def test_repeated_checks_use_the_session_and_report_what_a_fresh_check_reports() -> None:
+    arena = graphcheck.WeightsArena(1 << 24, pool="weights")
+    with arena.loading():
+        model = Planted()
+    cap = graphcheck.capture(model, torch.ones(2, 8), arena=arena)
+
+    def fresh(epoch: str) -> str:
+        return graphcheck.check(cap.snapshot, epoch=epoch).to_json()
+
+    first = cap.check("capture")
+    assert first.to_json() == fresh("capture")
+    assert cap.check("capture").to_json() == first.to_json()
+    assert cap._session is not None and cap._session.last_stats["reused_report"]
+    assert cap.check().epoch == "now"  # the transient epoch, then gone again
+    assert cap._session.epochs == ["capture", "now"]
+    for level in (1, 2):  # sleep and wake: new generations, the same ranges
+        arena.sleep(level, model)
+        arena.wake_up()
+        label = f"after_wake_{level}"
+        cap.epoch(label)
+        report = cap.check(label, allow=["never.*"])
+        assert (
+            report.to_json()
+            == graphcheck.check(cap.snapshot, epoch=label, allow=["never.*"]).to_json()
+        )
+        assert cap._session.epochs == ["capture", "after_wake_1", label][: level + 1]
+        assert not cap._session.last_stats["reused_report"]
+    assert owners(cap.check("after_wake_2"), "lost") == {"shift"}
+    cap.declare_runtime(model.shift, "shift", "refilled before replay")  # changes every epoch
+    report = cap.check("after_wake_2")
+    assert "shift" not in owners(report, "lost")
+    assert report.to_json() == fresh("after_wake_2")
+    with pytest.raises(graphcheck.GraphcheckError, match='epoch "missing"'):
+        cap.check("missing")
+
+
 def test_replay_returns_the_static_output_with_new_values() -> None:
     model = Planted()
     x = torch.ones(2, 8)

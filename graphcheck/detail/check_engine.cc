@@ -1,0 +1,481 @@
+// The verdict engine: finds each graph's references (in batches of argument words, so that
+// the lookups of unrelated words overlap), decides them by their capture cell where the
+// cell alone decides, by the rules of detail/verdict_rules.cc (memoized) otherwise, and
+// builds the report. Operands are judged part by part where their extent crosses owners.
+#include "graphcheck/detail/check_engine.h"
+
+#include <graphcheck/address_index.h>
+#include <graphcheck/error.h>
+#include <graphcheck/pointer_scan.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "graphcheck/detail/allow_use.h"
+#include "graphcheck/detail/allowlist.h"
+#include "graphcheck/detail/decision_memo.h"
+#include "graphcheck/detail/reference_judge.h"
+#include "graphcheck/detail/verdict_rules.h"
+#include "graphcheck/detail/word_batch.h"
+
+namespace graphcheck::detail {
+namespace {
+
+using Class = AddressIndex::CellClass;
+
+// Which cell classes decide a reference alone (bit per CellClass): in an epoch that shares
+// the capture's cells, a sole span that is not an input (stale needs another owner, lost
+// no owner or an input one) and graph pool memory without a span (no rule judges it); an
+// input too when all three epochs are one.
+constexpr std::uint32_t kFixedClasses = (1U << static_cast<unsigned>(Class::kSoleRegistered)) |
+                                        (1U << static_cast<unsigned>(Class::kSoleRuntime)) |
+                                        (1U << static_cast<unsigned>(Class::kSoleGraph)) |
+                                        (1U << static_cast<unsigned>(Class::kGraphPool));
+constexpr std::uint32_t kInputClass = 1U << static_cast<unsigned>(Class::kSoleInput);
+constexpr unsigned kFastClasses = 5;  // classes below this may be fast
+constexpr unsigned kCountBits = 12;   // per class in a packed counter
+
+constexpr std::array<Verdict, kFastClasses> kClassVerdict = {
+    Verdict::kRegistered, Verdict::kRuntime, Verdict::kGraph, Verdict::kInput, Verdict::kGraph};
+
+class Engine {
+ public:
+  Engine(const CheckInput& input, CheckStats* stats)
+      : input_(input),
+        options_(*input.options),
+        indexes_(*input.indexes),
+        allowlist_(input.globs),
+        rules_(indexes_, allowlist_),
+        allow_use_(indexes_, allowlist_),
+        judge_(rules_, report_),
+        stats_(stats) {
+    if (input.recycle != nullptr) {
+      // Its findings are overwritten in place (their strings' memory used again).
+      report_.findings = std::move(input.recycle->findings);
+    }
+  }
+
+  Report run() {
+    checked_ = &indexes_.resolve(options_.epoch, "epoch");
+    if (!options_.baseline.empty()) {
+      baseline_ = &indexes_.resolve(options_.baseline, "baseline");
+    }
+    report_.epoch = checked_->label;
+    report_.baseline = baseline_label();
+    report_.stale_allow_policy = options_.stale_allow;
+    report_.summary.graphs = input_.graphs.size();
+    for (std::size_t g = 0; g < input_.graphs.size(); ++g) {
+      check_graph(g);
+    }
+    judge_.finish();
+    report_.warnings = rules_.warnings();
+    if (allow_use_.active()) {
+      allow_use_.finish();
+    }
+    report_.stale_allow = allowlist_.unused();
+    return std::move(report_);
+  }
+
+ private:
+  // What one graph's references are checked with.
+  struct GraphScan {
+    const GraphRecord* graph = nullptr;
+    GraphEpochs epochs;
+    const GraphRanges* ranges = nullptr;
+    const AddressIndex* capture = nullptr;
+    DecisionMemo* memo = nullptr;  // made on first use, per capture epoch
+    bool record_use = false;       // the allowlist has globs: references are recorded
+    bool keep_ranges = false;      // ... with their addresses (an epoch has other cells)
+    bool aligned = false;          // checked and baseline indexes share the capture's cells
+    std::uint32_t fast = 0;        // classes decided by the cell alone (bit per class)
+    GraphTable* table = nullptr;   // a session's table being filled
+    std::vector<AllowUse::CellMark>* pool_cells = nullptr;  // graph pool cells touched
+    // The candidate window: words outside it are scalars.
+    Address window_low = 0;
+    Address window_span = 0;
+    bool window_empty = true;
+  };
+
+  [[nodiscard]] std::string baseline_label() const {
+    if (baseline_ != nullptr) {
+      return baseline_->label;
+    }
+    if (input_.graphs.empty()) {
+      return "per-graph";
+    }
+    for (const GraphRecord* graph : input_.graphs) {
+      if (graph->epoch != input_.graphs.front()->epoch) {
+        return "per-graph";
+      }
+    }
+    return input_.graphs.front()->epoch;
+  }
+
+  void check_graph(std::size_t position) {
+    const GraphRecord& graph = *input_.graphs[position];
+    GraphScan scan;
+    scan.graph = &graph;
+    GraphEpochs& epochs = scan.epochs;
+    epochs.capture = &indexes_.capture_of(graph, position);
+    epochs.checked = checked_;
+    epochs.baseline = baseline_ != nullptr ? baseline_ : epochs.capture;
+    epochs.capture_index = &indexes_.index(*epochs.capture);
+    epochs.checked_index = &indexes_.index(*epochs.checked);
+    epochs.baseline_index = &indexes_.index(*epochs.baseline);
+    epochs.compare = epochs.checked->label != epochs.baseline->label;
+    epochs.checked_cells = epochs.checked_index->same_cells(*epochs.capture_index);
+    epochs.baseline_cells = epochs.baseline_index->same_cells(*epochs.capture_index);
+    scan.capture = epochs.capture_index;
+    scan.aligned = epochs.checked_cells && epochs.baseline_cells;
+    scan.record_use = allow_use_.active();
+    if (scan.record_use) {
+      scan.keep_ranges = !allow_use_.start_graph(*epochs.capture, *scan.capture);
+    }
+    const bool one_epoch = epochs.checked == epochs.capture && epochs.baseline == epochs.capture;
+    GraphTable* table = nullptr;
+    if (input_.tables != nullptr && scan.aligned) {
+      table = &(*input_.tables)[&graph];
+      if (table->valid && table->capture_layout == scan.capture->layout_id() && !scan.keep_ranges) {
+        replay(graph, *table, scan);
+        return;
+      }
+    }
+    if (stats_ != nullptr) {
+      ++stats_->graphs_scanned;
+    }
+    // A session's table holds the references whose verdict a later epoch may change: an
+    // input's may (it is not restored), so only a table-less check of one epoch counts them
+    // by their cell.
+    scan.fast =
+        scan.aligned ? (kFixedClasses | (one_epoch && table == nullptr ? kInputClass : 0)) : 0;
+    std::vector<AllowUse::CellMark> pool_cells;
+    if (table != nullptr) {
+      // Graph pool cells are recorded whatever this check's allowlist: a later check may
+      // have one.
+      *table = GraphTable{};
+      table->capture_layout = scan.capture->layout_id();
+      pool_cells.assign(scan.capture->cell_count() + 1, {});  // and a spare entry
+      scan.pool_cells = &pool_cells;
+      scan.table = table;
+    }
+    const GraphRanges ranges(graph);
+    scan.ranges = &ranges;
+    set_window(scan, ranges);
+    batch_.set_window(scan.window_low, scan.window_span, scan.window_empty);
+    const std::uint64_t references_before = report_.summary.references;
+    const std::uint64_t nodes = scan_nodes(graph.nodes, scan);
+    flush(batch_, scan);
+    report_.summary.nodes += nodes;
+    if (table != nullptr) {
+      table->nodes = nodes;
+      table->references = report_.summary.references - references_before;
+      for (std::size_t cell = 0; cell < scan.capture->cell_count(); ++cell) {
+        if (pool_cells[cell].set) {
+          table->allow_cells.push_back(static_cast<std::uint32_t>(cell));
+        }
+      }
+      table->ranges = ranges;
+      table->valid = true;
+    }
+  }
+
+  // A word is a reference only inside the capture's known memory, one past its top (an end
+  // pointer), or in the graph's ranges: the batch keeps the words in the hull of those.
+  static void set_window(GraphScan& scan, const GraphRanges& ranges) {
+    const AddressIndex& capture = *scan.capture;
+    Address low = ~Address{0};
+    Address high = 0;
+    if (capture.cell_count() != 0) {
+      low = capture.low();
+      high = capture.high() == ~Address{0} ? capture.high() : capture.high() + 1;
+    }
+    if (!ranges.empty()) {
+      low = std::min(low, ranges.low());
+      high = std::max(high, ranges.high());
+    }
+    scan.window_empty = low > high;
+    scan.window_low = low;
+    scan.window_span = high - low;
+  }
+
+  // Nodes in order, bodies right after the node holding them; returns the node count.
+  std::uint64_t scan_nodes(const NodeList& nodes, GraphScan& scan) {
+    std::uint64_t count = nodes.size();
+    for (const Node& node : nodes) {
+      switch (node.type) {
+        case NodeType::kKernel:
+          batch_.add(node, [&](WordBatch& batch) { flush(batch, scan); });
+          if (!node.operands.empty()) {
+            flush(batch_, scan);
+            visit_operands(node, scan);
+          }
+          break;
+        case NodeType::kMemcpy:
+        case NodeType::kMemset:
+        case NodeType::kMemAlloc:
+        case NodeType::kMemFree:
+        case NodeType::kOp:
+          flush(batch_, scan);
+          visit_operands(node, scan);
+          break;
+        case NodeType::kChildGraph:
+        case NodeType::kConditional:
+          flush(batch_, scan);
+          for (const NodeList& body : node.bodies) {
+            count += scan_nodes(body, scan);
+          }
+          break;
+        default:  // host, empty, event, external semaphore, batch mem op: no references
+          break;
+      }
+    }
+    return count;
+  }
+
+  void flush(WordBatch& batch, GraphScan& scan) {
+    if (batch.size() != 0) {
+      if (scan.pool_cells == nullptr) {
+        flush_use<false>(batch, scan);
+      } else {
+        flush_use<true>(batch, scan);
+      }
+    }
+    batch.clear();
+  }
+
+  template <bool kPool>
+  void flush_use(WordBatch& batch, GraphScan& scan) {
+    if (!scan.record_use) {
+      flush_batch<false, false, kPool>(batch, scan);
+    } else if (scan.keep_ranges) {
+      flush_batch<true, true, kPool>(batch, scan);
+    } else {
+      flush_batch<true, false, kPool>(batch, scan);
+    }
+  }
+
+  // The batch's words in order: those in a cell that decides alone are counted (packed,
+  // 12 bits per class); the others go through `slow_word`. kTouch: the allowlist records
+  // the touched cells where it may name an owner (kPoints: and every address); kPool: a
+  // session's table records the graph pool cells touched.
+  template <bool kTouch, bool kPoints, bool kPool>
+  void flush_batch(WordBatch& batch, GraphScan& scan) {
+    const AddressIndex& capture = *scan.capture;
+    const bool has_cells = capture.cell_count() != 0;
+    const Address low = capture.low();
+    const Address span = capture.high() - low;
+    const std::uint32_t fast = scan.fast;
+    const std::uint32_t spare = static_cast<std::uint32_t>(capture.cell_count());
+    AllowUse::CellMark* const pool_cells =
+        scan.pool_cells != nullptr ? scan.pool_cells->data() : nullptr;
+    AllowUse::CellMark* touched = nullptr;
+    if constexpr (kTouch) {
+      touched = allow_use_.cells();
+    }
+    std::uint64_t packed = 0;
+    const Address* const words = batch.words();
+    for (std::size_t i = 0, n = batch.size(); i < n; ++i) {
+      const Address word = words[i];
+      if (has_cells && word - low <= span) [[likely]] {
+        Class cell_class = Class::kOther;
+        const std::uint32_t cell = capture.classify(word, &cell_class);
+        const auto k = static_cast<unsigned>(cell_class);
+        if (((fast >> k) & 1U) != 0) {
+          packed += std::uint64_t{1} << (kCountBits * k);
+          // Without a branch: cells that cannot matter mark the spare entry past the end.
+          if constexpr (kTouch) {
+            // Only inputs and graph pool memory can name an owner for the allowlist here.
+            touched[k >= static_cast<unsigned>(Class::kSoleInput) ? cell : spare].set = true;
+          }
+          if constexpr (kPool) {
+            pool_cells[cell_class == Class::kGraphPool ? cell : spare].set = true;
+          }
+          if constexpr (kPoints) {
+            touched[cell].set = true;
+            allow_use_.ranges().emplace_back(word, word);
+          }
+          continue;
+        }
+        slow_word(batch, i, cell, scan);
+      } else {
+        slow_word(batch, i, AddressIndex::kNoCell, scan);
+      }
+    }
+    for (unsigned k = 0; k < kFastClasses; ++k) {
+      const std::uint64_t count = (packed >> (kCountBits * k)) & ((1U << kCountBits) - 1);
+      if (count != 0) {
+        report_.summary.references += count;
+        count_fixed(kClassVerdict[k], count, scan);
+      }
+    }
+  }
+
+  // References already counted, decided by their cell alone.
+  void count_fixed(Verdict verdict, std::uint64_t count, GraphScan& scan) {
+    report_.summary.counts[static_cast<std::size_t>(verdict)] += count;
+    if (scan.table != nullptr) {
+      scan.table->fixed[static_cast<std::size_t>(verdict)] += count;
+    }
+  }
+
+  // A word the fast path did not decide: an end pointer, a word in a gap (a reference only
+  // in the graph's ranges), or one whose cell does not decide alone.
+  [[gnu::noinline]] void slow_word(WordBatch& batch, std::size_t i, std::uint32_t cell,
+                                   GraphScan& scan) {
+    const AddressIndex& capture = *scan.capture;
+    const Address word = batch.words()[i];
+    Address lookup = word;
+    std::uint32_t at = cell;
+    bool is_reference = false;
+    // Only a word on a cell boundary (or just past the top range) can be an end pointer.
+    if (capture.may_end_pointer(word, at)) {
+      const std::uint32_t end = capture.end_pointer_cell(word, at);
+      if (end != AddressIndex::kNoCell) {
+        lookup = word - 1;
+        at = end;
+        is_reference = true;
+      }
+    }
+    if (!is_reference) {
+      is_reference = capture.holds(at) || scan.ranges->contains(word);
+    }
+    if (!is_reference) {
+      return;
+    }
+    const WordBatch::Location where = batch.locate(i);
+    Reference reference;
+    reference.graph = scan.graph->id;
+    reference.node = where.node;
+    reference.param = where.param;
+    reference.offset = where.offset;
+    reference.address = word;
+    ++report_.summary.references;
+    visit_point(reference, lookup, lookup, at, scan);
+  }
+
+  void visit_operands(const Node& node, GraphScan& scan) {
+    Reference reference;
+    reference.graph = scan.graph->id;
+    reference.node = &node;
+    for (const Operand& operand : node.operands) {
+      reference.operand = &operand;
+      reference.address = operand.begin;
+      ++report_.summary.references;
+      visit_operand(reference, scan);
+    }
+  }
+
+  // A reference decided at one address (a word, or an operand within one cell of each
+  // epoch): by its cell's class where that decides alone, else by the memoized rules.
+  void visit_point(const Reference& reference, Address first, Address last, std::uint32_t cell,
+                   GraphScan& scan) {
+    if (scan.record_use) {
+      allow_use_.touch(cell, first, last);
+    }
+    if (scan.aligned && cell != AddressIndex::kNoCell) {
+      const auto k = static_cast<unsigned>(scan.capture->cell_class(cell));
+      if (((scan.fast >> k) & 1U) != 0) {
+        count_fixed(kClassVerdict[k], 1, scan);
+        if (scan.pool_cells != nullptr && k == static_cast<unsigned>(Class::kGraphPool)) {
+          (*scan.pool_cells)[cell].set = true;
+        }
+        return;
+      }
+    }
+    const std::uint32_t decision = judge_.judge(first, cell, scan.epochs, *scan.ranges, scan.memo);
+    if (scan.table != nullptr) {
+      record(reference, first, last, cell, false, scan);
+    }
+    judge_.settle(reference, {decision, first, last});
+  }
+
+  void record(const Reference& reference, Address first, Address last, std::uint32_t cell,
+              bool by_parts, GraphScan& scan) {
+    scan.table->refs.push_back({reference.node, reference.operand, reference.address, first, last,
+                                reference.param, reference.offset, cell, by_parts});
+  }
+
+  // Operands skip the word window; one whose extent crosses owners is judged part by part.
+  void visit_operand(const Reference& reference, GraphScan& scan) {
+    const Address first = reference.operand->begin;
+    const Address last = last_address(*reference.operand);
+    Address cell_first = 0;
+    Address cell_end = 0;
+    const std::uint32_t cell = scan.capture->find_cell(first, &cell_first, &cell_end);
+    if (last <= cell_end &&
+        (last == first || ReferenceJudge::uniform(first, last, scan.epochs, *scan.ranges))) {
+      visit_point(reference, first, last, cell, scan);
+      return;
+    }
+    if (scan.record_use) {
+      allow_use_.touch(cell, first, last);
+    }
+    if (scan.table != nullptr) {
+      record(reference, first, last, cell, true, scan);
+    }
+    judge_.settle(reference, judge_.judge_range(first, last, scan.epochs, *scan.ranges, scan.memo));
+  }
+
+  // A graph checked from its table: the fixed counts, then the recorded references in
+  // order, decided as a scan would.
+  void replay(const GraphRecord& graph, const GraphTable& table, GraphScan& scan) {
+    if (stats_ != nullptr) {
+      ++stats_->graphs_replayed;
+      stats_->references_replayed += table.refs.size();
+    }
+    report_.summary.nodes += table.nodes;
+    report_.summary.references += table.references;
+    for (std::size_t v = 0; v < kVerdictCount; ++v) {
+      report_.summary.counts[v] += table.fixed[v];
+    }
+    if (scan.record_use) {
+      for (const std::uint32_t cell : table.allow_cells) {
+        allow_use_.touch_cell(cell);
+      }
+    }
+    const GraphRanges& ranges = *table.ranges;
+    Reference reference;
+    reference.graph = graph.id;
+    for (const RecordedRef& ref : table.refs) {
+      reference.node = ref.node;
+      reference.operand = ref.operand;
+      reference.param = ref.param;
+      reference.offset = ref.offset;
+      reference.address = ref.address;
+      if (scan.record_use) {
+        allow_use_.touch(ref.cell, ref.first, ref.last);
+      }
+      if (ref.by_parts) {
+        judge_.settle(reference,
+                      judge_.judge_range(ref.first, ref.last, scan.epochs, ranges, scan.memo));
+      } else {
+        const std::uint32_t decision =
+            judge_.judge(ref.first, ref.cell, scan.epochs, ranges, scan.memo);
+        judge_.settle(reference, {decision, ref.first, ref.last});
+      }
+    }
+  }
+
+  const CheckInput& input_;
+  const CheckOptions& options_;
+  EpochIndexes& indexes_;
+  Allowlist allowlist_;
+  VerdictRules rules_;
+  AllowUse allow_use_;
+  Report report_;
+  ReferenceJudge judge_;
+  CheckStats* stats_;
+  const Epoch* checked_ = nullptr;
+  const Epoch* baseline_ = nullptr;
+  WordBatch batch_;
+};
+
+}  // namespace
+
+Report run_check(const CheckInput& input, CheckStats* stats) { return Engine(input, stats).run(); }
+
+}  // namespace graphcheck::detail
