@@ -310,6 +310,36 @@ class Capture:
         _core.write_snapshot(self.snapshot, path)
 
 
+def capture_arguments(
+    what: str,
+    model: object,
+    warmup: object,
+    arena: object,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> tuple[WeightsArena | None, list[tuple[str, torch.Tensor]]]:
+    """Checks the arguments of a capture (``what`` names the caller in messages).
+
+    Returns the weights arena (the one given, or the live arena holding the model's tensors,
+    or None) and the forward's tensor arguments, the graph's static inputs, by name. Raises
+    ``TypeError`` for a model that is not a module or an arena that is not a
+    :class:`~graphcheck.WeightsArena`, ``ValueError`` for a bad ``warmup``.
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"{what}: model must be a torch.nn.Module, got {type(model).__qualname__}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"{what}: warmup must be an int >= 0, got {warmup!r}")
+    if arena is not None and not isinstance(arena, WeightsArena):
+        raise TypeError(
+            f"{what}: arena must be a graphcheck.WeightsArena, got {type(arena).__qualname__}"
+        )
+    inputs = [
+        *_input_tensors(list(args), "args"),
+        *(item for key, value in kwargs.items() for item in _input_tensors(value, key)),
+    ]
+    return (arena if arena is not None else arena_of(model)), inputs
+
+
 def capture(
     model: torch.nn.Module,
     *args: Any,
@@ -338,23 +368,7 @@ def capture(
     closed. Nothing stays installed after an error. Not thread-safe for one
     model (the forward runs on the calling thread).
     """
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(
-            f"graphcheck.capture: model must be a torch.nn.Module, got {type(model).__qualname__}"
-        )
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"graphcheck.capture: warmup must be an int >= 0, got {warmup!r}")
-    if arena is not None and not isinstance(arena, WeightsArena):
-        raise TypeError(
-            f"graphcheck.capture: arena must be a graphcheck.WeightsArena, got "
-            f"{type(arena).__qualname__}"
-        )
-    if arena is None:
-        arena = arena_of(model)
-    inputs = [
-        *_input_tensors(list(args), "args"),
-        *(item for key, value in kwargs.items() for item in _input_tensors(value, key)),
-    ]
+    arena, inputs = capture_arguments("graphcheck.capture", model, warmup, arena, args, kwargs)
     with torch.no_grad():
         for _ in range(warmup):
             model(*args, **kwargs)

@@ -158,24 +158,10 @@ class Recorder:
         ``error`` mode after recording it.
         """
         from graphcheck import _capture, _torch
-        from graphcheck.arena import WeightsArena, arena_of
 
-        if not isinstance(model, torch.nn.Module):
-            raise TypeError(
-                f"Watch.capture: model must be a torch.nn.Module, got {type(model).__qualname__}"
-            )
-        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-            raise ValueError(f"Watch.capture: warmup must be an int >= 0, got {warmup!r}")
-        if arena is not None and not isinstance(arena, WeightsArena):
-            raise TypeError(
-                f"Watch.capture: arena must be a graphcheck.WeightsArena, got "
-                f"{type(arena).__qualname__}"
-            )
-        arena = arena if arena is not None else arena_of(model)
-        inputs = [
-            *_capture._input_tensors(list(args), "args"),
-            *(i for key, value in kwargs.items() for i in _capture._input_tensors(value, key)),
-        ]
+        arena, inputs = _capture.capture_arguments(
+            "Watch.capture", model, warmup, arena, args, kwargs
+        )
         with self._lock:
             graph_id = next(self._ids)
         with torch.no_grad():
