@@ -8,6 +8,7 @@
 #include <graphcheck/report.h>
 #include <graphcheck/snapshot.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -232,12 +233,19 @@ TEST_F(CheckerSessionTest, ErrorPolicyCanAbort) {
   EXPECT_DEATH(static_cast<void>(session->on_graph_launch(kExec)), "findings at launch");
 }
 
-TEST_F(CheckerSessionTest, WritesSnapshotVersionOneAndReportsToTheOutputFolder) {
-  const auto dir =
-      std::filesystem::temp_directory_path() /
-      ("graphcheck-session-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-       "-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+// A fresh folder per process and test: CTest runs tests in parallel processes, and under
+// ASan a fixture's address is the same in each of them (its heap is not randomized).
+std::filesystem::path temp_folder() {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("graphcheck-session-" + std::to_string(::getpid()) + "-" +
+                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TEST_F(CheckerSessionTest, WritesSnapshotVersionOneAndReportsToTheOutputFolder) {
+  const auto dir = temp_folder();
   reserve_and_map();
   SessionOptions options;
   options.out_dir = dir;
@@ -285,17 +293,8 @@ void expect_report_of_snapshot(const std::filesystem::path& dir, const std::stri
   EXPECT_EQ(written.str(), to_json(check(snapshot, options)));
 }
 
-std::filesystem::path temp_folder(const void* test) {
-  const auto dir =
-      std::filesystem::temp_directory_path() /
-      ("graphcheck-session-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-       "-" + std::to_string(reinterpret_cast<std::uintptr_t>(test)));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
 TEST_F(CheckerSessionTest, RepeatedLaunchChecksReportWhatACheckOfTheirSnapshotReports) {
-  const auto dir = temp_folder(this);
+  const auto dir = temp_folder();
   reserve_and_map();
   SessionOptions options;
   options.launch_check = LaunchCheck::kEveryLaunch;

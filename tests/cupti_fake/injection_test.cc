@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <graphcheck/snapshot.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -49,9 +50,12 @@ class InjectionTest : public ::testing::Test {
     deps.pid = 4242;
     return deps;
   }
-  std::filesystem::path temp_dir() {
+  // Unique per process and test: CTest runs tests in parallel processes, and under ASan a
+  // fixture's address is the same in each of them (its heap is not randomized).
+  static std::filesystem::path temp_dir() {
     auto dir = std::filesystem::temp_directory_path() /
-               ("graphcheck-inject-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+               ("graphcheck-inject-" + std::to_string(::getpid()) + "-" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir);
     return dir;
   }
