@@ -116,6 +116,12 @@ def _describe(found: Found) -> str:
     return found.location
 
 
+def _not_found(index: Index, module: str, qualname: str, why: str) -> list[str]:
+    """The problems of a def that ``index.lookup`` did not find (``why``), then where it went:
+    its name (and its class's, when that is missing too) searched over the whole tree."""
+    return [why, _elsewhere(index, module, qualname, class_missing=" has no " not in why)]
+
+
 def _elsewhere(index: Index, module: str, qualname: str, *, class_missing: bool) -> str:
     """Where a missing def went: its name (and its class's, when that is missing too) searched
     over the whole tree."""
@@ -143,11 +149,7 @@ def check_method(target: Any, index: Index) -> Result:
     result = Result(t, index.tree.label)
     found, why = index.lookup(t.module, t.qualname)
     if found is None:
-        class_missing = " has no " not in why
-        result.problems += [
-            why,
-            _elsewhere(index, t.module, t.qualname, class_missing=class_missing),
-        ]
+        result.problems += _not_found(index, t.module, t.qualname, why)
         return result
     result.found = _describe(found)
     node = found.node
@@ -289,11 +291,7 @@ def check_call(target: Any, index: Index) -> Result:
     result = Result(t, index.tree.label)
     found, why = index.lookup(t.module, t.function)
     if found is None:
-        class_missing = " has no " not in why
-        result.problems += [
-            why,
-            _elsewhere(index, t.module, t.function, class_missing=class_missing),
-        ]
+        result.problems += _not_found(index, t.module, t.function, why)
         return result
     if not isinstance(found.node, _FUNCTIONS):
         result.problems.append(f"{t.function} is not a function here ({found.location})")
