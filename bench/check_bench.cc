@@ -2,8 +2,8 @@
 // 10k and 100k spans, checked in their capture epoch and in a later one (after a sleep that
 // discarded the weights pool), each beside a floor that reads the same argument words
 // without any lookup; repeated checks through a CheckSession (unchanged epoch, and a new
-// sleep and wake each time); and the peak memory of a check beside the snapshot's size.
-// Run: graphcheck_bench --benchmark_min_time=0.2
+// sleep and wake each time); the lookups alone; and the peak memory of a check beside the
+// snapshot's size. Run: graphcheck_bench --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
 #include <graphcheck/address_index.h>
 #include <graphcheck/check_session.h>
@@ -11,6 +11,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -246,6 +247,46 @@ void floor_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spa
   state.counters["refs"] = static_cast<double>(kept);
 }
 
+// The lookups alone: every argument word inside the capture's known memory, gathered before
+// the timed loop, classified by the capture index (built before it too) in probe groups as
+// the checker does, and counted by cell class; no reading of the snapshot, no report. With
+// the index build and the floor, a lower bound for a full check.
+void lookup_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spans) {
+  const World& w = world(nodes, spans);
+  const AddressIndex index(w.snapshot.epochs[0]);
+  std::vector<Address> words;
+  for (const Node& node : w.snapshot.graphs[0].nodes) {
+    for (const KernelParam& param : node.params) {
+      for (std::size_t at = 0; at + 8 <= param.bytes.size(); at += 8) {
+        Address word = 0;
+        std::memcpy(&word, param.bytes.data() + at, 8);
+        if (index.contains(word)) {
+          words.push_back(word);
+        }
+      }
+    }
+  }
+  constexpr std::size_t kGroup = 16;
+  std::array<std::uint64_t, 8> classes{};
+  for (auto _ : state) {
+    std::array<std::uint32_t, kGroup> probes{};
+    for (std::size_t i = 0; i < words.size(); i += kGroup) {
+      const std::size_t count = std::min(kGroup, words.size() - i);
+      for (std::size_t j = 0; j < count; ++j) {
+        probes[j] = index.probe(words[i + j]);
+      }
+      for (std::size_t j = 0; j < count; ++j) {
+        AddressIndex::CellClass cell_class = AddressIndex::CellClass::kOther;
+        benchmark::DoNotOptimize(index.classify_probed(words[i + j], probes[j], &cell_class));
+        ++classes[static_cast<std::size_t>(cell_class)];
+      }
+    }
+    benchmark::DoNotOptimize(classes);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(nodes));
+  state.counters["refs"] = static_cast<double>(words.size());  // every one a reference here
+}
+
 // A CheckSession checked again with nothing changed: the report of the last check.
 void session_repeat_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spans,
                               const std::string& epoch) {
@@ -368,6 +409,9 @@ int main(int argc, char** argv) {
             ->Unit(benchmark::kMillisecond);
       }
       benchmark::RegisterBenchmark(("floor" + suffix).c_str(), floor_benchmark, nodes, spans)
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("lookup" + suffix).c_str(), graphcheck::lookup_benchmark, nodes,
+                                   spans)
           ->Unit(benchmark::kMillisecond);
       for (const std::string epoch : {"capture", "after_sleep"}) {
         benchmark::RegisterBenchmark(("session/repeat/" + epoch + suffix).c_str(),

@@ -9,6 +9,7 @@
 #include <graphcheck/pointer_scan.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -36,8 +37,9 @@ constexpr std::uint32_t kFixedClasses = (1U << static_cast<unsigned>(Class::kSol
                                         (1U << static_cast<unsigned>(Class::kSoleGraph)) |
                                         (1U << static_cast<unsigned>(Class::kGraphPool));
 constexpr std::uint32_t kInputClass = 1U << static_cast<unsigned>(Class::kSoleInput);
-constexpr unsigned kFastClasses = 5;  // classes below this may be fast
-constexpr unsigned kCountBits = 12;   // per class in a packed counter
+constexpr unsigned kFastClasses = 5;     // classes below this may be fast
+constexpr unsigned kCountBits = 12;      // per class in a packed counter
+constexpr std::size_t kProbeGroup = 16;  // words probed together (see flush_batch)
 
 constexpr std::array<Verdict, kFastClasses> kClassVerdict = {
     Verdict::kRegistered, Verdict::kRuntime, Verdict::kGraph, Verdict::kInput, Verdict::kGraph};
@@ -278,11 +280,21 @@ class Engine {
     }
     std::uint64_t packed = 0;
     const Address* const words = batch.words();
+    // Words in groups: each group's probes are issued before any word is finished, so that
+    // their table reads overlap (a word outside the capture's memory probes `low`).
+    std::array<std::uint32_t, kProbeGroup> probes{};
     for (std::size_t i = 0, n = batch.size(); i < n; ++i) {
+      const std::size_t slot = i % kProbeGroup;
+      if (slot == 0 && has_cells) {
+        for (std::size_t j = 0, count = std::min(kProbeGroup, n - i); j < count; ++j) {
+          const Address word = words[i + j];
+          probes[j] = capture.probe(word - low <= span ? word : low);
+        }
+      }
       const Address word = words[i];
       if (has_cells && word - low <= span) [[likely]] {
         Class cell_class = Class::kOther;
-        const std::uint32_t cell = capture.classify(word, &cell_class);
+        const std::uint32_t cell = capture.classify_probed(word, probes[slot], &cell_class);
         const auto k = static_cast<unsigned>(cell_class);
         if (((fast >> k) & 1U) != 0) {
           packed += std::uint64_t{1} << (kCountBits * k);

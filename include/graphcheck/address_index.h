@@ -202,20 +202,30 @@ class AddressIndex {
   /// @brief The scan's lookup: the cell holding `address` and its class in one probe.
   /// Precondition: `contains(address)`.
   [[nodiscard]] std::uint32_t classify(Address address, CellClass* cell_class) const {
-    const std::uint32_t first = first_candidate(address);
-    if ((first & kMulti) != 0) [[unlikely]] {
-      const std::uint32_t cell = search(address, first);
+    return classify_probed(address, probe(address), cell_class);
+  }
+  /// @brief The first half of `classify`: the bucket entry of `address` (two table reads).
+  /// A caller looking up a group of addresses probes them all before finishing any, so
+  /// that the reads of the group overlap instead of waiting for each other. The value is
+  /// opaque, meaningful only to this index's `classify_probed` for the same address.
+  /// Precondition: `contains(address)`.
+  [[nodiscard]] std::uint32_t probe(Address address) const { return first_candidate(address); }
+  /// @brief The second half: `classify(address, cell_class)` from `probe(address)`.
+  [[nodiscard]] std::uint32_t classify_probed(Address address, std::uint32_t probe,
+                                              CellClass* cell_class) const {
+    if ((probe & kMulti) != 0) [[unlikely]] {
+      const std::uint32_t cell = search(address, probe);
       *cell_class = static_cast<CellClass>(classes_[cell]);
       return cell;
     }
     // The three candidate classes load beside the boundaries (one unaligned word), so the
     // class does not wait for the comparisons.
     std::uint32_t classes = 0;
-    std::memcpy(&classes, classes_ + first, sizeof(classes));
+    std::memcpy(&classes, classes_ + probe, sizeof(classes));
     const std::uint32_t step =
-        (begins_[first + 1] <= address ? 1U : 0U) + (begins_[first + 2] <= address ? 1U : 0U);
+        (begins_[probe + 1] <= address ? 1U : 0U) + (begins_[probe + 2] <= address ? 1U : 0U);
     *cell_class = static_cast<CellClass>((classes >> (8 * step)) & 0xffU);
-    return first + step;
+    return probe + step;
   }
   /// @brief True when `address` lies in `[low, high]`, the addresses some cell holds (a
   /// cell may still be a gap): `find_cell` returns `kNoCell` exactly outside.

@@ -1,6 +1,7 @@
 // AddressIndex lookup table: every address resolves as a plain scan of the epoch would, at
 // cell boundaries, at both ends of the address space, in far-apart clusters, in dense runs,
-// and whatever order the epoch lists its ranges in.
+// and whatever order the epoch lists its ranges in; the scan's grouped lookup (`probe`, then
+// `classify_probed`) agrees with it.
 #include <graphcheck/address_index.h>
 #include <gtest/gtest.h>
 
@@ -87,6 +88,17 @@ void expect_agrees_with_scan(const Epoch& epoch) {
     ASSERT_EQ(cell, index.find_cell(address));
     ASSERT_EQ(index.find_cell(first), cell) << format_address(first);
     ASSERT_EQ(index.find_cell(last), cell) << format_address(last);
+    // The scan's lookup, whole and in its two halves, finds the same cell and its class.
+    if (index.contains(address)) {
+      auto whole = AddressIndex::CellClass::kOther;
+      auto halves = AddressIndex::CellClass::kEndCell;
+      ASSERT_EQ(index.classify(address, &whole), cell) << format_address(address);
+      ASSERT_EQ(index.classify_probed(address, index.probe(address), &halves), cell);
+      ASSERT_EQ(whole, index.cell_class(cell)) << format_address(address);
+      ASSERT_EQ(halves, whole) << format_address(address);
+    } else {
+      ASSERT_EQ(cell, AddressIndex::kNoCell) << format_address(address);
+    }
   }
 }
 
