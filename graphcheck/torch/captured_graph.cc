@@ -1,11 +1,13 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_strided.h>
+#include <c10/core/DispatchKeySet.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/TensorOptions.h>
 #include <graphcheck/error.h>
 #include <graphcheck/torch/captured_graph.h>
 #include <graphcheck/torch/registry.h>
 
+#include <algorithm>
 #include <unordered_set>
 #include <utility>
 
@@ -71,6 +73,36 @@ at::Tensor make_view(const c10::Storage& storage, const TensorRef& ref) {
   impl->_set_conj(ref.conj);
   impl->_set_neg(ref.neg);
   return tensor;
+}
+
+// A tensor of a functorch transform (vmap's batched tensor, grad's wrapper): no storage of
+// its own, and the transform's rule runs the op again on the tensors it wraps.
+bool transform_wrapped(const at::Tensor& tensor) {
+  return tensor.defined() &&
+         tensor.key_set().has_any(c10::DispatchKeySet(
+             {c10::DispatchKey::FuncTorchBatched, c10::DispatchKey::FuncTorchGradWrapper}));
+}
+
+bool holds_wrapped(const c10::IValue& value) {
+  if (value.isTensor()) {
+    return transform_wrapped(value.toTensor());
+  }
+  if (value.isTensorList()) {
+    for (const at::Tensor& tensor : value.toTensorList()) {
+      if (transform_wrapped(tensor)) {
+        return true;
+      }
+    }
+  } else if (value.isOptionalTensorList()) {
+    const c10::List<std::optional<at::Tensor>> list = value.toOptionalTensorList();
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::optional<at::Tensor> tensor = list.get(i);
+      if (tensor && transform_wrapped(*tensor)) {
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 bool holds_tensor(const c10::IValue& value) {
@@ -390,6 +422,14 @@ void GraphRecorder::on_start(const at::RecordFunction& fn, Classify classify) {
       return;
     }
     found = handles_.emplace(fn.name(), c10::Dispatcher::singleton().findOp(*name)).first;
+  }
+  // An op on a transform's wrapped tensors (inside torch.vmap or torch.func.grad) is
+  // replayed through the ops its rule runs on the tensors they wrap, as a graph would have
+  // captured those: its frame is transparent, they are at depth 0.
+  const auto& inputs = fn.inputs();
+  if (std::any_of(inputs.begin(), inputs.end(), holds_wrapped)) {
+    open_.push_back(Frame::kTransparent);
+    return;
   }
   open_.push_back(Frame::kTop);
   ++depth_;

@@ -324,3 +324,33 @@ def test_constants_made_in_the_forward_and_autograd_functions_replay() -> None:
     for _ in range(2):
         assert torch.equal(cap.replay(), expected)
     assert cap.check().ok
+
+
+class VmappedMask(torch.nn.Module):
+    """A mask built with torch.vmap, as transformers' ``and_masks`` builds attention masks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.lin.requires_grad_(False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def keep(q: torch.Tensor) -> torch.Tensor:
+            return q.new_ones((), dtype=torch.bool) & (q > 1)
+
+        mask = torch.vmap(keep)(torch.arange(x.shape[0]))
+        return self.lin(x) * mask[:, None]
+
+
+def test_ops_under_vmap_replay_through_the_ops_on_the_tensors_they_wrap() -> None:
+    model = VmappedMask()
+    x = torch.randn(4, 4)
+    cap = graphcheck.capture(model, x)
+    # The batched new_ones has no storage to replay; the one its batching rule ran does.
+    assert {"aten::new_ones", "aten::bitwise_and", "aten::linear"} <= set(cap.ops)
+    with torch.no_grad():
+        model.lin.weight.mul_(2)
+        eager = model(x)
+    assert torch.equal(cap.replay(), eager)
+    assert eager[:2].abs().sum() == 0 and eager[2:].abs().sum() > 0
+    assert cap.check().ok
