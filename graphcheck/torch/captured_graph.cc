@@ -75,12 +75,11 @@ at::Tensor make_view(const c10::Storage& storage, const TensorRef& ref) {
   return tensor;
 }
 
-// A tensor of a functorch transform (vmap's batched tensor, grad's wrapper): no storage of
-// its own, and the transform's rule runs the op again on the tensors it wraps.
+// vmap's batched tensor: no storage of its own, and the batching rule runs the op again,
+// through the dispatcher, on the tensor it wraps. (torch.func.grad's wrapper is not one of
+// these: its ops do not all reach the dispatcher again, so they stay unsupported.)
 bool transform_wrapped(const at::Tensor& tensor) {
-  return tensor.defined() &&
-         tensor.key_set().has_any(c10::DispatchKeySet(
-             {c10::DispatchKey::FuncTorchBatched, c10::DispatchKey::FuncTorchGradWrapper}));
+  return tensor.defined() && tensor.key_set().has(c10::DispatchKey::FuncTorchBatched);
 }
 
 bool holds_wrapped(const c10::IValue& value) {
@@ -423,9 +422,9 @@ void GraphRecorder::on_start(const at::RecordFunction& fn, Classify classify) {
     }
     found = handles_.emplace(fn.name(), c10::Dispatcher::singleton().findOp(*name)).first;
   }
-  // An op on a transform's wrapped tensors (inside torch.vmap or torch.func.grad) is
-  // replayed through the ops its rule runs on the tensors they wrap, as a graph would have
-  // captured those: its frame is transparent, they are at depth 0.
+  // An op on vmap's batched tensors is replayed through the ops its batching rule runs on
+  // the tensors they wrap, as a graph would have captured those: its frame is transparent,
+  // they are at depth 0.
   const auto& inputs = fn.inputs();
   if (std::any_of(inputs.begin(), inputs.end(), holds_wrapped)) {
     open_.push_back(Frame::kTransparent);

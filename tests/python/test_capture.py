@@ -354,3 +354,20 @@ def test_ops_under_vmap_replay_through_the_ops_on_the_tensors_they_wrap() -> Non
     assert torch.equal(cap.replay(), eager)
     assert eager[:2].abs().sum() == 0 and eager[2:].abs().sum() > 0
     assert cap.check().ok
+
+
+class FuncGrad(torch.nn.Module):
+    """A forward that takes a gradient with torch.func.grad (its tensors are wrapped)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.func.grad(lambda v: (v * self.w).sin().sum())(x) * 2
+
+
+def test_ops_under_func_grad_are_refused_at_replay_not_replayed_wrong() -> None:
+    cap = graphcheck.capture(FuncGrad(), torch.randn(4))
+    with pytest.raises(graphcheck.GraphcheckError, match="without readable strided storage"):
+        cap.replay()
