@@ -25,6 +25,17 @@ std::string ids_text(const std::vector<std::shared_ptr<const GraphRecord>>& grap
   return text.empty() ? "(none)" : text;
 }
 
+// The pointers an owning vector holds (unique_ptr or shared_ptr), in order.
+template <typename Owner>
+std::vector<const typename Owner::element_type*> raw_pointers(const std::vector<Owner>& owners) {
+  std::vector<const typename Owner::element_type*> raw;
+  raw.reserve(owners.size());
+  for (const Owner& owner : owners) {
+    raw.push_back(owner.get());
+  }
+  return raw;
+}
+
 }  // namespace
 
 struct CheckSession::State {
@@ -72,14 +83,6 @@ struct CheckSession::State {
     }
     return graphs.size();
   }
-  [[nodiscard]] std::vector<const Epoch*> epoch_list() const {
-    std::vector<const Epoch*> list;
-    list.reserve(epochs.size());
-    for (const auto& epoch : epochs) {
-      list.push_back(epoch.get());
-    }
-    return list;
-  }
   // The graphs with the listed ids, in session order.
   [[nodiscard]] std::vector<const GraphRecord*> select(
       const std::vector<std::uint64_t>& ids) const {
@@ -95,14 +98,6 @@ struct CheckSession::State {
       if (std::find(ids.begin(), ids.end(), graph->id) != ids.end()) {
         selected.push_back(graph.get());
       }
-    }
-    return selected;
-  }
-  [[nodiscard]] std::vector<const GraphRecord*> all() const {
-    std::vector<const GraphRecord*> selected;
-    selected.reserve(graphs.size());
-    for (const auto& graph : graphs) {
-      selected.push_back(graph.get());
     }
     return selected;
   }
@@ -130,7 +125,7 @@ struct CheckSession::State {
         return cached.report;
       }
     }
-    indexes.set_epochs(epoch_list());
+    indexes.set_epochs(raw_pointers(epochs));
     detail::CheckInput input;
     input.indexes = &indexes;
     input.graphs = selected;
@@ -287,14 +282,16 @@ std::vector<std::uint64_t> CheckSession::graph_ids() const {
   return ids;
 }
 
-Snapshot CheckSession::snapshot() const { return state_->snapshot_of(state_->all()); }
+Snapshot CheckSession::snapshot() const {
+  return state_->snapshot_of(raw_pointers(state_->graphs));
+}
 
 Snapshot CheckSession::snapshot(const std::vector<std::uint64_t>& graph_ids) const {
   return state_->snapshot_of(state_->select(graph_ids));
 }
 
 std::shared_ptr<const Report> CheckSession::check(const CheckOptions& options) {
-  return state_->check(options, state_->all());
+  return state_->check(options, raw_pointers(state_->graphs));
 }
 
 std::shared_ptr<const Report> CheckSession::check(const CheckOptions& options,
