@@ -43,6 +43,18 @@ if(NOT GRAPHCHECK_TORCH STREQUAL "OFF")
   if(Torch_FOUND)
     set(GRAPHCHECK_HAS_TORCH ON)
     message(STATUS "graphcheck: LibTorch ${Torch_VERSION} found; building the adapter")
+    # The wheel's CUDA libraries (site-packages/nvidia/*/lib) have no RUNPATH pointing at them:
+    # Python's `import torch` loads them first. A C++ program links libtorch_cuda.so, whose
+    # libnccl.so.2 the linker would otherwise take from the CUDA toolkit (older, lacking
+    # symbols torch 2.13 uses): -rpath-link for the link, and NCCL as a direct dependency with
+    # the wheel's path so that the loader takes the wheel's at run time (graphcheck/torch).
+    set(GRAPHCHECK_TORCH_NVIDIA_LIB_DIRS "")
+    set(GRAPHCHECK_TORCH_NCCL "")
+    if(GRAPHCHECK_TORCH_PREFIX)
+      get_filename_component(_graphcheck_site "${GRAPHCHECK_TORCH_PREFIX}/../../.." ABSOLUTE)
+      file(GLOB GRAPHCHECK_TORCH_NVIDIA_LIB_DIRS LIST_DIRECTORIES true "${_graphcheck_site}/nvidia/*/lib")
+      file(GLOB GRAPHCHECK_TORCH_NCCL "${_graphcheck_site}/nvidia/nccl/lib/libnccl.so.*")
+    endif()
   elseif(GRAPHCHECK_TORCH STREQUAL "ON")
     message(FATAL_ERROR "GRAPHCHECK_TORCH=ON but LibTorch was not found. Run scripts/bootstrap.sh "
       "and pass -DGRAPHCHECK_TORCH_VENV=<the path it prints>, or set GRAPHCHECK_TORCH=OFF.")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check: one command for a machine with an NVIDIA GPU, torch 2.11 (CUDA 13), CMake
+# The GPU check: one command for a machine with an NVIDIA GPU, torch 2.13 (CUDA 13), CMake
 # and nvcc, and no internet. Builds graphcheck with the dependencies staged beforehand by
 # scripts/gpu-stage-deps.sh (Debian .deb files in .gpu-deps/, unpacked here into a local
 # prefix, never into /), runs the `gpu` test tier (and the cupti-fake tier as a sanity check

@@ -6,7 +6,7 @@ graphs call them directly), must reach the watch. Where PyTorch has global
 capture hooks (a ``register_capture_begin_hook`` and a
 ``register_capture_end_hook`` in ``torch.cuda.graphs``, found with ``hasattr``),
 they are used; otherwise ``capture_begin`` and ``capture_end`` of
-``torch.cuda.CUDAGraph`` (a Python class) are wrapped. torch 2.11 has no such
+``torch.cuda.CUDAGraph`` (a Python class) are wrapped. torch 2.13 has no such
 hooks: the wrapping is what runs there.
 
 The watch opens the ATen capture window right after ``capture_begin``
