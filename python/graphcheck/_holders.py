@@ -133,8 +133,9 @@ def held_tensors(obj: object, *names: str) -> dict[str, torch.Tensor]:
     ``None`` is skipped: an optional tensor; a missing one is an
     ``AttributeError``, a non-tensor a ``TypeError``), plus the persistent
     tensors of every holder ``obj`` keeps in an attribute (``__dict__`` or
-    ``__slots__``), named ``<attr>_<name>``. A holder reached again while its
-    own tensors are being collected (a cycle) contributes nothing.
+    ``__slots__``), named ``<attr>_<name>``; two tensors under one joined name
+    are a ``ValueError`` naming both. A holder reached again while its own
+    tensors are being collected (a cycle) contributes nothing.
     """
     tensors: dict[str, torch.Tensor] = {}
     for name in names:
@@ -160,8 +161,16 @@ def held_tensors(obj: object, *names: str) -> dict[str, torch.Tensor]:
         for attr, value in nested:
             if id(value) in in_progress:
                 continue
-            for name, tensor in holder_tensors(value, f"{type(obj).__qualname__}.{attr}").items():
-                tensors[f"{attr}_{name}"] = tensor
+            where = f"{type(obj).__qualname__}.{attr}"
+            for name, tensor in holder_tensors(value, where).items():
+                joined = f"{attr}_{name}"
+                if joined in tensors:
+                    raise ValueError(
+                        f"held_tensors: {where}'s key {name!r} is named {joined!r}, which "
+                        f"{type(obj).__qualname__} already lists (an attribute or another "
+                        "holder's key joined with '_'); rename one of them"
+                    )
+                tensors[joined] = tensor
     finally:
         in_progress.discard(id(obj))
     return tensors

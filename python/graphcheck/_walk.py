@@ -357,62 +357,79 @@ class Walker:
         """The storages with uncovered tensors, keeping only the uncovered views.
 
         A view is covered when the bytes it views lie within the union of the
-        byte ranges that registered tensors view on the same storage.
+        byte ranges that registered tensors view on the same device: through
+        the same storage, or through another storage object over the same bytes
+        (two ``from_numpy`` of one array, ``from_blob``, DLPack).
         """
         spans = self._registered_spans()
         out = []
         for rec in self.found.values():
-            begins, ends = spans.get(rec.key, ((), ()))
+            begins, ends = spans.get(rec.key[0], ((), ()))
             rec.views = [(p, t) for p, t in rec.views if not _within(t, begins, ends)]
             if rec.views:
                 out.append(rec)
         return out
 
-    def _registered_spans(self) -> dict[StorageKey, tuple[list[int], list[int]]]:
-        """Per candidate storage, the merged byte ranges registered tensors view.
+    def _registered_spans(self) -> dict[torch.device, tuple[list[int], list[int]]]:
+        """Per device, the merged byte ranges registered tensors view over candidate storages.
 
-        Only registered tensors whose first byte lies in a candidate storage are
-        examined closely: one ``data_ptr()`` and a bisection per tensor.
-        Candidate ranges that overlap (storages on several devices, or storages
-        aliasing one allocation) are merged, each merged range keeping its keys.
+        Only candidates another tensor may share (:func:`_maybe_shared`) are
+        looked at. A registered tensor counts when its first byte lies in such a
+        candidate's storage (one ``data_ptr()`` and a bisection per tensor), or,
+        where a candidate's memory is not torch's own (another storage object
+        may begin before it), when any of its bytes do.
         """
-        starts: list[int] = []
-        ranges: list[tuple[int, set[StorageKey]]] = []  # (end, keys), by start
-        shared = [rec for rec in self.found.values() if _maybe_shared(rec)]
-        for rec in sorted(shared, key=lambda r: r.storage_begin):
-            if ranges and rec.storage_begin < ranges[-1][0]:
-                end, keys = ranges[-1]
-                ranges[-1] = (max(end, rec.storage_end), keys | {rec.key})
-            else:
-                starts.append(rec.storage_begin)
-                ranges.append((rec.storage_end, {rec.key}))
-        raw: dict[StorageKey, list[tuple[int, int]]] = {}
-        plain = (torch.Tensor, torch.nn.Parameter)
-        for r in registered_tensors(self.modules) if ranges else ():
-            for t in (r,) if type(r) in plain else leaves(r):
-                ptr = t.data_ptr()
-                i = bisect.bisect_right(starts, ptr) - 1
-                if i < 0 or ptr >= ranges[i][0]:
-                    continue
-                storage = _storage_of(t)
-                if storage is not None and (key := (t.device, storage[0])) in ranges[i][1]:
-                    raw.setdefault(key, []).append((ptr, ptr + _extent(t)))
-        return {key: _merge(spans) for key, spans in raw.items()}
+        by_device: dict[torch.device, list[Found]] = {}
+        for rec in self.found.values():
+            if _maybe_shared(rec):
+                by_device.setdefault(rec.key[0], []).append(rec)
+        out: dict[torch.device, tuple[list[int], list[int]]] = {}
+        for device, recs in by_device.items():
+            begins, ends = _merge((r.storage_begin, r.storage_end) for r in recs)
+            overlap = any(_foreign(r) for r in recs)
+            raw: list[tuple[int, int]] = []
+            plain = (torch.Tensor, torch.nn.Parameter)
+            for r in registered_tensors(self.modules):
+                for t in (r,) if type(r) in plain else leaves(r):
+                    ptr = t.data_ptr()
+                    last = ptr + _extent(t) - 1 if overlap else ptr
+                    i = bisect.bisect_right(begins, last) - 1
+                    if i < 0 or ptr >= ends[i] or t.device != device:
+                        continue
+                    if _storage_of(t) is not None:
+                        raw.append((ptr, ptr + _extent(t)))
+            if raw:
+                out[device] = _merge(raw)
+        return out
 
 
 # torch's count of references to a StorageImpl (private; a shortcut only).
 _storage_use_count: Callable[[int], int] | None = getattr(torch._C, "_storage_Use_Count", None)
 
 
+def _foreign(rec: Found) -> bool:
+    """Whether ``rec``'s storage wraps memory torch's allocator does not own.
+
+    ``from_numpy``, ``from_blob`` and DLPack storages are not resizable; another
+    storage object may view the same bytes.
+    """
+    try:
+        return not rec.tensor.untyped_storage().resizable()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return False
+
+
 def _maybe_shared(rec: Found) -> bool:
-    """Whether a tensor other than the recorded ones may use ``rec``'s storage.
+    """Whether a tensor other than the recorded ones may use ``rec``'s bytes.
 
     Every tensor using a storage holds a reference to it, and so does the
     Python storage object made here: a count of at most those proves that no
     registered tensor shares the storage, and spares the scan of every
-    registered tensor (the common case: a plain unregistered tensor).
+    registered tensor (the common case: a plain unregistered tensor). Memory
+    torch does not own may be viewed through another storage object: always
+    maybe shared.
     """
-    if _storage_use_count is None:
+    if _storage_use_count is None or _foreign(rec):
         return True
     storage = rec.tensor.untyped_storage()
     known = len({id(t) for _, t in rec.views})

@@ -61,6 +61,11 @@ CONSTANT_BUFFERS_ATTR = "_graphcheck_constant_buffers"
 #: Prefix of the buffers :func:`register_held_tensors` owns.
 HELD_PREFIX = "_held_"
 
+# Attribute (a ``set[str]`` in the module's ``__dict__``) naming the ``_held_*`` buffers that
+# register_held_tensors did not register because a parameter or buffer already covers the
+# holder tensor: reload_in_place watches those holder tensors for rebinds too.
+_HELD_SHARED_ATTR = "_graphcheck_held_shared"
+
 
 @dataclasses.dataclass(frozen=True)
 class Rebind:
@@ -180,6 +185,9 @@ def _held_entries(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str, st
     """(module, module path, buffer name, tensor) of every holder tensor."""
     held = []
     for path, module in model.named_modules():
+        # Buffer name -> the holder key that claimed it: attribute ``a_b`` with key ``c`` and
+        # attribute ``a`` with key ``b_c`` both make ``_held_a_b_c``.
+        claimed: dict[str, str] = {}
         for attr, holder in [(a, h) for a, h in vars(module).items() if is_holder(h)]:
             holder_path = _join(path, attr)
             for name, tensor in holder_tensors(holder, holder_path).items():
@@ -188,7 +196,17 @@ def _held_entries(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str, st
                         f"holder {holder_path}: persistent_tensors() key {name!r} "
                         "must be a non-empty name without '.' (it names a buffer)"
                     )
-                held.append((module, path, f"{HELD_PREFIX}{attr}_{name}", tensor))
+                buffer = f"{HELD_PREFIX}{attr}_{name}"
+                where = f"{holder_path}.persistent_tensors()[{name!r}]"
+                if buffer in claimed:
+                    raise ValueError(
+                        f"register_held_tensors: {where} and {claimed[buffer]} would both be "
+                        f"registered as the buffer {_join(path, buffer)} (the name joins the "
+                        "attribute and the key with '_'); rename the attribute or the key so "
+                        "that the joined names differ"
+                    )
+                claimed[buffer] = where
+                held.append((module, path, buffer, tensor))
     return held
 
 
@@ -204,12 +222,16 @@ def register_held_tensors(model: torch.nn.Module) -> list[str]:
     holders keep now; a holder tensor still on meta (a model built on meta
     whose buffers were imported) keeps the ``_held_*`` buffer already there.
     Returns the paths of the buffers registered by this call, in module
-    order. Not thread-safe (mutates the modules' buffers).
+    order. Raises ``ValueError`` before registering anything when two holder
+    tensors of one module would get the same buffer name (attribute ``a_b``
+    with key ``c`` and attribute ``a`` with key ``b_c``), naming both. Not
+    thread-safe (mutates the modules' buffers).
     """
     _require_module(model, "register_held_tensors: model")
     held = _held_entries(model)
     keep = {(id(m), name) for m, _, name, tensor in held if tensor.is_meta}
     for module in model.modules():
+        module.__dict__.pop(_HELD_SHARED_ATTR, None)
         for name in [n for n in module._buffers if n.startswith(HELD_PREFIX)]:
             if (id(module), name) not in keep:
                 del module._buffers[name]
@@ -228,6 +250,7 @@ def register_held_tensors(model: torch.nn.Module) -> list[str]:
             continue
         views = storage_views(tensor)
         if views <= registered:
+            module.__dict__.setdefault(_HELD_SHARED_ATTR, set()).add(name)
             continue
         module.register_buffer(name, tensor, persistent=False)
         registered |= views
@@ -246,6 +269,16 @@ def _own_tensors(module: torch.nn.Module) -> dict[str, tuple[str, torch.Tensor]]
 
 _REBOUND = "processing rebound it"
 _COPY_IN_PLACE = "fill it with set_derived_buffer (or copy_) instead of rebinding"
+
+
+# Copying back would overwrite the parameter or buffer the holder tensor shared.
+_LEFT_SHARED = (
+    f"{_REBOUND} away from the storage it shared with a registered parameter or buffer; "
+    "captured graphs still read that storage, and the new tensor is registered nowhere (the "
+    "values were not copied back: that would overwrite the parameter or buffer). Process into "
+    "a declared slot with set_derived_buffer, or call register_held_tensors again after "
+    "processing and recapture"
+)
 
 
 def _unfit(old: torch.Tensor, new: torch.Tensor) -> str:
@@ -273,23 +306,51 @@ def _restore(module: torch.nn.Module, path: str, name: str, kind: str, old: torc
     return Rebind(where, kind, True, detail)
 
 
-def _restore_held(module: torch.nn.Module, path: str) -> list[Rebind]:
+def _holders(module: torch.nn.Module, path: str) -> list[tuple[str, object, str]]:
+    """(attribute, holder, holder path) of every holder the module keeps."""
+    return [(a, h, _join(path, a)) for a, h in list(vars(module).items()) if is_holder(h)]
+
+
+def _shared_held(module: torch.nn.Module, path: str) -> dict[str, torch.Tensor]:
+    """Buffer name -> holder tensor, for the holder tensors a registered tensor covers.
+
+    Taken before processing: these have no ``_held_*`` buffer of their own (see
+    :func:`register_held_tensors`), so this is what a rebind is compared with.
+    """
+    names = module.__dict__.get(_HELD_SHARED_ATTR)
+    if not names:
+        return {}
+    before = {}
+    for attr, holder, holder_path in _holders(module, path):
+        for name, tensor in holder_tensors(holder, holder_path).items():
+            if f"{HELD_PREFIX}{attr}_{name}" in names:
+                before[f"{HELD_PREFIX}{attr}_{name}"] = tensor
+    return before
+
+
+def _restore_held(
+    module: torch.nn.Module, path: str, shared: Mapping[str, torch.Tensor]
+) -> list[Rebind]:
     """Copy holder tensors rebound by processing back into their ``_held_*`` buffers.
 
     The holder's attribute ``name`` is pointed at the original again when it is
     the rebound tensor; a nested key (``<attr>_<name>``) cannot be, and is
-    reported as not restored.
+    reported as not restored. A holder tensor that shared a parameter's or
+    buffer's storage (``shared``: taken before processing) and was rebound is
+    reported as not restored and left as it is.
     """
     rebinds = []
-    for attr, holder in list(vars(module).items()):
-        if not is_holder(holder):
-            continue
-        holder_path = _join(path, attr)
+    for attr, holder, holder_path in _holders(module, path):
         for name, new in holder_tensors(holder, holder_path).items():
-            old = module._buffers.get(f"{HELD_PREFIX}{attr}_{name}")
+            buffer = f"{HELD_PREFIX}{attr}_{name}"
+            old = module._buffers.get(buffer)
+            where = f"{holder_path}.{name}"
+            if old is None and buffer in shared:
+                if storage_views(new) != storage_views(shared[buffer]):
+                    rebinds.append(Rebind(where, "held", False, _LEFT_SHARED))
+                continue
             if old is None or storage_views(new) == storage_views(old):
                 continue
-            where = f"{holder_path}.{name}"
             if _mismatch(old, new):
                 rebinds.append(Rebind(where, "held", False, _unfit(old, new)))
                 continue
@@ -361,9 +422,12 @@ def reload_in_place(
     (children first, each shared module once): the module's own tensors are
     copied in place, then ``process(module)`` runs (e.g.
     ``process_weights_after_loading``), which refills derived buffers through
-    :func:`set_derived_buffer`. A parameter, buffer or ``_held_*`` holder
-    tensor that ``process`` rebinds is copied back into its original storage
-    and reported; the returned list holds every report. Not thread-safe.
+    :func:`set_derived_buffer`. A parameter, buffer or holder tensor that
+    ``process`` rebinds (one behind a ``_held_*`` buffer, or one that
+    :func:`register_held_tensors` found covered by a parameter or buffer) is
+    reported; it is copied back into its original storage, unless that storage
+    belongs to a parameter or buffer it only shared (those values are kept).
+    The returned list holds every report. Not thread-safe.
     """
     _require_module(model, "reload_in_place: model")
     if not isinstance(weights, Mapping):
@@ -390,12 +454,13 @@ def reload_in_place(
                     t.copy_(value)
         if process is None:
             return
+        shared = _shared_held(module, path)
         process(module)
         for name, (kind, old) in own.items():
             slots = module._parameters if kind == "parameter" else module._buffers
             if not old.is_meta and slots.get(name) is not old:
                 rebinds.append(_restore(module, path, name, kind, old))
-        rebinds.extend(_restore_held(module, path))
+        rebinds.extend(_restore_held(module, path, shared))
 
     visit(model, "")
     return rebinds

@@ -33,6 +33,16 @@ class QuantMethod:
         return held_tensors(self, "sort_idx", "perm")
 
 
+class Holder:
+    """A holder of the tensors given by key."""
+
+    def __init__(self, **tensors: torch.Tensor) -> None:
+        self.tensors = tensors
+
+    def persistent_tensors(self) -> dict[str, torch.Tensor]:
+        return dict(self.tensors)
+
+
 class SlotHolder:
     __slots__ = ("table",)
 

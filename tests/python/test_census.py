@@ -8,6 +8,7 @@ import functools
 import types
 from typing import Any, NamedTuple
 
+import numpy as np
 import pytest
 import torch
 
@@ -183,6 +184,24 @@ def test_a_view_reaching_past_registered_bytes_is_a_finding() -> None:
     m.whole = storage
     (entry,) = census(m).entries
     assert entry.path == "whole"
+
+
+@pytest.mark.usefixtures("scan")
+def test_memory_registered_through_another_storage_object_is_not_a_finding() -> None:
+    # Two from_numpy of one array: two storage objects over the same bytes. The bytes are
+    # registered (a parameter over the first); the second is an alias, not unregistered memory.
+    array = np.arange(16, dtype=np.float32)
+    m = torch.nn.Module()
+    m.weight = torch.nn.Parameter(torch.from_numpy(array), requires_grad=False)
+    m.alias = torch.from_numpy(array)
+    m.tail = torch.from_numpy(array[8:])  # starts inside the registered bytes, another storage
+    assert m.alias.untyped_storage()._cdata != m.weight.untyped_storage()._cdata
+    assert census(m).entries == ()
+    # Bytes past the registered ones stay findings, however they are reached.
+    longer = np.arange(32, dtype=np.float32)
+    m.register_buffer("head", torch.from_numpy(longer[:16]))
+    m.whole = torch.from_numpy(longer)
+    assert paths(census(m)) == ["whole"]
 
 
 def test_one_entry_per_storage_with_aliases() -> None:

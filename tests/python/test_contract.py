@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 import torch
 
-from contract_fakes import BadHolder, Derived, QuantMethod, SlotHolder, held_layer
+from contract_fakes import BadHolder, Derived, Holder, QuantMethod, SlotHolder, held_layer
 from graphcheck.contract import (
     CONSTANT_BUFFERS_ATTR,
     StorageView,
@@ -331,3 +331,33 @@ def test_register_held_tensors_bad_holder_changes_nothing() -> None:
 def test_register_held_tensors_rejects_a_non_module() -> None:
     with pytest.raises(TypeError, match="model must be a torch.nn.Module, got QuantMethod"):
         register_held_tensors(QuantMethod(torch.ones(1)))  # type: ignore[arg-type]
+
+
+def test_held_buffer_names_that_collide_are_an_error_naming_both() -> None:
+    # Attribute "a_b" with key "c" and attribute "a" with key "b_c" both join to _held_a_b_c:
+    # one would silently replace the other.
+    layer = torch.nn.Linear(4, 4)
+    layer.a_b = Holder(c=torch.zeros(2))
+    layer.a = Holder(b_c=torch.ones(2))
+    with pytest.raises(ValueError) as err:
+        register_held_tensors(layer)
+    message = str(err.value)
+    assert "a_b.persistent_tensors()['c']" in message
+    assert "a.persistent_tensors()['b_c']" in message
+    assert "_held_a_b_c" in message
+    assert not [n for n, _ in layer.named_buffers() if n.startswith("_held_")]
+
+
+def test_held_tensors_nested_name_that_collides_is_an_error() -> None:
+    # held_tensors joins a nested holder's keys as <attr>_<key>: "inner_x" from the nested
+    # holder meets the holder's own "inner_x".
+    class Outer:
+        def __init__(self) -> None:
+            self.inner_x = torch.zeros(2)
+            self.inner = Holder(x=torch.ones(2))
+
+        def persistent_tensors(self) -> dict[str, torch.Tensor]:
+            return held_tensors(self, "inner_x")
+
+    with pytest.raises(ValueError, match=r"Outer\.inner's key 'x' is named 'inner_x'"):
+        Outer().persistent_tensors()

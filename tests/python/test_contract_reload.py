@@ -119,6 +119,34 @@ def test_reload_in_place_restores_a_rebound_holder_tensor() -> None:
     assert census(model).entries == ()
 
 
+def test_reload_in_place_reports_a_rebound_holder_tensor_that_shares_a_parameter() -> None:
+    # The holder keeps the layer's weight itself: register_held_tensors registers no _held_
+    # buffer for it (the parameter covers it). Processing then points the holder at a new
+    # tensor (a repacked weight): captured graphs read the parameter, the holder the new one.
+    model = torch.nn.Linear(4, 4)
+    model.qm = QuantMethod(model.weight.detach())
+    assert register_held_tensors(model) == []
+    weight = model.weight
+
+    def repack(module: torch.nn.Module) -> None:
+        if isinstance(module, torch.nn.Linear):
+            module.qm.sort_idx = module.weight.detach() * 2
+
+    rebinds = reload_in_place(model, checkpoint(model, 1.5), repack)
+    assert [(r.path, r.kind, r.restored) for r in rebinds] == [("qm.sort_idx", "held", False)]
+    assert "shared with a registered parameter or buffer" in rebinds[0].detail
+    # Not copied back: the parameter keeps the checkpoint's values, the holder the new tensor,
+    # which the census now finds.
+    assert model.weight is weight
+    assert torch.equal(weight, torch.full((4, 4), 1.5))
+    assert torch.equal(model.qm.sort_idx, torch.full((4, 4), 3.0))
+    assert [e.path for e in census(model).entries] == ["qm.sort_idx"]
+    # A processing that leaves the holder on the parameter reports nothing.
+    model.qm.sort_idx = model.weight.detach()
+    register_held_tensors(model)
+    assert reload_in_place(model, checkpoint(model, 2.0), lambda m: None) == []
+
+
 def test_reload_in_place_post_order_and_tied_weights() -> None:
     model = torch.nn.Sequential(torch.nn.Embedding(3, 2), torch.nn.Linear(2, 3, bias=False))
     model[1].weight = model[0].weight

@@ -30,17 +30,26 @@ class VllmConfig:
         self.additional_config = additional_config
 
 
-class ModelRunner:
+class Drafter:
+    # A speculative-decoding proposer with its own model (as EAGLE's), loaded by the runner.
+
     def __init__(self):
+        self.model = None
+
+
+class ModelRunner:
+    def __init__(self, draft_variant=None):
         self.model = None
         self.static_inputs = []  # engine state: the runner refills them before each replay
         self.graphs = []
+        self.drafter = Drafter() if draft_variant else None
+        self.draft_variant = draft_variant
 
 
 class Worker:
-    def __init__(self, additional_config=None, variant="legacy"):
+    def __init__(self, additional_config=None, variant="legacy", draft_variant=None):
         self.vllm_config = VllmConfig(additional_config or {})
-        self.model_runner = ModelRunner()
+        self.model_runner = ModelRunner(draft_variant)
         self.variant = variant
         self.arena = None
 
@@ -48,6 +57,10 @@ class Worker:
         self.arena = graphcheck.WeightsArena(1 << 30)
         config = ReferenceConfig(variant=self.variant)
         self.model_runner.model = build_reference_model(config, 0, self.arena)
+        runner = self.model_runner
+        if runner.drafter is not None:
+            draft = ReferenceConfig(variant=runner.draft_variant)
+            runner.drafter.model = build_reference_model(draft, 1, self.arena)
 
     def get_model(self):
         return self.model_runner.model
@@ -59,6 +72,11 @@ class Worker:
         self.model_runner.static_inputs = [reference_inputs(model, t) for t in (4, 8)]
         for inputs in self.model_runner.static_inputs:
             self.model_runner.graphs.append(capture_fake(model, **inputs))
+        drafter = self.model_runner.drafter
+        if drafter is not None:
+            inputs = reference_inputs(drafter.model, 4)
+            self.model_runner.static_inputs.append(inputs)
+            self.model_runner.graphs.append(capture_fake(drafter.model, **inputs))
         return 0.0
 
     def sleep(self, level: int = 1) -> None:
@@ -248,6 +266,24 @@ def test_vllm_plugin_checks_capture_wake_and_reloads(
     assert watch.last.label == "after_reload" and "stale" in owners(watch.last.report)
     worker.finish_weight_update()
     assert [r.label for r in watch.results][-1] == "after_weight_update"
+
+
+def test_vllm_draft_model_is_checked_as_a_model_not_runtime_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The target model keeps everything registered; the EAGLE-style draft model the runner
+    # holds keeps the legacy sites. Reached through the runner (engine state), they used to
+    # count as runtime state: the draft model's graph looked clean.
+    monkeypatch.setenv("GRAPHCHECK", "1")
+    monkeypatch.setenv("GRAPHCHECK_DIR", str(tmp_path / "reports"))
+    watch = fake_watch()
+    module = vllm_worker_module(tmp_path)
+    worker = module.Worker(variant="registered", draft_variant="legacy")
+    worker.load_model()
+    worker.compile_or_warm_up_model()
+    capture = watch.last
+    assert capture.graphs == (1, 2, 3)
+    assert owners(capture.report) == {"unregistered": {f"draft_model.{p}" for p in PLANTED}}
 
 
 def test_vllm_additional_config_turns_it_on_and_error_mode_fails_the_call(

