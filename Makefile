@@ -3,7 +3,7 @@
 # leave the Python package `graphcheck` installed in the bootstrap's environment.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run example test bootstrap configure build build-asan lint bench zoo clean
+.PHONY: run example test bootstrap configure build build-asan lint bench zoo vllm-zoo clean
 
 VENV = $(shell scripts/bootstrap.sh | tail -n 1)
 JOBS ?= $(shell nproc)
@@ -55,6 +55,14 @@ bench: build
 # Every architecture the pinned transformers ships (about 10-15 minutes on 2 cores).
 zoo: build
 	cd build && $(VENV)/bin/python -m graphcheck.zoo --jobs $(JOBS) --baseline --json zoo.json
+
+# Every architecture vLLM registers, built by vLLM's own engine on the CPU, in the vLLM
+# environment (scripts/bootstrap.sh vllm, made on first use; docs/vllm-zoo.md).
+vllm-zoo: build
+	@venv=$$(scripts/bootstrap.sh vllm | tail -n 1) && \
+	  cmake -DPYTHON=$$venv/bin/python -DBUILD_DIR=build -P cmake/GraphcheckPythonInstall.cmake && \
+	  cd build && $$venv/bin/python -m graphcheck.zoo --engine vllm --jobs $(JOBS) --baseline \
+	    --json vllm-zoo.json
 
 clean:
 	rm -rf build build-asan build-debug

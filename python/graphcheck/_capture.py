@@ -26,6 +26,8 @@ from typing import Any
 import torch
 
 from graphcheck import _core, _torch
+from graphcheck._walk import short_repr as _walk_repr
+from graphcheck._watch_graph import ENGINE_STATE_REASON, EngineState, _engine_ranges, _engine_ref
 from graphcheck.arena import WeightsArena, _flatten, _leaves, arena_of
 from graphcheck.census import census
 
@@ -102,7 +104,12 @@ class Capture:
         output: Any,
         inputs: tuple[tuple[Any, ...], dict[str, Any]],
         arena: WeightsArena | None,
+        engine_state: Mapping[str, object] | None = None,
     ) -> None:
+        self._engine_states = [
+            EngineState(name, _engine_ref(obj), ENGINE_STATE_REASON)
+            for name, obj in (engine_state or {}).items()
+        ]
         self._model = weakref.ref(model)
         self._model_type = type(model).__qualname__
         self._record = record
@@ -173,13 +180,20 @@ class Capture:
     def _registry_state(self, model: torch.nn.Module) -> tuple[Any, ...]:
         """The registry now, as ``CaptureRecord.epoch`` takes it after the label."""
         found = census(model)
+        reached = (*found.entries, *found.allowed)
+        runtime = [(e.storage_begin, e.storage_end, e.path, e.reason) for e in found.exempt]
+        unregistered = {(e.storage_begin, e.storage_end) for e in reached}
+        for state in self._engine_states:
+            obj = state.ref()
+            if obj is not None:
+                runtime += _engine_ranges(obj, state, unregistered)
         return (
             _leaves(model.named_parameters()),
             _leaves(model.named_buffers()),
             [(ln, leaf, r) for n, t, r in self._runtime for ln, leaf in _flatten(n, t)],
             [(ln, leaf, r) for n, t, r in self._declared_inputs for ln, leaf in _flatten(n, t)],
-            [(e.storage_begin, e.storage_end, e.path, e.reason) for e in found.exempt],
-            [(e.storage_begin, e.storage_end, e.path) for e in (*found.entries, *found.allowed)],
+            runtime,
+            [(e.storage_begin, e.storage_end, e.path) for e in reached],
         )
 
     # ------------------------------------------------------------ declarations
@@ -345,6 +359,7 @@ def capture(
     *args: Any,
     warmup: int = 1,
     arena: WeightsArena | None = None,
+    engine_state: Mapping[str, object] | None = None,
     **kwargs: Any,
 ) -> Capture:
     """Capture one forward of ``model`` and record the capture epoch.
@@ -355,8 +370,13 @@ def capture(
     (also inside lists, tuples and dicts) are declared static inputs.
     ``arena`` is the :class:`~graphcheck.WeightsArena` the model was loaded
     into; by default the live arena that holds any of the model's parameters
-    or buffers, if one does. ``warmup`` and ``arena`` are not passed to the
-    forward.
+    or buffers, if one does. ``engine_state`` maps names to engine objects (a
+    model runner, the forward context its attention reads) whose tensors
+    outside the model are runtime state in every epoch (``name.path``), as the
+    engine plugins declare a model runner for the watch; storages the model's
+    census finds unregistered stay findings. They are held
+    weakly where possible. ``warmup``, ``arena`` and ``engine_state`` are not
+    passed to the forward.
 
     The window records the ops of the calling thread only. CPU tensors are
     what this has been run with; on CUDA the same ATen window records the
@@ -369,6 +389,13 @@ def capture(
     model (the forward runs on the calling thread).
     """
     arena, inputs = capture_arguments("graphcheck.capture", model, warmup, arena, args, kwargs)
+    if engine_state is not None and (
+        not isinstance(engine_state, Mapping) or not all(isinstance(k, str) for k in engine_state)
+    ):
+        raise TypeError(
+            "graphcheck.capture: engine_state must be a mapping of names (str) to engine "
+            f"objects, got {_walk_repr(engine_state)}"
+        )
     with torch.no_grad():
         for _ in range(warmup):
             model(*args, **kwargs)
@@ -387,4 +414,4 @@ def capture(
             raise
         finally:
             window.close()
-    return Capture(model, record, output, (args, kwargs), arena)
+    return Capture(model, record, output, (args, kwargs), arena, engine_state)

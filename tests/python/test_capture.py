@@ -107,6 +107,33 @@ def test_declarations_apply_to_recorded_epochs_too() -> None:
     assert "bias" not in span_names(cap.snapshot.epochs[0], "input")
 
 
+class EngineContext:
+    """What an engine keeps outside the model: tables the forward reads, and the model."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.tables = _GLOBAL_TABLES
+        self.model = model
+
+
+def test_engine_state_is_runtime_and_never_hides_a_finding_of_the_model() -> None:
+    model = Planted(with_global=True)
+    plain = graphcheck.capture(model, torch.ones(2, 8)).check("capture")
+    assert "shift" in owners(plain, "unregistered") and len(owners(plain, "unregistered")) == 2
+    context = EngineContext(model)
+    cap = graphcheck.capture(model, torch.ones(2, 8), engine_state={"forward_context": context})
+    for label in ("capture", None):
+        report = cap.check(label)
+        # The engine's table is runtime state named by its path; the model's own plain
+        # attribute stays a finding although the engine object reaches it too.
+        assert owners(report, "unregistered") == {"shift"}, label
+        assert report.summary["runtime"] == plain.summary["runtime"] + 1, label
+    runtime = {s.name for s in cap.snapshot.epochs[0].spans if s.kind == "runtime"}
+    assert "forward_context.tables['table']" in runtime
+    assert not any(name.startswith("forward_context.model") for name in runtime)
+    with pytest.raises(TypeError, match="engine_state must be a mapping of names"):
+        graphcheck.capture(model, torch.ones(2, 8), engine_state=[context])
+
+
 def test_python_frame_labels_memory_the_census_cannot_reach() -> None:
     arena = graphcheck.WeightsArena(1 << 24)
     with arena.loading():

@@ -1,8 +1,12 @@
-"""``python -m graphcheck.zoo``: every transformers architecture, tiny, through the census.
+"""``python -m graphcheck.zoo``: every architecture of an engine, tiny, through graphcheck.
+
+``--engine transformers`` (the default): every model class of Hugging Face
+transformers; ``--engine vllm``: every architecture vLLM registers, built by
+vLLM's own engine on the CPU (docs/vllm-zoo.md).
 
 Exit status: 0 when every finding is on the allowlist and no allowlist entry
 is stale, 1 otherwise, 2 for bad usage or input (an unreadable allowlist, a
-glob that selects nothing, transformers missing). Build failures are results
+glob that selects nothing, the engine missing). Build failures are results
 (in the table and the JSON), not errors.
 """
 
@@ -16,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from graphcheck.zoo.catalog import Arch
+from graphcheck.zoo.engines import ENGINES, engine
 
 __all__ = ["main"]
 
@@ -23,9 +28,17 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m graphcheck.zoo",
-        description="Build every model class of the installed transformers from a tiny config "
-        "(offline, random weights, float32, eager attention, CPU), each in its own worker "
-        "process, and list every tensor the model keeps outside its parameters and buffers.",
+        description="Build every model class of the installed transformers (or every "
+        "architecture of vLLM's registry, --engine vllm) from a tiny config (offline, random "
+        "weights, CPU), each in its own worker process, and list every tensor the model keeps "
+        "outside its parameters and buffers; capture, check, and replay its forward.",
+    )
+    p.add_argument(
+        "--engine",
+        choices=sorted(ENGINES),
+        default="transformers",
+        help="whose architectures: transformers (default) or vllm (needs the vLLM "
+        "environment: scripts/bootstrap.sh vllm)",
     )
     p.add_argument(
         "--only",
@@ -37,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--subset",
         action="store_true",
-        help="run the fixed test subset (graphcheck.zoo.subset.SUBSET) instead of all",
+        help="run the engine's fixed test subset (graphcheck.zoo.subset, "
+        "graphcheck.zoo.vllm_engine.subset) instead of all",
     )
     p.add_argument(
         "--jobs",
@@ -64,8 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--baseline",
         action="store_true",
-        help="use the baseline allowlist shipped for the pinned transformers "
-        "(graphcheck/zoo/baseline_allow.txt)",
+        help="use the baseline allowlist shipped for the engine's pinned release "
+        "(graphcheck/zoo/baseline_allow.txt, graphcheck/zoo/vllm_engine/baseline_allow.txt)",
     )
     p.add_argument(
         "--write-allowlist",
@@ -83,13 +97,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.jobs < 1 or args.timeout <= 0:
         print("graphcheck.zoo: --jobs must be >= 1 and --timeout > 0", file=sys.stderr)
         return 2
-    from graphcheck.zoo import BASELINE
     from graphcheck.zoo import report as rep
-    from graphcheck.zoo.catalog import enumerate_architectures, filter_architectures
-    from graphcheck.zoo.runner import prepare, run
-    from graphcheck.zoo.subset import SUBSET
+    from graphcheck.zoo.catalog import filter_architectures
+    from graphcheck.zoo.runner import run
 
-    allow_files = list(args.allow) + ([str(BASELINE)] if args.baseline else [])
+    chosen = engine(args.engine)
+    allow_files = list(args.allow) + ([str(chosen.baseline)] if args.baseline else [])
     entries: list[rep.AllowEntry] = []
     try:
         for f in allow_files:
@@ -98,16 +111,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"graphcheck.zoo: cannot read allowlist: {exc}", file=sys.stderr)
         return 2
     try:
-        version = prepare()
+        version = chosen.prepare()
     except ImportError as exc:
         print(
-            f"graphcheck.zoo: transformers is required ({exc}); install the zoo extra: "
-            "pip install 'graphcheck[zoo]'",
-            file=sys.stderr,
+            f"graphcheck.zoo: {chosen.name} is required ({exc}); {chosen.missing}", file=sys.stderr
         )
         return 2
-    archs = enumerate_architectures()
-    globs = list(args.only) + (list(SUBSET) if args.subset else [])
+    archs = chosen.enumerate()
+    globs = list(args.only) + (list(chosen.subset) if args.subset else [])
     selected = filter_architectures(archs, globs)
     if not selected:
         print(f"graphcheck.zoo: no architecture matches {globs}", file=sys.stderr)
@@ -134,18 +145,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress.update(1)
 
     start = time.monotonic()
-    results = run(selected, jobs=args.jobs, timeout=args.timeout, on_done=done)
+    results = run(
+        selected,
+        jobs=args.jobs,
+        timeout=args.timeout,
+        worker=chosen.worker,
+        skeleton=chosen.skeleton,
+        on_done=done,
+    )
     wall = time.monotonic() - start
     if progress is not None:
         progress.close()
     evaluation = rep.evaluate(results, entries)
     summary = rep.summarize(results, evaluation, wall, args.jobs)
-    print(rep.format_table(summary, version))
+    print(rep.format_table(summary, version, chosen.name))
     if args.json:
         import torch
 
         extra = {
             "torch": torch.__version__,
+            # The kernels a CPU engine picks depend on it (vLLM: AMX changes the linear path).
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "enumerated_classes": sum(1 for a in archs if not a.variant),
             "enumerated_variants": sum(1 for a in archs if a.variant),
             "options": {
@@ -155,9 +175,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "allow": allow_files,
             },
         }
-        rep.write_json(args.json, rep.to_json(results, evaluation, summary, version, extra))
+        doc = rep.to_json(results, evaluation, summary, version, extra, engine=chosen.name)
+        rep.write_json(args.json, doc)
     if args.write_allowlist:
-        rep.write_allowlist(args.write_allowlist, results, version)
+        rep.write_allowlist(args.write_allowlist, results, version, engine=chosen.name)
     bad = any(evaluation.new.values()) or any(evaluation.capture_new.values()) or evaluation.stale
     return 1 if bad else 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -151,13 +152,33 @@ def _scale_list(values: list[int], base: int) -> list[int]:
     return [min(v, base * 2 ** min(i, 3)) for i, v in enumerate(values)]
 
 
-class _Ctx:
-    """Shared state of one shrink: the level and the special-token remapping."""
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """The widths a tiny config shrinks to (defaults: the transformers zoo's).
 
-    def __init__(self, level: str) -> None:
+    An engine whose kernels accept only some head sizes picks others: vLLM's
+    CPU attention needs a head dimension of at least 32 (``heads=2``).
+    """
+
+    width: int = WIDTH
+    heads: int = HEADS
+    kv_heads: int = KV_HEADS
+    ffn: int = FFN
+
+    @property
+    def head_dim(self) -> int:
+        """``width // heads``: one head dimension everywhere."""
+        return self.width // self.heads
+
+
+class _Ctx:
+    """Shared state of one shrink: the level, the sizes and the special-token remapping."""
+
+    def __init__(self, level: str, sizes: Sizes | None = None) -> None:
         if level not in LEVELS:
             raise ValueError(f"tiny config level must be one of {LEVELS}, got {level!r}")
         self.level = level
+        self.sizes = sizes or Sizes()
         self.token_map: dict[int, int] = {}
 
     def token(self, value: int) -> int:

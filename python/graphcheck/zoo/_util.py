@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import os
+import traceback
+
 
 def error_line(exc: BaseException) -> str:
-    """``"ValueError: first line of the message"`` (the class alone when the message is empty)."""
+    """``"ValueError: first line of the message"``.
+
+    An exception with an empty message (a bare ``assert``) is named by where it
+    was raised instead: ``"AssertionError at vllm/.../mla_attention.py:412"``.
+    """
     lines = str(exc).strip().splitlines()
     first = lines[0].strip() if lines else ""
     if len(first) > 300:
         first = first[:297] + "..."
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    if first:
+        return f"{type(exc).__name__}: {first}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return type(exc).__name__
+    where = frames[-1].filename
+    marker = f"{os.sep}site-packages{os.sep}"
+    where = where.split(marker, 1)[1] if marker in where else os.path.basename(where)
+    return f"{type(exc).__name__} at {where}:{frames[-1].lineno}"

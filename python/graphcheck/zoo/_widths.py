@@ -12,11 +12,6 @@ from graphcheck.zoo._sizes import (
     _STAGE_HEADS_KEYS,
     _WIDTH_EXCLUDE,
     _WIDTH_RE,
-    FFN,
-    HEAD_DIM,
-    HEADS,
-    KV_HEADS,
-    WIDTH,
     Dict,
     _Ctx,
     _int_list,
@@ -25,6 +20,7 @@ from graphcheck.zoo._sizes import (
 
 
 def _shrink_widths(d: Dict, ctx: _Ctx) -> None:
+    sz = ctx.sizes
     # Per-stage head counts: powers of two, so that they divide the per-stage widths.
     for key in _STAGE_HEADS_KEYS:
         if _int_list(d.get(key)) and len(d[key]) > 1:
@@ -35,49 +31,49 @@ def _shrink_widths(d: Dict, ctx: _Ctx) -> None:
     for key, value in list(d.items()):
         if not isinstance(value, int) or isinstance(value, bool):
             continue
-        if _WIDTH_RE.search(key) and key not in _WIDTH_EXCLUDE and value > WIDTH:
-            d[key] = WIDTH
-        elif _FFN_RE.search(key) and value > FFN:
-            d[key] = FFN
-        elif _HEADS_RE.search(key) and value > HEADS:
-            d[key] = HEADS
+        if _WIDTH_RE.search(key) and key not in _WIDTH_EXCLUDE and value > sz.width:
+            d[key] = sz.width
+        elif _FFN_RE.search(key) and value > sz.ffn:
+            d[key] = sz.ffn
+        elif _HEADS_RE.search(key) and value > sz.heads:
+            d[key] = sz.heads
         elif _KV_RE.search(key) and value > 1:
-            d[key] = HEADS if heads_before is not None and value == heads_before else KV_HEADS
+            d[key] = sz.heads if heads_before is not None and value == heads_before else sz.kv_heads
     dims = {
-        "head_dim": HEAD_DIM,
-        "d_kv": HEAD_DIM,
-        "attention_head_dim": HEAD_DIM,
-        "qk_nope_head_dim": HEAD_DIM,
+        "head_dim": sz.head_dim,
+        "d_kv": sz.head_dim,
+        "attention_head_dim": sz.head_dim,
+        "qk_nope_head_dim": sz.head_dim,
         "qk_rope_head_dim": 8,
-        "v_head_dim": HEAD_DIM,
-        "qk_head_dim": HEAD_DIM + 8,
-        "swa_head_dim": HEAD_DIM,
-        "global_head_dim": HEAD_DIM,
-        "linear_key_head_dim": HEAD_DIM,
-        "linear_value_head_dim": HEAD_DIM,
-        "index_head_dim": HEAD_DIM,
+        "v_head_dim": sz.head_dim,
+        "qk_head_dim": sz.head_dim + 8,
+        "swa_head_dim": sz.head_dim,
+        "global_head_dim": sz.head_dim,
+        "linear_key_head_dim": sz.head_dim,
+        "linear_value_head_dim": sz.head_dim,
+        "index_head_dim": sz.head_dim,
         "kv_lora_rank": 32,
         "q_lora_rank": 32,
-        "linear_num_key_heads": KV_HEADS,
-        "linear_num_value_heads": HEADS,
-        "index_n_heads": HEADS,
-        "d_head": HEAD_DIM,
-        "rotary_dim": HEAD_DIM // 2,
-        "d_latents": WIDTH,
+        "linear_num_key_heads": sz.kv_heads,
+        "linear_num_value_heads": sz.heads,
+        "index_n_heads": sz.heads,
+        "d_head": sz.head_dim,
+        "rotary_dim": sz.head_dim // 2,
+        "d_latents": sz.width,
         "num_latents": 16,
-        "hidden_size_global": WIDTH,
-        "swa_num_attention_heads": HEADS,
-        "swa_num_key_value_heads": KV_HEADS,
-        "moe_intermediate_size": FFN,
-        "shared_expert_intermediate_size": FFN,
+        "hidden_size_global": sz.width,
+        "swa_num_attention_heads": sz.heads,
+        "swa_num_key_value_heads": sz.kv_heads,
+        "moe_intermediate_size": sz.ffn,
+        "shared_expert_intermediate_size": sz.ffn,
         "state_size": 16,
         "d_state": 16,
         "mamba_d_state": 16,
-        "mamba_d_head": HEAD_DIM,
-        "mamba_head_dim": HEAD_DIM,
+        "mamba_d_head": sz.head_dim,
+        "mamba_head_dim": sz.head_dim,
         "ssm_state_size": 16,
         "time_step_rank": 8,
-        "conv_dim_out": WIDTH,
+        "conv_dim_out": sz.width,
         "codebook_size": 64,
         "num_embeddings": 64,
         "hidden_size_per_layer_input": 8,
@@ -143,8 +139,9 @@ def _tied_head_dims(d: Dict, before: Dict) -> None:
         d["head_dim"] = d["qk_rope_head_dim"]
 
 
-def _mamba(d: Dict) -> None:
+def _mamba(d: Dict, ctx: _Ctx) -> None:
     """Mamba-2 mixers: ``n_heads * d_head == inner`` (``expand * hidden`` or ``d_ssm``)."""
+    head_dim = ctx.sizes.head_dim
     hidden = d.get("hidden_size")
     if (
         isinstance(hidden, int)
@@ -162,8 +159,8 @@ def _mamba(d: Dict) -> None:
     inner = expand * hidden
     if isinstance(d.get("mamba_d_ssm"), int):
         d["mamba_d_ssm"] = inner
-    d_head = d.get("mamba_d_head") if isinstance(d.get("mamba_d_head"), int) else HEAD_DIM
-    d_head = min(d_head, HEAD_DIM)
+    d_head = d.get("mamba_d_head") if isinstance(d.get("mamba_d_head"), int) else head_dim
+    d_head = min(d_head, head_dim)
     d["mamba_d_head"] = d_head
     d["mamba_n_heads"] = max(1, inner // d_head)
     if isinstance(d.get("mamba_n_groups"), int):

@@ -192,7 +192,17 @@ def summarize(
     steps: Counter[str] = Counter()
     for r in results.values():
         for s in r.get("steps") or []:
-            steps[f"{s.get('label')}: {'equal' if s.get('outputs_equal') else 'different'}"] += 1
+            outcome = "equal" if s.get("outputs_equal") else "different"
+            if str(s.get("replay", "ran")).startswith("refused"):
+                outcome = "replay refused (reads freed memory)"
+            steps[f"{s.get('label')}: {outcome}"] += 1
+    foreign = Counter(f.get("kind", "?") for r in results.values() for f in r.get("foreign") or [])
+    foreign_archs = [n for n in built if results[n].get("foreign")]
+    reloads = Counter(
+        _reason(str((r.get("reload") or {}).get("status", "")))
+        for r in results.values()
+        if r.get("reload") is not None
+    )
     new_sites = _sites(results, {n: evaluation.new[n] for n in with_new})
     all_sites = _sites(results, {n: [f["path"] for f in results[n]["findings"]] for n in built})
     captured = [n for n in built if _capture_ran(results[n])]
@@ -226,6 +236,9 @@ def summarize(
         "capture_finding_owners": sorted(capture_new_owners),
         "capture_owners": len(capture_owners),
         "steps": dict(steps),
+        "foreign": dict(foreign),
+        "foreign_architectures": len(foreign_archs),
+        "reload": dict(reloads),
         "failures_by_reason": [
             {"reason": reason, "count": count, "examples": examples[reason][:4]}
             for reason, count in reasons.most_common()
@@ -259,12 +272,12 @@ def _capture_row(statuses: Mapping[str, int]) -> str:
     return f"{ran} ran, {failed} failed, {other} not run"
 
 
-def format_table(summary: Mapping[str, Any], transformers_version: str) -> str:
-    """The validation table (plain text, one figure per row)."""
+def format_table(summary: Mapping[str, Any], version: str, engine: str = "transformers") -> str:
+    """The validation table (plain text, one figure per row); ``version`` is ``engine``'s."""
     s = summary
     sec = s["seconds"]
     rows = [
-        ("transformers", transformers_version),
+        (engine, version),
         ("enumerated", f"{s['enumerated']} ({s['classes']} classes + {s['variants']} variants)"),
         (
             "built",
@@ -299,6 +312,18 @@ def format_table(summary: Mapping[str, Any], transformers_version: str) -> str:
             "replay after steps",
             ", ".join(f"{k} ({v})" for k, v in s["steps"].items()) or "no steps ran",
         ),
+    ]
+    if s.get("foreign"):
+        rows.append(
+            (
+                "memory torch does not own",
+                f"{s['foreign_architectures']} architectures: "
+                + ", ".join(f"{k} {v}" for k, v in sorted(s["foreign"].items())),
+            )
+        )
+    if s.get("reload"):
+        rows.append(("reload", ", ".join(f"{k} ({v})" for k, v in s["reload"].items())))
+    rows += [
         ("wall time", f"{sec['wall']:.1f} s with {sec['jobs']} jobs"),
         (
             "time per phase",
@@ -338,10 +363,16 @@ def to_json(
     results: Mapping[str, Result],
     evaluation: Evaluation,
     summary: Mapping[str, Any],
-    transformers_version: str,
+    version: str,
     extra: Mapping[str, Any] | None = None,
+    *,
+    engine: str = "transformers",
 ) -> dict[str, Any]:
-    """The ``--json`` document: issue 10 §3's shape, plus the allowlist split per architecture."""
+    """The ``--json`` document: issue 10 §3's shape, plus the allowlist split per architecture.
+
+    It starts with ``"engine"`` and the engine's version under the engine's name
+    (``"transformers": "5.24.0"``, ``"vllm": "0.32.0"``).
+    """
     architectures: dict[str, Any] = {}
     for name, result in results.items():
         entry = dict(result)
@@ -350,7 +381,7 @@ def to_json(
         entry["capture_allowlisted"] = evaluation.capture_allowed.get(name, [])
         entry["capture_new_findings"] = evaluation.capture_new.get(name, [])
         architectures[name] = entry
-    doc: dict[str, Any] = {"transformers": transformers_version}
+    doc: dict[str, Any] = {"engine": engine, engine: version}
     doc.update(extra or {})
     doc["summary"] = dict(summary)
     doc["architectures"] = architectures
@@ -397,7 +428,11 @@ def site_globs(paths: Iterable[str]) -> list[str]:
 
 
 def allowlist_text(
-    results: Mapping[str, Result], transformers_version: str, header: Iterable[str] = ()
+    results: Mapping[str, Result],
+    version: str,
+    header: Iterable[str] = (),
+    *,
+    engine: str = "transformers",
 ) -> str:
     """The baseline text: every finding of every built architecture, one glob per site.
 
@@ -405,7 +440,7 @@ def allowlist_text(
     covers every path where that architecture keeps one (all layers).
     """
     lines = [
-        f"# graphcheck.zoo baseline allowlist for transformers {transformers_version}",
+        f"# graphcheck.zoo baseline allowlist for {engine} {version}",
         "# Format: Arch:census-path-glob, one glob per site (see docs/zoo.md). Written by",
         "#   python -m graphcheck.zoo --write-allowlist FILE",
         *(f"# {h}" for h in header),
@@ -450,8 +485,11 @@ def _capture_lines(name: str, result: Result, written: list[str]) -> list[str]:
 def write_allowlist(
     path: str | Path,
     results: Mapping[str, Result],
-    transformers_version: str,
+    version: str,
     header: Iterable[str] = (),
+    *,
+    engine: str = "transformers",
 ) -> None:
     """Writes :func:`allowlist_text` to ``path``."""
-    Path(path).write_text(allowlist_text(results, transformers_version, header), encoding="utf-8")
+    text = allowlist_text(results, version, header, engine=engine)
+    Path(path).write_text(text, encoding="utf-8")

@@ -58,6 +58,7 @@ from graphcheck.zoo._sizes import (
     VOCAB,
     WIDTH,
     Dict,
+    Sizes,
     _Ctx,
     _int_list,
     _is_subconfig,
@@ -86,6 +87,7 @@ __all__ = [
     "LOW_IDS",
     "POSITIONS",
     "RESERVED_IDS",
+    "Sizes",
     "VOCAB",
     "WIDTH",
     "shrink",
@@ -254,7 +256,7 @@ def _shrink_dict(d: Dict, ctx: _Ctx) -> None:
         _tied_widths(d, before)
         _fix_head_dims(d)
         _shrink_positions(d)
-        _mamba(d)
+        _mamba(d, ctx)
         _groups(d)
     _fill_missing(d, ctx)
     _tied_head_dims(d, before)
@@ -270,13 +272,15 @@ def shrink(
     level: str = "tiny",
     *,
     fixups: Callable[[Dict, str], None] | None = None,
+    sizes: Sizes | None = None,
 ) -> Dict:
     """A shrunk deep copy of a config's ``to_dict()`` at ``level`` (see the module docstring).
 
     ``fixups(d, level)`` runs last, on the whole tree (the override table and
-    the variant's edits use it). Raises ``ValueError`` for an unknown level.
+    the variant's edits use it). ``sizes`` replaces the default widths
+    (:class:`Sizes`). Raises ``ValueError`` for an unknown level.
     """
-    ctx = _Ctx(level)
+    ctx = _Ctx(level, sizes)
     d = copy.deepcopy(dict(config_dict))
     _shrink_dict(d, ctx)
     if fixups is not None:

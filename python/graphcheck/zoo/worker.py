@@ -24,7 +24,7 @@ from graphcheck.zoo._util import error_line
 from graphcheck.zoo.capture_phase import CAPTURE_UNAVAILABLE, capture_api, run_capture_phase
 from graphcheck.zoo.catalog import Arch
 
-__all__ = ["MAX_PARAMETERS", "new_result", "run_architecture"]
+__all__ = ["MAX_PARAMETERS", "census_entries", "new_result", "run_architecture"]
 
 #: A level whose model would hold more parameters than this is skipped (memory guard).
 MAX_PARAMETERS = 150_000_000
@@ -168,24 +168,27 @@ def _build(cls: Any, config: Any, level: str) -> Any:
     return model.eval()
 
 
-def _census(model: Any) -> tuple[list[dict[str, Any]], float]:
+def census_entries(model: Any) -> list[dict[str, Any]]:
+    """The census findings of ``model`` as JSON-ready dicts, each with its site."""
     from graphcheck.census import census
     from graphcheck.zoo.sites import resolve_site
 
+    return [
+        {
+            "path": e.path,
+            "aliases": list(e.aliases),
+            "shape": list(e.shape),
+            "dtype": str(e.dtype).removeprefix("torch."),
+            "nbytes": e.nbytes,
+            "site": resolve_site(model, e.path),
+        }
+        for e in census(model).entries
+    ]
+
+
+def _census(model: Any) -> tuple[list[dict[str, Any]], float]:
     t0 = time.perf_counter()
-    found = census(model)
-    entries = []
-    for e in found.entries:
-        entries.append(
-            {
-                "path": e.path,
-                "aliases": list(e.aliases),
-                "shape": list(e.shape),
-                "dtype": str(e.dtype).removeprefix("torch."),
-                "nbytes": e.nbytes,
-                "site": resolve_site(model, e.path),
-            }
-        )
+    entries = census_entries(model)
     return entries, time.perf_counter() - t0
 
 

@@ -1,0 +1,144 @@
+"""The corpus: every architecture vLLM's ``ModelRegistry`` lists, plus the variants.
+
+:func:`enumerate_architectures` reads ``ModelRegistry.get_supported_archs()``
+at run time (a new release brings its new architectures) and labels each with
+its category, from the registry's own tables (text generation, multimodal,
+embedding, speculative decoding, Transformers backend, classification,
+reward, late interaction). Variants (:data:`VARIANTS`) switch the code paths
+real checkpoints use: bf16 weights, a compressed-tensors W8A8 int8 checkpoint,
+an fp8 KV cache; they follow the architecture they vary. Nothing here imports
+a model module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from graphcheck.zoo.catalog import Arch
+
+__all__ = [
+    "BF16_ONLY",
+    "CATEGORIES",
+    "VARIANTS",
+    "VARIANT_ARCHS",
+    "Variant",
+    "enumerate_architectures",
+    "variant_of",
+]
+
+#: Registry table (a private name of vllm.model_executor.models.registry) -> category.
+CATEGORIES = {
+    "_TEXT_GENERATION_MODELS": "text",
+    "_MULTIMODAL_MODELS": "multimodal",
+    "_EMBEDDING_MODELS": "embedding",
+    "_SPECULATIVE_DECODING_MODELS": "speculative",
+    "_TRANSFORMERS_SUPPORTED_MODELS": "transformers",
+    "_TRANSFORMERS_BACKEND_MODELS": "transformers",
+    "_SEQUENCE_CLASSIFICATION_MODELS": "classification",
+    "_TOKEN_CLASSIFICATION_MODELS": "classification",
+    "_REWARD_MODELS": "reward",
+    "_LATE_INTERACTION_MODELS": "late_interaction",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """A code path a checkpoint switches on: engine arguments and config.json edits."""
+
+    name: str
+    why: str
+    dtype: str = "float32"
+    kv_cache_dtype: str = "auto"
+    #: ``quantization_config`` written into config.json (a compressed-tensors checkpoint).
+    quantization: str = ""
+
+
+_W8A8 = "compressed-tensors W8A8 int8 (per-channel weights, dynamic per-token activations)"
+
+#: Variant name -> what it switches. The plain architecture runs in float32.
+VARIANTS = {
+    "bf16": Variant("bf16", "bfloat16 weights, as published checkpoints", dtype="bfloat16"),
+    "w8a8": Variant("w8a8", _W8A8, dtype="bfloat16", quantization="w8a8_int8"),
+    "fp8_kv": Variant(
+        "fp8_kv", "fp8 KV cache (kv_cache_dtype fp8) with its scales", kv_cache_dtype="fp8"
+    ),
+}
+
+#: Architectures the variants run on: dense and MoE decoders whose published checkpoints
+#: come in these forms.
+VARIANT_ARCHS = {
+    "LlamaForCausalLM": ("bf16", "w8a8", "fp8_kv"),
+    "Qwen2ForCausalLM": ("bf16", "w8a8", "fp8_kv"),
+    "Qwen3ForCausalLM": ("bf16", "w8a8", "fp8_kv"),
+    "MistralForCausalLM": ("bf16", "w8a8"),
+    "Gemma2ForCausalLM": ("bf16",),
+    "Gemma3ForCausalLM": ("bf16",),
+    "Phi3ForCausalLM": ("bf16", "w8a8"),
+    "Qwen3MoeForCausalLM": ("bf16",),
+    "MixtralForCausalLM": ("bf16",),
+    "DeepseekV2ForCausalLM": ("bf16",),
+    "GraniteForCausalLM": ("bf16",),
+    "OlmoForCausalLM": ("bf16",),
+}
+
+
+#: Architectures whose CPU kernels run in bfloat16 only (vLLM's CPU gated delta-net
+#: attention asserts it): their plain run is bfloat16.
+BF16_ONLY = frozenset(
+    {
+        "Qwen3NextForCausalLM",
+        "Qwen3_5ForCausalLM",
+        "Qwen3_5MoeForCausalLM",
+        "Qwen3NextMTP",
+        "Qwen3_5MTP",
+        "Qwen3_5MoeMTP",
+        "Qwen3_5ForConditionalGeneration",
+        "Qwen3_5MoeForConditionalGeneration",
+        "MiniCPMV4_6ForConditionalGeneration",
+        "MiniCPMV4_7ForConditionalGeneration",
+        "KimiLinearForCausalLM",
+        "OlmoHybridForCausalLM",
+    }
+)
+
+
+def variant_of(arch: Arch) -> Variant:
+    """The variant of ``arch``: float32 for a plain architecture, unless it is :data:`BF16_ONLY`."""
+    if arch.variant in VARIANTS:
+        return VARIANTS[arch.variant]
+    if arch.class_name in BF16_ONLY:
+        return Variant("", "bfloat16: the CPU kernels of this architecture", dtype="bfloat16")
+    return Variant("", "float32")
+
+
+def _categories() -> dict[str, str]:
+    import vllm.model_executor.models.registry as registry
+
+    found: dict[str, str] = {}
+    for table, category in CATEGORIES.items():
+        for name in getattr(registry, table, {}) or {}:
+            found.setdefault(name, category)
+    return found
+
+
+def enumerate_architectures(*, with_variants: bool = True) -> list[Arch]:
+    """Every architecture of vLLM's registry, in registry order, variants after their class.
+
+    ``model_type`` holds the registry's module name (``llama``, ``deepseek_v2``), the
+    config's model type is found per architecture by
+    :mod:`~graphcheck.zoo.vllm_engine.configs`; ``tasks`` holds the category. Raises
+    ``ImportError`` without vLLM.
+    """
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    categories = _categories()
+    archs: list[Arch] = []
+    for name in ModelRegistry.get_supported_archs():
+        model = ModelRegistry.models.get(name)
+        module = str(getattr(model, "module_name", "") or "").rsplit(".", 1)[-1]
+        task = (categories.get(name, "other"),)
+        archs.append(Arch(name, name, module, "", task))
+        if with_variants:
+            for variant in VARIANT_ARCHS.get(name, ()):
+                archs.append(Arch(f"{name}@{variant}", name, module, variant, task))
+    return archs

@@ -1,0 +1,177 @@
+"""Tiny configs for vLLM's architectures, written as a checkpoint folder's ``config.json``.
+
+The config class of an architecture is found, in order, in the override table
+(:data:`MODEL_TYPES`), transformers' auto tables (the model type that lists a
+class of that name), and the registry's module name as a model type (vLLM's own
+config classes first, then transformers'). Architectures that none of these
+names (remote-code models whose config lives on the hub) get a Llama config
+with their architecture name: vLLM's Llama-like implementations read the same
+fields, and those that need more fail with the missing field as their reason.
+
+The config's defaults are shrunk by the transformers zoo's
+:func:`~graphcheck.zoo.tiny_config.shrink` with vLLM's sizes
+(:data:`VLLM_SIZES`: head dimension 32, the smallest vLLM's CPU attention
+accepts), then fitted to vLLM's CPU kernels (:func:`fit_for_vllm`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from graphcheck.zoo.catalog import Arch, _auto_tables, _best_model_type
+from graphcheck.zoo.tiny_config import Sizes, shrink
+from graphcheck.zoo.vllm_engine.catalog import Variant
+
+__all__ = ["MODEL_TYPES", "VLLM_SIZES", "W8A8_INT8", "fit_for_vllm", "write_config"]
+
+#: Two heads of 32 over a width of 64, one KV head (grouped-query attention).
+VLLM_SIZES = Sizes(width=64, heads=2, kv_heads=1, ffn=128)
+
+#: Architecture -> model type, where the lookup would find none or the wrong one.
+MODEL_TYPES: dict[str, str] = {}
+
+#: A compressed-tensors W8A8 int8 checkpoint: int8 weights with one scale per output
+#: channel, activations quantized per token at run time (vLLM's CPU int8 path).
+W8A8_INT8: dict[str, Any] = {
+    "quant_method": "compressed-tensors",
+    "format": "int-quantized",
+    "config_groups": {
+        "group_0": {
+            "targets": ["Linear"],
+            "weights": {
+                "num_bits": 8,
+                "type": "int",
+                "symmetric": True,
+                "strategy": "channel",
+                "dynamic": False,
+            },
+            "input_activations": {
+                "num_bits": 8,
+                "type": "int",
+                "symmetric": True,
+                "strategy": "token",
+                "dynamic": True,
+            },
+        }
+    },
+    "ignore": ["lm_head"],
+}
+
+_GDN_HEAD_DIM = 128
+# Fields fit_for_vllm adds where a config lacks them.
+_ADDED = ("head_dim", "rope_theta")
+
+# MLA on vLLM's CPU backend: one head size only, kv_lora_rank + qk_rope_head_dim = 576.
+_MLA = {"kv_lora_rank": 512, "qk_rope_head_dim": 64}
+
+
+def _class_model_types() -> dict[str, list[str]]:
+    types: dict[str, list[str]] = {}
+    for table in _auto_tables().values():
+        for model_type, value in table.items():
+            for name in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(name, str) and model_type not in types.setdefault(name, []):
+                    types[name].append(model_type)
+    return types
+
+
+def _config_classes() -> tuple[dict[str, Any], Any]:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+    return _CONFIG_REGISTRY, CONFIG_MAPPING
+
+
+def config_class(arch: Arch) -> tuple[Any, str]:
+    """The config class for ``arch`` and where it was found (for the report)."""
+    vllm_configs, hf_configs = _config_classes()
+    model_type = MODEL_TYPES.get(arch.class_name)
+    source = "override table"
+    if model_type is None:
+        candidates = _class_model_types().get(arch.class_name)
+        if candidates:
+            model_type, source = _best_model_type(arch.class_name, candidates), "transformers"
+    if model_type is None and arch.model_type:
+        model_type, source = arch.model_type, "registry module"
+    if model_type in vllm_configs:
+        return vllm_configs[model_type], f"vllm config {model_type} ({source})"
+    if model_type in hf_configs:
+        return hf_configs[model_type], f"transformers config {model_type} ({source})"
+    return hf_configs["llama"], "llama config (no config class names this architecture)"
+
+
+def fit_for_vllm(d: dict[str, Any]) -> None:
+    """Fits a shrunk config dict to vLLM's CPU kernels (every sub-config)."""
+    for value in d.values():
+        if isinstance(value, dict) and isinstance(value.get("model_type"), str):
+            fit_for_vllm(value)
+    # Fields vLLM's implementations read directly that transformers 5 configs no longer carry
+    # (the head dimension where it follows from the width; rope_theta, now inside
+    # rope_parameters).
+    heads, hidden = d.get("num_attention_heads"), d.get("hidden_size")
+    if "head_dim" not in d and isinstance(heads, int) and isinstance(hidden, int) and heads > 0:
+        d["head_dim"] = hidden // heads
+    rope = d.get("rope_parameters")
+    if "rope_theta" not in d and isinstance(heads, int):
+        theta = rope.get("rope_theta") if isinstance(rope, dict) else None
+        d["rope_theta"] = theta if isinstance(theta, (int, float)) else 10000.0
+    # Grouped top-k routing (DeepSeek-V2 and its kin) reads both; the defaults leave them unset.
+    for key in ("n_group", "topk_group"):
+        if key in d and d[key] is None and isinstance(d.get("n_routed_experts"), int):
+            d[key] = 1
+    # DeepSeek-V3 checkpoints route with a score-correction bias ("noaux_tc"); vLLM makes the
+    # bias only when the config says so, transformers' model always has it.
+    if d.get("model_type") == "deepseek_v3":
+        d.setdefault("topk_method", "noaux_tc")
+    # Gated delta-net (linear attention) heads: vLLM's CPU kernel takes 128.
+    for key in ("linear_key_head_dim", "linear_value_head_dim"):
+        if isinstance(d.get(key), int):
+            d[key] = _GDN_HEAD_DIM
+    if isinstance(d.get("kv_lora_rank"), int):
+        d.update(_MLA)
+        if isinstance(d.get("qk_nope_head_dim"), int) and isinstance(d.get("qk_head_dim"), int):
+            d["qk_head_dim"] = d["qk_nope_head_dim"] + d["qk_rope_head_dim"]
+
+
+def tiny_config(
+    arch: Arch, variant: Variant, level: str = "tiny", extra: dict[str, Any] | None = None
+) -> tuple[Any, str]:
+    """The tiny config object of ``arch`` in ``variant`` and where its class came from.
+
+    ``extra`` fields are set last (a target's ``num_nextn_predict_layers``).
+    """
+    cls, source = config_class(arch)
+
+    def fixups(d: dict[str, Any], _level: str) -> None:
+        fit_for_vllm(d)
+
+    d = shrink(cls().to_dict(), level, fixups=fixups, sizes=VLLM_SIZES)
+    for key in _ADDED:
+        if isinstance(getattr(cls, key, None), property):
+            d.pop(key, None)  # the class derives it (FalconConfig.head_dim): no field to set
+    d.update(extra or {})
+    d["architectures"] = [arch.class_name]
+    d["dtype"] = variant.dtype
+    d.pop("torch_dtype", None)
+    if variant.quantization == "w8a8_int8":
+        d["quantization_config"] = json.loads(json.dumps(W8A8_INT8))
+    return cls.from_dict(d), source
+
+
+def write_config(
+    folder: Path,
+    arch: Arch,
+    variant: Variant,
+    level: str = "tiny",
+    extra: dict[str, Any] | None = None,
+) -> tuple[Any, str]:
+    """Writes ``folder/config.json`` and a tokenizer for ``arch``; returns config and source."""
+    from graphcheck.zoo.vllm_engine.tokenizer import write_tokenizer
+
+    config, source = tiny_config(arch, variant, level, extra)
+    folder.mkdir(parents=True, exist_ok=True)
+    config.save_pretrained(folder)
+    write_tokenizer(folder, config)
+    return config, source

@@ -1,0 +1,120 @@
+"""Memory torch does not own: handles to native objects and the emptied parameters they replace.
+
+vLLM's CPU backend packs a dense linear layer's weight into a oneDNN matmul
+primitive (``vllm._custom_ops.create_onednn_mm``): the primitive lives in
+oneDNN's memory, and the layer keeps only a pointer to it, stored in a 0-d
+int64 tensor (``CPUDNNLGEMMHandler.handler_tensor``) held by a closure
+(``layer.cpu_linear``); the weight Parameter is replaced by an empty ``(0,)``
+tensor (``dispatch_cpu_unquantized_gemm`` in
+``vllm/model_executor/layers/utils.py``). A census sees an 8-byte tensor and a
+registered parameter that holds nothing, both of which look harmless; what they
+stand for is the layer's real weights, outside every registry: sleep cannot
+discard or restore them, a reload must repack them (and frees the primitive a
+captured graph points to).
+
+:func:`split_foreign` takes those out of a census' findings and describes each
+as its own kind (:data:`HANDLE`, :data:`EMPTIED`); everything else stays an
+ordinary finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["EMPTIED", "HANDLE", "KNOWN_HANDLES", "emptied_parameters", "split_foreign"]
+
+#: A tensor whose bytes are a pointer to memory outside torch.
+HANDLE = "foreign_handle"
+#: A registered parameter emptied because its values were moved outside torch.
+EMPTIED = "emptied_parameter"
+
+_ONEDNN = (
+    "a pointer to a oneDNN matmul primitive that holds the layer's weights packed in "
+    "oneDNN's own memory (vllm._custom_ops.create_onednn_mm / create_onednn_scaled_mm, "
+    "called by process_weights_after_loading)"
+)
+
+#: Holder class (module.qualname) -> what its handle tensor points to.
+KNOWN_HANDLES = {"vllm._custom_ops.CPUDNNLGEMMHandler": _ONEDNN}
+
+_HANDLE_FIX = (
+    "the weights behind it live outside every torch registry: sleep cannot discard or "
+    "restore them, and a reload must repack them (a new primitive is made and this one "
+    "freed, so a graph captured before the reload keeps a dangling pointer); register the "
+    "packed weights as a torch tensor the layer owns (a buffer) and pack into it in place, "
+    "or recapture after every reload"
+)
+_EMPTIED_FIX = (
+    "named_parameters() lists it but it holds no weights: tools that sleep, offload or "
+    "reload by parameter see nothing to move; the real weights are behind the layer's "
+    "handle ({handle})"
+)
+
+
+def _is_handle(finding: dict[str, Any]) -> str:
+    """What the finding's tensor points to, or ``""`` when it is not a handle."""
+    if finding.get("shape") or finding.get("dtype") not in ("int64", "uint64"):
+        return ""
+    owner = str(finding.get("site", {}).get("owner", ""))
+    if owner in KNOWN_HANDLES:
+        return KNOWN_HANDLES[owner]
+    attribute = str(finding.get("site", {}).get("attribute", "")).lower()
+    if "handle" in attribute or "handle" in owner.rsplit(".", 1)[-1].lower():
+        return (
+            f"an integer that {owner}.{attribute} keeps as a tensor: by its name, a handle "
+            "to a native object whose memory torch does not own"
+        )
+    return ""
+
+
+def split_foreign(
+    findings: Iterable[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(ordinary, handles)``: the census findings, with handle tensors described apart.
+
+    A handle is a 0-d 64-bit integer tensor kept by a class of
+    :data:`KNOWN_HANDLES`, or whose holder class or attribute is named for a handle.
+    Each handle gets ``kind`` (:data:`HANDLE`), ``what`` and ``fix``.
+    """
+    ordinary: list[dict[str, Any]] = []
+    handles: list[dict[str, Any]] = []
+    for finding in findings:
+        what = _is_handle(finding)
+        if what:
+            handles.append({**finding, "kind": HANDLE, "what": what, "fix": _HANDLE_FIX})
+        else:
+            ordinary.append(finding)
+    return ordinary, handles
+
+
+def emptied_parameters(model: Any, handle_paths: Iterable[str]) -> list[dict[str, Any]]:
+    """Registered parameters with no elements (``(0,)``) beside a handle of the same module.
+
+    vLLM empties ``layer.weight`` once the weights are packed behind
+    ``layer.cpu_linear``; a parameter is reported when its module keeps a
+    ``cpu_linear`` (whose handle is named from ``handle_paths`` where it is one).
+    """
+    handles = list(handle_paths)
+    found = []
+    for path, module in model.named_modules():
+        prefix = f"{path}." if path else ""
+        for name, parameter in module._parameters.items():
+            if parameter is None or parameter.numel() != 0 or parameter.is_meta:
+                continue
+            mine = [h for h in handles if h.startswith(f"{prefix}cpu_linear.")]
+            if not mine and not hasattr(module, "cpu_linear"):
+                continue
+            found.append(
+                {
+                    "path": prefix + name,
+                    "shape": list(parameter.shape),
+                    "dtype": str(parameter.dtype).removeprefix("torch."),
+                    "nbytes": 0,
+                    "kind": EMPTIED,
+                    "what": f"the registered parameter {prefix + name} of "
+                    f"{type(module).__qualname__}, emptied to {tuple(parameter.shape)}",
+                    "fix": _EMPTIED_FIX.format(handle=mine[0] if mine else f"{prefix}cpu_linear"),
+                }
+            )
+    return found

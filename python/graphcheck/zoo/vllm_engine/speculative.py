@@ -1,0 +1,75 @@
+"""Speculative-decoding architectures: a draft model is checked beside the target it serves.
+
+vLLM builds a draft architecture (EAGLE, EAGLE-3, Medusa, multi-token
+prediction layers) only as the ``drafter`` of a target model's runner
+(``speculative_config``). The zoo builds the target from a tiny config and the
+draft from its own (EAGLE, Medusa) or from the target's (MTP: the target's
+``num_nextn_predict_layers``), then checks both as one model
+(:class:`TargetAndDraft`: ``model.*`` and ``draft_model.*``, as the server
+flag names them), capturing the draft's forward in the runner's dummy batch.
+A draft is a model to check, never runtime state of the runner.
+
+:data:`DRAFTS` lists the drafts whose targets vLLM builds on the CPU; the
+others are reported with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+__all__ = ["DRAFTS", "Draft", "TargetAndDraft"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Draft:
+    """How vLLM serves a draft architecture: the method and the target architecture.
+
+    ``own_config``: the draft has its own checkpoint folder (EAGLE, Medusa);
+    otherwise it is the target's own MTP layers (``num_nextn_predict_layers``).
+    """
+
+    method: str
+    target: str
+    own_config: bool = True
+
+
+DRAFTS: dict[str, Draft] = {
+    "EagleLlamaForCausalLM": Draft("eagle", "LlamaForCausalLM"),
+    "EagleMistralForCausalLM": Draft("eagle", "MistralForCausalLM"),
+    "Eagle3LlamaForCausalLM": Draft("eagle3", "LlamaForCausalLM"),
+    "LlamaForCausalLMEagle3": Draft("eagle3", "LlamaForCausalLM"),
+    "Eagle3Qwen3ForCausalLM": Draft("eagle3", "Qwen3ForCausalLM"),
+    "Eagle3DeepseekV2ForCausalLM": Draft("eagle3", "DeepseekV2ForCausalLM"),
+    "Eagle3DeepseekV3ForCausalLM": Draft("eagle3", "DeepseekV3ForCausalLM"),
+    "MedusaModel": Draft("medusa", "LlamaForCausalLM"),
+    "DeepSeekMTPModel": Draft("mtp", "DeepseekV3ForCausalLM", own_config=False),
+    "ErnieMTPModel": Draft("mtp", "Ernie4_5_MoeForCausalLM", own_config=False),
+    "MiMoMTPModel": Draft("mtp", "MiMoForCausalLM", own_config=False),
+    "ExaoneMoeMTP": Draft("mtp", "ExaoneMoeForCausalLM", own_config=False),
+    "Qwen3NextMTP": Draft("mtp", "Qwen3NextForCausalLM", own_config=False),
+    "Qwen3_5MTP": Draft("mtp", "Qwen3_5ForCausalLM", own_config=False),
+    "Qwen3_5MoeMTP": Draft("mtp", "Qwen3_5MoeForCausalLM", own_config=False),
+    "Glm4MoeMTPModel": Draft("mtp", "Glm4MoeForCausalLM", own_config=False),
+    "Glm4MoeLiteMTPModel": Draft("mtp", "Glm4MoeLiteForCausalLM", own_config=False),
+}
+
+
+class TargetAndDraft(torch.nn.Module):
+    """The target (``model``) and the draft (``draft_model``); its forward is the draft's.
+
+    Neither model is changed: this module only holds both, so that one census
+    and one registry cover what the draft shares with its target (EAGLE drafts
+    read the target's embedding and head).
+    """
+
+    def __init__(self, target: torch.nn.Module, draft: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = target
+        self.draft_model = draft
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The draft's forward."""
+        return self.draft_model(*args, **kwargs)

@@ -1,0 +1,258 @@
+"""The capture and reload steps of one vLLM architecture (inside its worker process).
+
+Capture: the model runner's own dummy batch (``_dummy_run`` with attention
+metadata forced, the batch vLLM warms up and captures CUDA graphs with) runs
+once with the model's ``forward`` wrapped, which records the forward's
+arguments and vLLM's forward context (attention metadata, KV cache slots).
+The same forward is then captured in the ATen window
+(:func:`graphcheck.capture`) under that context, with the model runner and the
+context declared engine state (their tensors are runtime state), replayed and
+compared with an eager forward, and checked.
+
+Reload: new checkpoint-format weights
+(:mod:`~graphcheck.zoo.vllm_engine.checkpoint`) go through vLLM's own in-place
+reload (``model_runner.reload_weights(weights_iterator=...)``: layerwise
+restore, ``load_weights``, ``process_weights_after_loading``, copy back into
+the original storages); the capture is checked in a new epoch and replayed
+again. A replay that would read freed memory is refused by graphcheck and
+recorded as such (a CUDA graph would read the freed memory).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from graphcheck.zoo._util import error_line
+from graphcheck.zoo.catalog import Arch
+from graphcheck.zoo.vllm_engine.catalog import variant_of
+
+__all__ = ["DUMMY_TOKENS", "engine_forward", "run_steps"]
+
+Result = dict[str, Any]
+
+#: Tokens in the captured batch (spread over requests by the runner, as its warm-up does).
+DUMMY_TOKENS = 16
+
+
+def engine_forward(engine: Any) -> tuple[tuple[Any, ...], dict[str, Any], Any]:
+    """``(args, kwargs, forward context)`` of the model call in the runner's dummy batch."""
+    from vllm.forward_context import get_forward_context
+
+    model = engine.forward_module
+    seen: dict[str, Any] = {}
+    original = model.forward
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        if "context" not in seen:
+            seen.update(args=args, kwargs=kwargs, context=get_forward_context())
+        return original(*args, **kwargs)
+
+    model.forward = recording
+    try:
+        engine.runner._dummy_run(DUMMY_TOKENS, force_attention=True)
+    finally:
+        del model.forward
+    if "context" not in seen:
+        raise RuntimeError("the model runner's dummy batch did not call the model")
+    return seen["args"], seen["kwargs"], seen["context"]
+
+
+def _owners(report: Any, verdicts: Iterable[str]) -> dict[str, list[str]]:
+    wanted = set(verdicts)
+    found: dict[str, set[str]] = {}
+    for f in report.findings:
+        if f.verdict in wanted:
+            found.setdefault(f.verdict, set()).add(str(f.owner))
+    return {v: sorted(owners) for v, owners in sorted(found.items())}
+
+
+def _split_owners(owners: Iterable[str], foreign_paths: set[str]) -> tuple[list[str], list[str]]:
+    plain = sorted(o for o in owners if o not in foreign_paths)
+    return plain, sorted(o for o in owners if o in foreign_paths)
+
+
+class _Forward:
+    """The captured forward's arguments and context, replayed and run eagerly alike."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.args, self.kwargs, self.context = engine_forward(engine)
+
+    def eager(self) -> Any:
+        import torch
+        from vllm.forward_context import override_forward_context
+
+        with override_forward_context(self.context), torch.no_grad():
+            return _clone(self.engine.model(*self.args, **self.kwargs))
+
+    def capture(self) -> Any:
+        from vllm.forward_context import override_forward_context
+
+        import graphcheck
+
+        state = {"model_runner": self.engine.runner, "forward_context": self.context}
+        with override_forward_context(self.context):
+            return graphcheck.capture(
+                self.engine.model, *self.args, engine_state=state, **self.kwargs
+            )
+
+    def replay(self, capture: Any) -> tuple[Any, str]:
+        """The replayed output and ``"ran"``, or ``None`` and why graphcheck refused it."""
+        from vllm.forward_context import override_forward_context
+
+        import graphcheck
+
+        try:
+            with override_forward_context(self.context):
+                return _clone(capture.replay()), "ran"
+        except graphcheck.GraphcheckError as exc:
+            return None, f"refused: {str(exc).splitlines()[0]}"
+
+    def replay_and_eager(self, capture: Any) -> tuple[Any, str, Any]:
+        """``replay(capture)`` and an eager forward, each from the same KV caches and states.
+
+        Either may write the runner's KV caches and recurrent (Mamba) states, which vLLM
+        keeps in ``kv_caches``: their contents are put back after each, so that the second
+        does not start from what the first wrote.
+        """
+        import torch
+
+        caches = [t for t in _leaves(self.engine.runner.kv_caches) if isinstance(t, torch.Tensor)]
+        saved = [t.clone() for t in caches]
+
+        def restore() -> None:
+            with torch.no_grad():
+                for cache, copy in zip(caches, saved, strict=True):
+                    cache.copy_(copy)
+
+        replayed, replay = self.replay(capture)
+        restore()
+        eager = self.eager()
+        restore()
+        return replayed, replay, eager
+
+
+def _leaves(value: Any) -> list[Any]:
+    """The items of nested lists and tuples (vLLM keeps KV caches per layer, states in tuples)."""
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
+
+
+def _clone(output: Any) -> Any:
+    from graphcheck.testing import _clone as clone
+
+    return clone(output)
+
+
+def _compare(left: Any, right: Any) -> tuple[bool, float]:
+    """Whether every tensor of the two outputs is equal, NaN where the other has NaN too.
+
+    A draft's output in the dummy batch holds NaN (docs/vllm-zoo.md, "Open questions"):
+    equal means the same numbers and NaN at the same positions. The largest absolute
+    difference ignores the positions where both are NaN (it is NaN where only one is).
+    """
+    import math
+
+    import torch
+    import torch.utils._pytree as pytree
+
+    a = [t for t in pytree.tree_leaves(left) if isinstance(t, torch.Tensor)]
+    b = [t for t in pytree.tree_leaves(right) if isinstance(t, torch.Tensor)]
+    if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b, strict=True)):
+        return False, math.inf
+    equal, worst = True, 0.0
+    for x, y in zip(a, b, strict=True):
+        x, y = x.detach().double(), y.detach().double()
+        both = torch.isnan(x) & torch.isnan(y)
+        equal = equal and torch.equal(torch.where(both, 0.0, x), torch.where(both, 0.0, y))
+        diff = (x - y).abs().masked_fill(both, 0.0)
+        if diff.numel():
+            most = float(diff.max())  # NaN where only one side has NaN
+            worst = most if math.isnan(most) or math.isnan(worst) else max(worst, most)
+    return equal, worst
+
+
+def _step(label: str, replayed: Any, replay: str, eager: Any, report: Any) -> dict[str, Any]:
+    equal, diff = _compare(replayed, eager) if replayed is not None else (False, float("nan"))
+    return {
+        "label": label,
+        "outputs_equal": equal,
+        "max_abs_diff": diff,
+        "replay": replay,
+        "summary": dict(report.summary),
+        "owners": _owners(report, ("unregistered", "dangling", "stale", "lost")),
+    }
+
+
+def run_steps(
+    engine: Any, arch: Arch, served: Any, seed: int, result: Result, emit: Callable[[Result], None]
+) -> None:
+    """Fills ``capture``, ``steps``, ``reload`` and ``capture_status`` of ``result``.
+
+    ``served`` (:class:`~graphcheck.zoo.vllm_engine.worker.Served`) names the
+    model the reload's checkpoint is made for (a draft's target).
+    """
+    foreign_paths = {f["path"] for f in result["foreign"]}
+    t0 = time.perf_counter()
+    try:
+        forward = _Forward(engine)
+        result["forward"].update(eligible=True, ran=True, inputs=sorted(forward.kwargs))
+        capture = forward.capture()
+        replayed, replay, eager = forward.replay_and_eager(capture)
+        report = capture.check("capture")
+        step = _step("capture", replayed, replay, eager, report)
+    except Exception as exc:
+        result["forward"]["eligible"] = True
+        result["capture_status"] = f"failed: {error_line(exc)}"
+        result["seconds"]["capture"] = time.perf_counter() - t0
+        return
+    result["seconds"]["capture"] = time.perf_counter() - t0
+    plain, foreign = _split_owners(step["owners"].get("unregistered", []), foreign_paths)
+    result["capture"] = {"summary": step["summary"], "unregistered": plain, "foreign": foreign}
+    result["steps"] = [step]
+    result["capture_status"] = "ran"
+    emit(result)
+    _reload(engine, arch, served, seed, forward, capture, result)
+
+
+def _reload(
+    engine: Any, arch: Arch, served: Any, seed: int, forward: _Forward, capture: Any, result: Result
+) -> None:
+    from graphcheck.zoo.vllm_engine.checkpoint import NoCheckpoint, checkpoint_weights
+    from graphcheck.zoo.vllm_engine.worker import classify
+
+    variant = variant_of(arch)
+    t0 = time.perf_counter()
+    try:
+        weights = checkpoint_weights(
+            served.config, served.class_name, seed + 1, w8a8=variant.quantization == "w8a8_int8"
+        )
+    except NoCheckpoint as exc:
+        result["reload"] = {"status": f"not run: {exc}"}
+        return
+    reload: dict[str, Any] = {"status": "", "weights": len(weights)}
+    result["reload"] = reload
+    try:
+        before = forward.eager()
+        engine.runner.reload_weights(weights_iterator=iter(weights.items()))
+        gc.collect()  # what the reload replaced is freed now, not at the collector's next pass
+        findings, foreign = classify(engine.model, "after_reload")
+        known = {f["path"] for f in (*result["findings"], *result["foreign"])}
+        result["findings"] += [f for f in findings if f["path"] not in known]
+        result["foreign"] += [f for f in foreign if f["path"] not in known]
+        capture.epoch("after_reload")
+        report = capture.check("after_reload")
+        replayed, replay, eager = forward.replay_and_eager(capture)
+        step = _step("after_reload", replayed, replay, eager, report)
+        step["eager_changed"] = not _compare(before, eager)[0]
+        reload["status"] = "ran"
+        reload["eager_changed"] = step["eager_changed"]
+        result["steps"].append(step)
+    except Exception as exc:
+        reload["status"] = f"failed: {error_line(exc)}"
+    finally:
+        result["seconds"]["steps"] = time.perf_counter() - t0

@@ -1,0 +1,49 @@
+"""A tokenizer for a tiny config, written beside its ``config.json`` (no hub).
+
+vLLM's pooling runners and several model classes read the tokenizer (its
+special tokens, its length) while the engine starts. The zoo writes a real
+fast tokenizer whose vocabulary is one word per id (``t0`` .. ``t<vocab-1>``),
+as long as the largest ``vocab_size`` of the config and its sub-configs, with
+the first ids as its special tokens.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["vocab_size", "write_tokenizer"]
+
+_DEFAULT_VOCAB = 512
+
+
+def vocab_size(config: Any) -> int:
+    """The largest ``vocab_size`` in ``config`` and its sub-configs (512 when none is set)."""
+    best = 0
+    stack = [config.to_dict() if hasattr(config, "to_dict") else dict(config)]
+    while stack:
+        d = stack.pop()
+        value = d.get("vocab_size")
+        if isinstance(value, int) and not isinstance(value, bool):
+            best = max(best, value)
+        stack.extend(v for v in d.values() if isinstance(v, dict))
+    return best or _DEFAULT_VOCAB
+
+
+def write_tokenizer(folder: Path, config: Any) -> None:
+    """Writes ``tokenizer.json`` and ``tokenizer_config.json`` for ``config`` into ``folder``."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    size = max(vocab_size(config), 8)
+    tokenizer = Tokenizer(models.WordLevel({f"t{i}": i for i in range(size)}, unk_token="t0"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        unk_token="t0",
+        bos_token="t1",
+        eos_token="t2",
+        pad_token="t3",
+        model_max_length=4096,
+    )
+    fast.save_pretrained(folder)

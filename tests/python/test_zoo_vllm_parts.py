@@ -1,0 +1,174 @@
+"""The vLLM engine of the zoo, the parts that run without vLLM: memory torch does not own, the
+config fitting, the W8A8 checkpoint, the engine table, and the report's vLLM rows. The engine
+itself runs in the vllm tier (tests/vllm, the vLLM environment)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any
+
+import pytest
+import torch
+
+from graphcheck.zoo import report as rep
+from graphcheck.zoo.__main__ import main as zoo_main
+from graphcheck.zoo.catalog import Arch
+from graphcheck.zoo.engines import ENGINES, engine
+from graphcheck.zoo.tiny_config import Sizes, shrink
+from graphcheck.zoo.vllm_engine.catalog import VARIANT_ARCHS, VARIANTS, variant_of
+from graphcheck.zoo.vllm_engine.checkpoint import _quantize_w8a8
+from graphcheck.zoo.vllm_engine.configs import VLLM_SIZES, fit_for_vllm
+from graphcheck.zoo.vllm_engine.foreign import (
+    EMPTIED,
+    HANDLE,
+    emptied_parameters,
+    split_foreign,
+)
+
+
+def finding(path: str, owner: str, attribute: str, dtype: str = "int64", shape: Any = ()) -> dict:
+    return {
+        "path": path,
+        "shape": list(shape),
+        "dtype": dtype,
+        "nbytes": 8,
+        "site": {"owner": owner, "attribute": attribute, "file": "x.py"},
+    }
+
+
+def test_handles_are_split_from_ordinary_findings_and_say_what_they_are() -> None:
+    onednn = finding("l.cpu_linear.handler.handler_tensor", "vllm._custom_ops.CPUDNNLGEMMHandler",
+                     "handler_tensor")  # fmt: skip
+    by_name = finding("l.kernel.handle", "pkg.Kernel", "handle")
+    scale = finding("attn._k_scale_cpu", "pkg.Attention", "_k_scale_cpu", "float32")
+    vector = finding("l.handles", "pkg.Kernel", "handles", "int64", (4,))  # not 0-d: a tensor
+    ordinary, handles = split_foreign([onednn, by_name, scale, vector])
+    assert [f["path"] for f in ordinary] == ["attn._k_scale_cpu", "l.handles"]
+    assert [(f["path"], f["kind"]) for f in handles] == [
+        ("l.cpu_linear.handler.handler_tensor", HANDLE),
+        ("l.kernel.handle", HANDLE),
+    ]
+    assert "oneDNN matmul primitive" in handles[0]["what"]
+    assert "pkg.Kernel.handle" in handles[1]["what"]
+    assert all("reload must repack" in f["fix"] for f in handles)
+
+
+class PackedLinear(torch.nn.Module):
+    """vLLM's CPU linear after processing: an empty weight, the weights behind a closure."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.empty(0), requires_grad=False)
+        self.bias = torch.nn.Parameter(torch.zeros(4), requires_grad=False)
+        handle = torch.tensor(1234, dtype=torch.int64)
+        self.cpu_linear = lambda x, weight, bias: x + handle
+
+
+def test_emptied_parameters_are_those_beside_a_cpu_linear() -> None:
+    model = torch.nn.Module()
+    model.proj = PackedLinear()
+    model.plain = torch.nn.Linear(4, 4)
+    model.plain.unused = torch.nn.Parameter(torch.empty(0))  # empty, but no packed weights
+    found = emptied_parameters(model, ["proj.cpu_linear.handle"])
+    assert [(f["path"], f["kind"], f["shape"]) for f in found] == [("proj.weight", EMPTIED, [0])]
+    assert "proj.cpu_linear.handle" in found[0]["fix"]
+    assert "PackedLinear" in found[0]["what"]
+
+
+def test_vllm_sizes_give_the_cpu_attention_head_size() -> None:
+    base = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 11008}  # fmt: skip
+    d = shrink(base, sizes=VLLM_SIZES)
+    assert (d["hidden_size"], d["num_attention_heads"], d["num_key_value_heads"]) == (64, 2, 1)
+    assert d["head_dim"] == 32 == VLLM_SIZES.head_dim
+    assert shrink(base)["head_dim"] == Sizes().head_dim == 16  # the transformers zoo's
+
+
+def test_fit_for_vllm_gives_mla_its_only_cpu_head_size() -> None:
+    d = {"model_type": "deepseek_v3", "kv_lora_rank": 32, "qk_rope_head_dim": 8,
+         "qk_nope_head_dim": 32, "qk_head_dim": 40,
+         "text_config": {"model_type": "deepseek_v2", "kv_lora_rank": 32}}  # fmt: skip
+    fit_for_vllm(d)
+    assert d["kv_lora_rank"] + d["qk_rope_head_dim"] == 576
+    assert d["qk_head_dim"] == 32 + 64
+    assert d["text_config"]["kv_lora_rank"] == 512
+    plain = {"model_type": "llama", "head_dim": 32}
+    fit_for_vllm(plain)
+    assert plain == {"model_type": "llama", "head_dim": 32}
+
+
+def test_w8a8_checkpoint_is_int8_with_one_scale_per_output_channel() -> None:
+    weight = torch.tensor([[0.5, -1.0], [0.25, 0.125]])
+    out = _quantize_w8a8({"m.q_proj.weight": weight, "m.norm.weight": torch.ones(2),
+                          "m.embed_tokens.weight": torch.ones(4, 2),
+                          "lm_head.weight": torch.ones(4, 2)})  # fmt: skip
+    q, scale = out["m.q_proj.weight"], out["m.q_proj.weight_scale"]
+    assert q.dtype == torch.int8 and scale.shape == (2, 1)
+    assert torch.equal(q, torch.tensor([[64, -127], [127, 64]], dtype=torch.int8))
+    assert torch.allclose(q.float() * scale, weight, atol=1 / 127)
+    for kept in ("m.norm.weight", "m.embed_tokens.weight", "lm_head.weight"):
+        assert out[kept].dtype == torch.float32, kept
+
+
+def test_variants() -> None:
+    assert variant_of(Arch("LlamaForCausalLM", "LlamaForCausalLM", "llama")).dtype == "float32"
+    bf16 = variant_of(Arch("X@bf16", "X", "x", "bf16"))
+    assert (bf16.dtype, bf16.kv_cache_dtype, bf16.quantization) == ("bfloat16", "auto", "")
+    assert VARIANTS["w8a8"].quantization == "w8a8_int8"
+    assert VARIANTS["fp8_kv"].kv_cache_dtype == "fp8"
+    assert all(v in VARIANTS for names in VARIANT_ARCHS.values() for v in names)
+
+
+def test_engine_table() -> None:
+    assert sorted(ENGINES) == ["transformers", "vllm"]
+    assert engine("transformers").name == "transformers"
+    vllm = engine("vllm")
+    assert vllm.baseline.name == "baseline_allow.txt" and vllm.baseline.parent.name == "vllm_engine"
+    assert "scripts/bootstrap.sh vllm" in vllm.missing
+    with pytest.raises(ValueError, match=r"unknown engine 'sglang'; expected one of"):
+        engine("sglang")
+
+
+def test_report_rows_for_foreign_memory_reload_and_refused_replays() -> None:
+    built: dict[str, Any] = {
+        "status": "built", "variant": "", "level": "tiny", "findings": [], "error": "",
+        "forward": {"eligible": True, "ran": True}, "capture_status": "ran",
+        "capture": {"summary": {}, "unregistered": []},
+        "foreign": [{"kind": HANDLE}, {"kind": HANDLE}, {"kind": EMPTIED}],
+        "reload": {"status": "ran"},
+        "steps": [{"label": "capture", "outputs_equal": True, "replay": "ran"},
+                  {"label": "after_reload", "outputs_equal": False, "replay": "refused: x"}],
+        "seconds": {},
+    }  # fmt: skip
+    other = {
+        **built,
+        "foreign": [],
+        "steps": [],
+        "reload": {"status": "not run: transformers has no X"},
+    }
+    results = {"A": built, "B": other}
+    summary = rep.summarize(results, rep.evaluate(results, []), 1.0, 2)
+    assert summary["foreign"] == {HANDLE: 2, EMPTIED: 1}
+    assert summary["foreign_architectures"] == 1
+    assert summary["reload"] == {"ran": 1, "not run: transformers has no X": 1}
+    assert summary["steps"]["after_reload: replay refused (reads freed memory)"] == 1
+    table = rep.format_table(summary, "0.32.0", "vllm")
+    assert table.startswith("vllm ")
+    assert f"memory torch does not own  1 architectures: {EMPTIED} 1, {HANDLE} 2" in table
+    doc = rep.to_json(results, rep.evaluate(results, []), summary, "0.32.0", engine="vllm")
+    assert list(doc)[:2] == ["engine", "vllm"] and doc["vllm"] == "0.32.0"
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("vllm") is not None, reason="vLLM is installed in this environment"
+)
+def test_the_vllm_engine_without_vllm_says_how_to_get_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    environ = dict(os.environ)
+    assert zoo_main(["--engine", "vllm", "--list"]) == 2
+    err = capsys.readouterr().err
+    assert "graphcheck.zoo: vllm is required" in err
+    assert "scripts/bootstrap.sh vllm" in err
+    assert dict(os.environ) == environ  # nothing configured for an engine that is not there
