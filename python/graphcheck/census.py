@@ -30,14 +30,13 @@ path is listed in :attr:`Census.truncated`.
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
-import re
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 
 import torch
 
 from graphcheck import _walk
+from graphcheck._utils import glob_regex
 
 __all__ = ["RUNTIME_STATE_ATTRS", "Census", "CensusEntry", "census"]
 
@@ -169,15 +168,6 @@ def _table(
     ]
 
 
-def _glob_regex(glob: str) -> re.Pattern[str]:
-    """Compile an allowlist glob: fnmatch's ``*`` and ``?``, literal brackets.
-
-    ``[`` and ``]`` match themselves, so that paths such as
-    ``experts[0].weight`` can be pasted as they are.
-    """
-    return re.compile(fnmatch.translate(glob.replace("[", "[[]")))
-
-
 _GENERIC_FIX = (
     "register it: fill a declared slot with set_derived_buffer, or "
     "register_constant_buffer for a constant, or list it in persistent_tensors() "
@@ -202,7 +192,7 @@ def census(
     and empty storages. Tensors under an attribute named in
     ``runtime_attrs`` (attribute name -> reason) are exempt, and a storage
     reached under any such attribute is exempt everywhere. ``allow`` holds
-    globs over paths (see :func:`_glob_regex`); a finding any of whose paths
+    globs over paths (see :func:`graphcheck._utils.glob_regex`); a finding any of whose paths
     matches is allowed, and a glob that matches no finding is stale.
 
     Raises ``TypeError`` when ``model`` is not a module, or when a holder's
@@ -238,7 +228,7 @@ def census(
         )
         entry = _entry(rec, rec.reason, fix)
         (exempt if rec.reason else findings).append(entry)
-    patterns = [(g, _glob_regex(g)) for g in globs]
+    patterns = [(g, glob_regex(g)) for g in globs]
     used: set[str] = set()
     kept: list[CensusEntry] = []
     allowed: list[CensusEntry] = []

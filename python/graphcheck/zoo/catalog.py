@@ -11,9 +11,9 @@ auto tables, not of 500 model files.
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
-import re
 from collections.abc import Iterable, Sequence
+
+from graphcheck._utils import glob_regex
 
 __all__ = ["Arch", "enumerate_architectures", "filter_architectures", "split_name"]
 
@@ -123,11 +123,6 @@ def enumerate_architectures(*, with_variants: bool = True) -> list[Arch]:
     return archs
 
 
-def _glob(pattern: str) -> re.Pattern[str]:
-    # Brackets are literal, as in the census's allowlist globs.
-    return re.compile(fnmatch.translate(pattern.replace("[", "[[]")))
-
-
 def filter_architectures(archs: Sequence[Arch], only: Sequence[str]) -> list[Arch]:
     """The entries whose name matches any of the ``only`` globs (all when empty).
 
@@ -138,5 +133,5 @@ def filter_architectures(archs: Sequence[Arch], only: Sequence[str]) -> list[Arc
     """
     if not only:
         return list(archs)
-    patterns = [_glob(p) for p in only]
+    patterns = [glob_regex(p) for p in only]
     return [a for a in archs if any(p.fullmatch(a.name) for p in patterns)]

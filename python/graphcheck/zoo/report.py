@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from graphcheck._utils import glob_regex
 from graphcheck.zoo.sites import generalize
 
 __all__ = [
@@ -73,10 +74,6 @@ def read_allowlist(path: str | Path) -> list[AllowEntry]:
     return entries
 
 
-def _regex(glob: str) -> re.Pattern[str]:
-    return re.compile(fnmatch.translate(glob.replace("[", "[[]")))
-
-
 @dataclasses.dataclass
 class Evaluation:
     """Findings split by the allowlist, per architecture, and the entries' state.
@@ -117,7 +114,7 @@ def evaluate(results: Mapping[str, Result], entries: Sequence[AllowEntry]) -> Ev
     used: set[int] = set()
     could_match: set[int] = set()
     applies: dict[int, list[str]] = defaultdict(list)
-    compiled = [(i, e, _regex(e.path)) for i, e in enumerate(entries)]
+    compiled = [(i, e, glob_regex(e.path)) for i, e in enumerate(entries)]
     for name, result in results.items():
         mine = [(i, e, rx) for i, e, rx in compiled if fnmatch.fnmatchcase(name, e.arch)]
         for i, _, _ in mine:
@@ -471,7 +468,7 @@ def allowlist_text(
 
 def _capture_lines(name: str, result: Result, written: list[str]) -> list[str]:
     """Entries for the capture's unregistered owners that no census glob already covers."""
-    patterns = [_regex(g) for g in written]
+    patterns = [glob_regex(g) for g in written]
     owners = (result.get("capture") or {}).get("unregistered") or []
     extra = sorted({generalize(o) for o in owners if not any(p.fullmatch(o) for p in patterns)})
     lines: list[str] = []
