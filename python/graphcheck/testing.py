@@ -180,8 +180,13 @@ def _clone(output: Any) -> Any:
     return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, output)
 
 
-def _compare(replayed: Any, eager: Any) -> tuple[bool, float]:
-    """Whether every tensor leaf is equal, and the largest absolute difference."""
+def _compare(replayed: Any, eager: Any, *, equal_nan: bool = False) -> tuple[bool, float]:
+    """Whether every tensor leaf is equal, and the largest absolute difference.
+
+    NaN never equals NaN (a level-2 sleep's poison must not look right), unless
+    ``equal_nan``: then NaN at the same position on both sides is equal and left
+    out of the difference, which stays NaN where only one side has NaN.
+    """
     left = [t for t in pytree.tree_leaves(replayed) if isinstance(t, torch.Tensor)]
     right = [t for t in pytree.tree_leaves(eager) if isinstance(t, torch.Tensor)]
     if len(left) != len(right):
@@ -190,6 +195,9 @@ def _compare(replayed: Any, eager: Any) -> tuple[bool, float]:
     for a, b in zip(left, right, strict=True):
         if a.shape != b.shape:
             return False, math.inf
+        if equal_nan:
+            both = torch.isnan(a) & torch.isnan(b)
+            a, b = a.masked_fill(both, 0), b.masked_fill(both, 0)
         equal = equal and torch.equal(a, b)
         if a.numel():
             diff = float((a.detach().double() - b.detach().double()).abs().max())

@@ -172,3 +172,16 @@ def test_the_vllm_engine_without_vllm_says_how_to_get_it(
     assert "graphcheck.zoo: vllm is required" in err
     assert "scripts/bootstrap.sh vllm" in err
     assert dict(os.environ) == environ  # nothing configured for an engine that is not there
+
+
+def test_steps_compare_nan_at_the_same_position_as_equal() -> None:
+    from graphcheck.testing import _compare
+    from graphcheck.zoo.vllm_engine.steps import _compare as steps_compare
+
+    nan = float("nan")
+    left, same = torch.tensor([1.0, nan]), torch.tensor([1.0, nan])
+    assert not _compare(left, same)[0]  # the helper's default: NaN never equals NaN
+    assert steps_compare(left, same) == (True, 0.0)
+    equal, diff = steps_compare(left, torch.tensor([nan, nan]))
+    assert not equal and diff != diff  # NaN where only one side has NaN
+    assert steps_compare(left, torch.tensor([3.0, nan])) == (False, 2.0)

@@ -1,9 +1,9 @@
 """Tiny configs for vLLM's architectures, written as a checkpoint folder's ``config.json``.
 
-The config class of an architecture is found, in order, in the override table
-(:data:`MODEL_TYPES`), transformers' auto tables (the model type that lists a
-class of that name), and the registry's module name as a model type (vLLM's own
-config classes first, then transformers'). Architectures that none of these
+The config class of an architecture is found, in order, in transformers' auto
+tables (the model type that lists a class of that name), and as the registry's
+module name taken for a model type (vLLM's own config classes first, then
+transformers'). Architectures that none of these
 names (remote-code models whose config lives on the hub) get a Llama config
 with their architecture name: vLLM's Llama-like implementations read the same
 fields, and those that need more fail with the missing field as their reason.
@@ -24,13 +24,10 @@ from graphcheck.zoo.catalog import Arch, _auto_tables, _best_model_type
 from graphcheck.zoo.tiny_config import Sizes, shrink
 from graphcheck.zoo.vllm_engine.catalog import Variant
 
-__all__ = ["MODEL_TYPES", "VLLM_SIZES", "W8A8_INT8", "fit_for_vllm", "write_config"]
+__all__ = ["VLLM_SIZES", "W8A8_INT8", "fit_for_vllm", "write_config"]
 
 #: Two heads of 32 over a width of 64, one KV head (grouped-query attention).
 VLLM_SIZES = Sizes(width=64, heads=2, kv_heads=1, ffn=128)
-
-#: Architecture -> model type, where the lookup would find none or the wrong one.
-MODEL_TYPES: dict[str, str] = {}
 
 #: A compressed-tensors W8A8 int8 checkpoint: int8 weights with one scale per output
 #: channel, activations quantized per token at run time (vLLM's CPU int8 path).
@@ -87,12 +84,10 @@ def _config_classes() -> tuple[dict[str, Any], Any]:
 def config_class(arch: Arch) -> tuple[Any, str]:
     """The config class for ``arch`` and where it was found (for the report)."""
     vllm_configs, hf_configs = _config_classes()
-    model_type = MODEL_TYPES.get(arch.class_name)
-    source = "override table"
-    if model_type is None:
-        candidates = _class_model_types().get(arch.class_name)
-        if candidates:
-            model_type, source = _best_model_type(arch.class_name, candidates), "transformers"
+    model_type, source = None, ""
+    candidates = _class_model_types().get(arch.class_name)
+    if candidates:
+        model_type, source = _best_model_type(arch.class_name, candidates), "transformers"
     if model_type is None and arch.model_type:
         model_type, source = arch.model_type, "registry module"
     if model_type in vllm_configs:
@@ -136,7 +131,7 @@ def fit_for_vllm(d: dict[str, Any]) -> None:
 
 
 def tiny_config(
-    arch: Arch, variant: Variant, level: str = "tiny", extra: dict[str, Any] | None = None
+    arch: Arch, variant: Variant, extra: dict[str, Any] | None = None
 ) -> tuple[Any, str]:
     """The tiny config object of ``arch`` in ``variant`` and where its class came from.
 
@@ -147,7 +142,7 @@ def tiny_config(
     def fixups(d: dict[str, Any], _level: str) -> None:
         fit_for_vllm(d)
 
-    d = shrink(cls().to_dict(), level, fixups=fixups, sizes=VLLM_SIZES)
+    d = shrink(cls().to_dict(), "tiny", fixups=fixups, sizes=VLLM_SIZES)
     for key in _ADDED:
         if isinstance(getattr(cls, key, None), property):
             d.pop(key, None)  # the class derives it (FalconConfig.head_dim): no field to set
@@ -164,13 +159,12 @@ def write_config(
     folder: Path,
     arch: Arch,
     variant: Variant,
-    level: str = "tiny",
     extra: dict[str, Any] | None = None,
 ) -> tuple[Any, str]:
     """Writes ``folder/config.json`` and a tokenizer for ``arch``; returns config and source."""
     from graphcheck.zoo.vllm_engine.tokenizer import write_tokenizer
 
-    config, source = tiny_config(arch, variant, level, extra)
+    config, source = tiny_config(arch, variant, extra)
     folder.mkdir(parents=True, exist_ok=True)
     config.save_pretrained(folder)
     write_tokenizer(folder, config)

@@ -149,31 +149,13 @@ def _clone(output: Any) -> Any:
 
 
 def _compare(left: Any, right: Any) -> tuple[bool, float]:
-    """Whether every tensor of the two outputs is equal, NaN where the other has NaN too.
+    """:func:`graphcheck.testing._compare` with NaN equal to NaN at the same position.
 
-    A draft's output in the dummy batch holds NaN (docs/vllm-zoo.md, "Open questions"):
-    equal means the same numbers and NaN at the same positions. The largest absolute
-    difference ignores the positions where both are NaN (it is NaN where only one is).
+    A draft's output in the dummy batch holds NaN (docs/vllm-zoo.md, "Open questions").
     """
-    import math
+    from graphcheck.testing import _compare as compare
 
-    import torch
-    import torch.utils._pytree as pytree
-
-    a = [t for t in pytree.tree_leaves(left) if isinstance(t, torch.Tensor)]
-    b = [t for t in pytree.tree_leaves(right) if isinstance(t, torch.Tensor)]
-    if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b, strict=True)):
-        return False, math.inf
-    equal, worst = True, 0.0
-    for x, y in zip(a, b, strict=True):
-        x, y = x.detach().double(), y.detach().double()
-        both = torch.isnan(x) & torch.isnan(y)
-        equal = equal and torch.equal(torch.where(both, 0.0, x), torch.where(both, 0.0, y))
-        diff = (x - y).abs().masked_fill(both, 0.0)
-        if diff.numel():
-            most = float(diff.max())  # NaN where only one side has NaN
-            worst = most if math.isnan(most) or math.isnan(worst) else max(worst, most)
-    return equal, worst
+    return compare(left, right, equal_nan=True)
 
 
 def _step(label: str, replayed: Any, replay: str, eager: Any, report: Any) -> dict[str, Any]:
