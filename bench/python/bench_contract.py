@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import torch
 
-from graphcheck.census import census
+from graphcheck import census
 from graphcheck.contract import held_tensors, register_held_tensors
 
 CENSUS_TENSORS = 100_000

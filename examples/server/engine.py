@@ -2,7 +2,7 @@
 
 :class:`ReferenceEngine` has the methods of vLLM's ``Worker`` that the vLLM plugin patches
 (``load_model``, ``compile_or_warm_up_model``, ``wake_up``, ``reload_weights``) and is
-patched the same way, by the same integration core (:mod:`graphcheck.integrations._core`),
+patched the same way, through graphcheck's public integration API (:mod:`graphcheck.integrations`),
 when ``GRAPHCHECK`` is on (:func:`install_graphcheck`). Underneath it runs the CPU twin of a
 CUDA-graph engine: the model lives in a :class:`graphcheck.WeightsArena` (vLLM's weights pool:
 sleep level 1 keeps everything, level 2 only the registered buffers, wake poisons the rest
@@ -25,9 +25,9 @@ from typing import Any
 import torch
 
 import graphcheck
+from graphcheck import integrations
 from graphcheck.contract import reload_in_place
-from graphcheck.integrations import _core
-from graphcheck.integrations.targets import SELF, Action, Need, kw, pos
+from graphcheck.integrations import SELF, Action, Need, kw, pos
 from graphcheck.reference import (
     VARIANTS,
     ReferenceConfig,
@@ -194,46 +194,46 @@ def _rebind(model: torch.nn.Module, weights: dict[str, torch.Tensor]) -> None:
 
 #: The engine's patch points, as the vLLM plugin's (graphcheck.integrations.targets).
 PATCH_POINTS = (
-    _core.PatchPoint(
+    integrations.PatchPoint(
         "server.engine.load_model", "ReferenceEngine.load_model", Action.REGISTER_MODEL,
         Need.REQUIRED, (SELF,), point="load",
     ),
-    _core.PatchPoint(
+    integrations.PatchPoint(
         "server.engine.compile_or_warm_up_model", "ReferenceEngine.compile_or_warm_up_model",
         Action.CHECK_CAPTURE, Need.REQUIRED, (SELF,), point="capture",
     ),
-    _core.PatchPoint(
+    integrations.PatchPoint(
         "server.engine.wake_up", "ReferenceEngine.wake_up", Action.NEW_EPOCH, Need.OPTIONAL,
         (SELF, pos("tags", default=True)), point="wake",
     ),
-    _core.PatchPoint(
+    integrations.PatchPoint(
         "server.engine.reload_weights", "ReferenceEngine.reload_weights", Action.NEW_EPOCH,
         Need.OPTIONAL, (SELF, kw("mode", default=True)), point="reload",
     ),
 )  # fmt: skip
 
 
-def _hook(point: _core.PatchPoint) -> _core.AfterHook | None:
-    from graphcheck._watch_env import settings_from_env
-
+def _hook(point: integrations.PatchPoint) -> integrations.AfterHook | None:
     if point.action is Action.REGISTER_MODEL:
 
         def registered(result: Any, engine: ReferenceEngine, *args: Any, **kwargs: Any) -> None:
-            _core.model_loaded(engine.get_model, settings=settings_from_env(), origin="server")
+            integrations.model_loaded(
+                engine.get_model, settings=integrations.settings_from_env(), origin="server"
+            )
 
         return registered
     if point.action is Action.CHECK_CAPTURE:
-        return lambda result, engine, *args, **kwargs: _core.graphs_captured()
+        return lambda result, engine, *args, **kwargs: integrations.graphs_captured()
     if point.point == "wake":
 
         def woke(result: Any, engine: ReferenceEngine, *args: Any, **kwargs: Any) -> None:
             tags = kwargs.get("tags", args[0] if args else None)
-            _core.new_epoch(_core.tags_label("after_wake", tags))
+            integrations.new_epoch(integrations.tags_label("after_wake", tags))
 
         return woke
 
     def reloaded(result: Any, engine: ReferenceEngine, *args: Any, **kwargs: Any) -> None:
-        _core.new_epoch(f"after_reload_{kwargs.get('mode', 'in_place')}")
+        integrations.new_epoch(f"after_reload_{kwargs.get('mode', 'in_place')}")
 
     return reloaded
 
@@ -242,7 +242,7 @@ def _hook(point: _core.PatchPoint) -> _core.AfterHook | None:
 class GraphcheckSetup:
     """What :func:`install_graphcheck` found and did."""
 
-    report: _core.PatchReport
+    report: integrations.PatchReport
     origin: str
 
 
@@ -253,13 +253,10 @@ def install_graphcheck() -> GraphcheckSetup | None:
     the hook is not installed (a source checkout on ``PYTHONPATH``) it is started here.
     Returns None when the flag is off.
     """
-    from graphcheck._watch import watch_from_env
-    from graphcheck._watch_env import flag_on
-
-    if not flag_on():
+    if not integrations.flag_on():
         return None
-    active = graphcheck.current_watch() or watch_from_env(origin="example server")
-    report = _core.PatchReport("example server")
-    _core.patch_methods(sys.modules[__name__], PATCH_POINTS, _hook, report)
+    active = graphcheck.watch(origin="example server")
+    report = integrations.PatchReport("example server")
+    integrations.patch_methods(sys.modules[__name__], PATCH_POINTS, _hook, report)
     report.log()
     return GraphcheckSetup(report, active.origin if active is not None else "none")

@@ -12,20 +12,26 @@ What is here:
   :class:`Snapshot`, :class:`Report`, ...), from the compiled module ``graphcheck._core``,
   which needs no torch;
 - the registration contract (:mod:`graphcheck.contract`), re-exported here, and the census of
-  unregistered tensors (:mod:`graphcheck.census`: ``from graphcheck.census import census``);
+  unregistered tensors (:func:`census`, :class:`Census`, :class:`CensusEntry`);
 - capture and check of any PyTorch model (:func:`capture`, :class:`Capture`), the CPU weights
   arena with sleep and wake (:class:`WeightsArena`), the graph-replay test helper
   (:func:`check_graph_replay`, :mod:`graphcheck.testing`) and a reference model
   (:mod:`graphcheck.reference`), on top of the compiled module ``graphcheck._torch``;
 - the server debug flag (:func:`watch`, :func:`checkpoint`, :func:`current_watch`): every CUDA
   graph capture of the process recorded and checked, and again at each check point
-  (``GRAPHCHECK=1`` turns it on without code changes; docs/server.md).
+  (``GRAPHCHECK=1`` turns it on without code changes; docs/server.md); what engine authors
+  wire into their own server is :mod:`graphcheck.integrations`;
+- the pytest fixture ``graphcheck`` (its type: :class:`GraphcheckFixture`).
 
 Everything past the checker uses torch and is imported on first use: ``import graphcheck``
 imports neither torch nor ``graphcheck._torch``.
 
-Errors: misuse, bad input and setup failures raise :class:`GraphcheckError`, a
-``RuntimeError`` whose message names the cause and the fix. Findings are never errors.
+Errors, the one rule: misuse, bad input and setup failures raise :class:`GraphcheckError`, a
+``RuntimeError`` whose message names the cause and the fix; where a built-in exception fits,
+the class is also that built-in: :class:`GraphcheckTypeError` (a ``TypeError``),
+:class:`GraphcheckValueError` (a ``ValueError``), :class:`GraphcheckKeyError` (a
+``KeyError``). Findings are never errors, unless asked for (:class:`FindingsError` of a watch
+in ``error`` mode, ``GraphReplayResult.assert_clean``).
 """
 
 from __future__ import annotations
@@ -63,18 +69,15 @@ from graphcheck._core import (
     read_snapshot,
     write_snapshot,
 )
+from graphcheck._errors import GraphcheckKeyError, GraphcheckTypeError, GraphcheckValueError
 
 if TYPE_CHECKING:
-    from graphcheck import arena, census, contract, reference, testing
+    from graphcheck import arena, contract, integrations, reference, testing
     from graphcheck._capture import Capture, capture
-    from graphcheck._watch import (
-        CheckResult,
-        FindingsError,
-        Watch,
-        checkpoint,
-        current_watch,
-        watch,
-    )
+    from graphcheck._census import RUNTIME_STATE_ATTRS, Census, CensusEntry, census
+    from graphcheck._watch.output import CheckResult, FindingsError
+    from graphcheck._watch.process import checkpoint, current_watch, watch
+    from graphcheck._watch.watch import Watch
     from graphcheck.arena import WeightsArena
     from graphcheck.contract import (
         CONSTANT_BUFFERS_ATTR,
@@ -93,14 +96,14 @@ if TYPE_CHECKING:
         set_derived_buffer,
         storage_views,
     )
+    from graphcheck.pytest_plugin import GraphcheckFixture
     from graphcheck.testing import GraphReplayResult, ReplayStep, check_graph_replay
 
 # Submodules that import torch, and the names re-exported from them. They are imported on
 # first access (PEP 562), so `import graphcheck` stays cheap and works where torch is missing.
-# The census is not re-exported: its function would collide with the submodule's name (the
-# capture's module is private, graphcheck._capture, so that `graphcheck.capture` stays the
-# function).
-_SUBMODULES = ("arena", "census", "contract", "reference", "testing")
+# A function whose name a module would take lives in a private module (graphcheck._capture,
+# graphcheck._census), so that `graphcheck.capture` and `graphcheck.census` are the functions.
+_SUBMODULES = ("arena", "contract", "integrations", "reference", "testing")
 _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "graphcheck.contract": (
         "CONSTANT_BUFFERS_ATTR",
@@ -120,16 +123,13 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "storage_views",
     ),
     "graphcheck._capture": ("Capture", "capture"),
+    "graphcheck._census": ("RUNTIME_STATE_ATTRS", "Census", "CensusEntry", "census"),
     "graphcheck.arena": ("WeightsArena",),
     "graphcheck.testing": ("GraphReplayResult", "ReplayStep", "check_graph_replay"),
-    "graphcheck._watch": (
-        "CheckResult",
-        "FindingsError",
-        "Watch",
-        "checkpoint",
-        "current_watch",
-        "watch",
-    ),
+    "graphcheck._watch.output": ("CheckResult", "FindingsError"),
+    "graphcheck._watch.process": ("checkpoint", "current_watch", "watch"),
+    "graphcheck._watch.watch": ("Watch",),
+    "graphcheck.pytest_plugin": ("GraphcheckFixture",),
 }
 _LAZY_NAMES = {name: module for module, names in _LAZY_MODULES.items() for name in names}
 
@@ -146,6 +146,9 @@ __all__ = [
     "Finding",
     "GraphRecord",
     "GraphcheckError",
+    "GraphcheckKeyError",
+    "GraphcheckTypeError",
+    "GraphcheckValueError",
     "KernelParam",
     "Node",
     "Operand",
@@ -178,6 +181,11 @@ __all__ = [
     "reload_in_place",
     "set_derived_buffer",
     "storage_views",
+    # the census (graphcheck._census)
+    "RUNTIME_STATE_ATTRS",
+    "Census",
+    "CensusEntry",
+    "census",
     # capture, arena, test helper (graphcheck._capture, graphcheck.arena, graphcheck.testing)
     "Capture",
     "GraphReplayResult",
@@ -185,6 +193,8 @@ __all__ = [
     "WeightsArena",
     "capture",
     "check_graph_replay",
+    # the pytest fixture's type (graphcheck.pytest_plugin)
+    "GraphcheckFixture",
     # the server debug flag (graphcheck._watch)
     "CheckResult",
     "FindingsError",
@@ -194,8 +204,8 @@ __all__ = [
     "watch",
     # submodules
     "arena",
-    "census",
     "contract",
+    "integrations",
     "reference",
     "testing",
 ]

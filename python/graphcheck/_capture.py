@@ -18,20 +18,34 @@ where the census reaches it, else with the Python frame that allocated it in a
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import torch
 
 from graphcheck import _core, _torch
+from graphcheck._census import census
+from graphcheck._errors import GraphcheckTypeError, GraphcheckValueError
+from graphcheck._utils import named_storage_leaves, storage_leaves
 from graphcheck._walk import short_repr as _walk_repr
-from graphcheck._watch_graph import ENGINE_STATE_REASON, EngineState, _engine_ranges, _engine_ref
-from graphcheck.arena import WeightsArena, _flatten, _leaves, arena_of
-from graphcheck.census import census
+from graphcheck.arena import WeightsArena, arena_of
 
-__all__ = ["CAPTURE_EPOCH", "NOW_EPOCH", "Capture", "capture"]
+__all__ = [
+    "CAPTURE_EPOCH",
+    "ENGINE_STATE_REASON",
+    "NOW_EPOCH",
+    "Capture",
+    "EngineState",
+    "ModelRegistry",
+    "capture",
+    "capture_arguments",
+    "model_registry",
+    "record_forward",
+]
 
 #: Label of the epoch recorded at capture.
 CAPTURE_EPOCH = "capture"
@@ -40,11 +54,17 @@ NOW_EPOCH = "now"
 
 _INPUT_REASON = "forward input (a static input of the graph)"
 
+#: The reason engine state is exempt (runtime) unless an engine plugin gives another.
+ENGINE_STATE_REASON = (
+    "held by the engine outside the model (static graph inputs, KV caches, scratch): the "
+    "engine refills it, the contract does not cover it"
+)
+
 
 def _input_tensors(value: Any, name: str) -> Iterator[tuple[str, torch.Tensor]]:
     """Tensors with storage in a forward argument, named ``args[0]``, ``x['k'][1]``."""
     if isinstance(value, torch.Tensor):
-        for leaf_name, leaf in _flatten(name, value):
+        for leaf_name, leaf in storage_leaves(name, value):
             if leaf.untyped_storage().nbytes() > 0:
                 yield leaf_name, leaf
     elif isinstance(value, (list, tuple)):
@@ -62,10 +82,12 @@ def _storage_range(tensor: torch.Tensor) -> tuple[int, int]:
 
 def _require_tensor(tensor: object, what: str) -> torch.Tensor:
     if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"{what}: expected a torch.Tensor, got {type(tensor).__qualname__}")
-    leaves = list(_flatten("", tensor))
+        raise GraphcheckTypeError(
+            f"{what}: expected a torch.Tensor, got {type(tensor).__qualname__}"
+        )
+    leaves = list(storage_leaves("", tensor))
     if not leaves or any(leaf.untyped_storage().nbytes() == 0 for _, leaf in leaves):
-        raise ValueError(
+        raise GraphcheckValueError(
             f"{what}: the tensor has no memory graphcheck can see (meta, empty, sparse or "
             f"storage-less: layout {tensor.layout}, device {tensor.device})"
         )
@@ -74,10 +96,107 @@ def _require_tensor(tensor: object, what: str) -> torch.Tensor:
 
 def _require_text(value: object, what: str) -> str:
     if not isinstance(value, str) or not value:
-        raise (TypeError if not isinstance(value, str) else ValueError)(
+        raise (GraphcheckTypeError if not isinstance(value, str) else GraphcheckValueError)(
             f"{what}: expected a non-empty str, got {value!r}"
         )
     return value
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineState:
+    """An engine object whose tensors outside the model are runtime state (weakly held).
+
+    Attributes:
+        name: the prefix of its tensors' paths (``model_runner``).
+        ref: returns the object, or None once it was freed.
+        reason: why its tensors are exempt.
+    """
+
+    name: str
+    ref: Callable[[], object]
+    reason: str
+
+    @classmethod
+    def of(cls, name: str, obj: object, reason: str = ENGINE_STATE_REASON) -> EngineState:
+        """``obj`` as engine state named ``name``: weakly held where its type allows it."""
+        try:
+            ref: Callable[[], object] = weakref.ref(obj)
+        except TypeError:  # no __weakref__ slot (a dict, a tuple): held strongly
+            ref = functools.partial(_same, obj)
+        return cls(name, ref, reason)
+
+
+def _same(obj: object) -> object:
+    return obj
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelRegistry:
+    """What the model says about memory now, as ``CaptureRecord.epoch`` takes it.
+
+    Attributes:
+        parameters: the parameters by module path (wrapper subclasses flattened).
+        buffers: the buffers by module path.
+        runtime_ranges: ``(begin, end, name, reason)`` of the runtime state the census found
+            by attribute name and of the engine state.
+        labels: ``(begin, end, label)`` naming memory the registry does not cover (census
+            paths of unregistered tensors; the watch adds allocation frames).
+    """
+
+    parameters: list[tuple[str, torch.Tensor]]
+    buffers: list[tuple[str, torch.Tensor]]
+    runtime_ranges: list[tuple[int, int, str, str]]
+    labels: list[tuple[int, int, str]]
+
+
+def model_registry(model: torch.nn.Module, engine_states: Iterable[EngineState]) -> ModelRegistry:
+    """The registry of ``model`` now: its tensors, census paths and the engine state's ranges.
+
+    The census of ``model`` names its unregistered tensors (labels) and its runtime state by
+    attribute name; each live engine state adds the storages reachable from it as runtime
+    ranges named ``name.path``, except those the model's census found unregistered: an engine
+    object that holds the model never hides a finding of it.
+    """
+    found = census(model)
+    reached = (*found.entries, *found.allowed)
+    runtime = [(e.storage_begin, e.storage_end, e.path, e.reason) for e in found.exempt]
+    unregistered = {(e.storage_begin, e.storage_end) for e in reached}
+    for state in engine_states:
+        obj = state.ref()
+        if obj is not None:
+            runtime += _engine_ranges(obj, state, unregistered)
+    return ModelRegistry(
+        named_storage_leaves(model.named_parameters()),
+        named_storage_leaves(model.named_buffers()),
+        runtime,
+        [(e.storage_begin, e.storage_end, e.path) for e in reached],
+    )
+
+
+def _engine_ranges(
+    obj: object, state: EngineState, unregistered: set[tuple[int, int]]
+) -> list[tuple[int, int, str, str]]:
+    """Storages reachable from an engine object, as runtime ranges named ``name.path``.
+
+    The walk reaches the model too (a runner holds it): its parameters and buffers get spans
+    first (registered tensors take precedence), and storages the model's census found
+    unregistered are left out.
+    """
+    holder = torch.nn.Module()
+    holder.__dict__[state.name] = obj
+    found = census(holder, runtime_attrs={state.name: state.reason})
+    return [
+        (e.storage_begin, e.storage_end, e.path, state.reason)
+        for e in (*found.exempt, *found.entries)
+        if (e.storage_begin, e.storage_end) not in unregistered
+    ]
+
+
+def _declared(
+    declared: Iterable[tuple[str, torch.Tensor, str]],
+) -> list[tuple[str, torch.Tensor, str]]:
+    """Declared tensors as ``(name, leaf, reason)`` with wrapper subclasses flattened."""
+    return [(ln, leaf, r) for n, t, r in declared for ln, leaf in storage_leaves(n, t)]
 
 
 class Capture:
@@ -107,8 +226,7 @@ class Capture:
         engine_state: Mapping[str, object] | None = None,
     ) -> None:
         self._engine_states = [
-            EngineState(name, _engine_ref(obj), ENGINE_STATE_REASON)
-            for name, obj in (engine_state or {}).items()
+            EngineState.of(name, obj) for name, obj in (engine_state or {}).items()
         ]
         self._model = weakref.ref(model)
         self._model_type = type(model).__qualname__
@@ -177,23 +295,20 @@ class Capture:
             )
         return model
 
+    def _model_registry(self, model: torch.nn.Module) -> ModelRegistry:
+        """The model's part of the registry now (the watch's captures share one per model)."""
+        return model_registry(model, self._engine_states)
+
     def _registry_state(self, model: torch.nn.Module) -> tuple[Any, ...]:
         """The registry now, as ``CaptureRecord.epoch`` takes it after the label."""
-        found = census(model)
-        reached = (*found.entries, *found.allowed)
-        runtime = [(e.storage_begin, e.storage_end, e.path, e.reason) for e in found.exempt]
-        unregistered = {(e.storage_begin, e.storage_end) for e in reached}
-        for state in self._engine_states:
-            obj = state.ref()
-            if obj is not None:
-                runtime += _engine_ranges(obj, state, unregistered)
+        shared = self._model_registry(model)
         return (
-            _leaves(model.named_parameters()),
-            _leaves(model.named_buffers()),
-            [(ln, leaf, r) for n, t, r in self._runtime for ln, leaf in _flatten(n, t)],
-            [(ln, leaf, r) for n, t, r in self._declared_inputs for ln, leaf in _flatten(n, t)],
-            runtime,
-            [(e.storage_begin, e.storage_end, e.path) for e in reached],
+            shared.parameters,
+            shared.buffers,
+            _declared(self._runtime),
+            _declared(self._declared_inputs),
+            shared.runtime_ranges,
+            shared.labels,
         )
 
     # ------------------------------------------------------------ declarations
@@ -229,7 +344,7 @@ class Capture:
         self._add_to_recorded(tensor, name, "input", reason)
 
     def _add_to_recorded(self, tensor: torch.Tensor, name: str, kind: str, reason: str) -> None:
-        for leaf_name, leaf in _flatten(name, tensor):
+        for leaf_name, leaf in storage_leaves(name, tensor):
             begin, end = _storage_range(leaf)
             for i, epoch in enumerate(self._epochs):
                 spans = epoch.spans
@@ -247,13 +362,13 @@ class Capture:
         now, declared and census-found runtime state, inputs), the graph's
         private memory, the weights arena's allocations with their generations
         and every other storage the graph used that is still alive. Raises
-        ``ValueError`` for a label already recorded or ``"now"`` (reserved),
-        :class:`graphcheck.GraphcheckError` once the model was freed, and what
-        the census raises for a bad holder.
+        :class:`~graphcheck.GraphcheckValueError` for a label already recorded or
+        ``"now"`` (reserved), :class:`graphcheck.GraphcheckError` once the model was
+        freed, and what the census raises for a bad holder.
         """
         _require_text(label, "Capture.epoch: label")
         if label == NOW_EPOCH or label in self.epochs:
-            raise ValueError(
+            raise GraphcheckValueError(
                 f"Capture.epoch: the label {label!r} is "
                 + ("reserved for check()" if label == NOW_EPOCH else "already recorded")
                 + f" (recorded: {', '.join(self.epochs)}); pick another"
@@ -336,15 +451,18 @@ def capture_arguments(
 
     Returns the weights arena (the one given, or the live arena holding the model's tensors,
     or None) and the forward's tensor arguments, the graph's static inputs, by name. Raises
-    ``TypeError`` for a model that is not a module or an arena that is not a
-    :class:`~graphcheck.WeightsArena`, ``ValueError`` for a bad ``warmup``.
+    :class:`~graphcheck.GraphcheckTypeError` for a model that is not a module or an arena that
+    is not a :class:`~graphcheck.WeightsArena`, :class:`~graphcheck.GraphcheckValueError` for
+    a bad ``warmup``.
     """
     if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"{what}: model must be a torch.nn.Module, got {type(model).__qualname__}")
+        raise GraphcheckTypeError(
+            f"{what}: model must be a torch.nn.Module, got {type(model).__qualname__}"
+        )
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"{what}: warmup must be an int >= 0, got {warmup!r}")
+        raise GraphcheckValueError(f"{what}: warmup must be an int >= 0, got {warmup!r}")
     if arena is not None and not isinstance(arena, WeightsArena):
-        raise TypeError(
+        raise GraphcheckTypeError(
             f"{what}: arena must be a graphcheck.WeightsArena, got {type(arena).__qualname__}"
         )
     inputs = [
@@ -352,6 +470,45 @@ def capture_arguments(
         *(item for key, value in kwargs.items() for item in _input_tensors(value, key)),
     ]
     return (arena if arena is not None else arena_of(model)), inputs
+
+
+def record_forward(
+    what: str,
+    model: torch.nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    warmup: int,
+    arena: WeightsArena | None,
+    inputs: Iterable[tuple[str, torch.Tensor]],
+    graph_id: int = 1,
+) -> tuple[_torch.CaptureRecord, Any]:
+    """Runs ``warmup`` forwards, then one inside the ATen capture window; ``(record, output)``.
+
+    The arguments as :func:`capture_arguments` returned them; ``inputs`` are declared static
+    inputs before the forward runs, ``graph_id`` is the id the record's graph gets (the watch
+    numbers its graphs). All under ``torch.no_grad()``. When the forward raises, its exception
+    propagates with a note naming ``what`` after the window is closed.
+    """
+    with torch.no_grad():
+        for _ in range(warmup):
+            model(*args, **kwargs)
+        window = _torch.CaptureWindow(arena._native if arena is not None else None, graph_id)
+        try:
+            for name, tensor in inputs:
+                window.declare_input(name, tensor, _INPUT_REASON)
+            output = model(*args, **kwargs)
+            record = window.finish()
+        except Exception as exc:
+            if hasattr(exc, "add_note"):  # Python 3.11+
+                exc.add_note(
+                    f"{what}: the forward of {type(model).__qualname__} raised inside the "
+                    f"capture window; the window is closed and nothing was captured"
+                )
+            raise
+        finally:
+            window.close()
+    return record, output
 
 
 def capture(
@@ -383,35 +540,20 @@ def capture(
     dispatcher ops, unverified on a GPU so far, and the CUPTI-backed capture of
     a real ``torch.cuda.graph`` is not part of the Python API yet.
 
-    Raises ``TypeError`` when ``model`` is not a ``torch.nn.Module``; when the
-    forward raises, its exception propagates (with a note) after the window is
-    closed. Nothing stays installed after an error. Not thread-safe for one
+    Raises :class:`~graphcheck.GraphcheckTypeError` when ``model`` is not a
+    ``torch.nn.Module``; when the forward raises, its exception propagates (with a note)
+    after the window is closed. Nothing stays installed after an error. Not thread-safe for one
     model (the forward runs on the calling thread).
     """
     arena, inputs = capture_arguments("graphcheck.capture", model, warmup, arena, args, kwargs)
     if engine_state is not None and (
         not isinstance(engine_state, Mapping) or not all(isinstance(k, str) for k in engine_state)
     ):
-        raise TypeError(
+        raise GraphcheckTypeError(
             "graphcheck.capture: engine_state must be a mapping of names (str) to engine "
             f"objects, got {_walk_repr(engine_state)}"
         )
-    with torch.no_grad():
-        for _ in range(warmup):
-            model(*args, **kwargs)
-        window = _torch.CaptureWindow(arena._native if arena is not None else None)
-        try:
-            for name, tensor in inputs:
-                window.declare_input(name, tensor, _INPUT_REASON)
-            output = model(*args, **kwargs)
-            record = window.finish()
-        except Exception as exc:
-            if hasattr(exc, "add_note"):
-                exc.add_note(
-                    f"graphcheck.capture: the forward of {type(model).__qualname__} raised "
-                    f"inside the capture window; the window is closed and nothing was captured"
-                )
-            raise
-        finally:
-            window.close()
+    record, output = record_forward(
+        "graphcheck.capture", model, args, kwargs, warmup=warmup, arena=arena, inputs=inputs
+    )
     return Capture(model, record, output, (args, kwargs), arena, engine_state)

@@ -9,11 +9,13 @@ from __future__ import annotations
 import collections
 import dataclasses
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import torch
-from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+from graphcheck._errors import GraphcheckTypeError, GraphcheckValueError
+from graphcheck._utils import wrapper_leaves
 
 
 class StorageView(NamedTuple):
@@ -72,21 +74,21 @@ def is_holder(obj: object) -> bool:
 def holder_tensors(holder: object, path: str) -> dict[str, torch.Tensor]:
     """``holder.persistent_tensors()``, checked: a ``dict`` of ``str`` to tensors.
 
-    ``path`` names the holder in errors. Raises ``TypeError`` naming the
+    ``path`` names the holder in errors. Raises :class:`~graphcheck.GraphcheckTypeError` naming the
     holder path and the offending key when the result is not such a dict.
     """
     tensors = holder.persistent_tensors()  # type: ignore[attr-defined]
     where = f"holder {path} ({type(holder).__qualname__})"
     if not isinstance(tensors, Mapping):
-        raise TypeError(
+        raise GraphcheckTypeError(
             f"{where}: persistent_tensors() must return dict[str, Tensor], "
             f"got {type(tensors).__qualname__}"
         )
     for key, value in tensors.items():
         if not isinstance(key, str):
-            raise TypeError(f"{where}: persistent_tensors() key {key!r} is not a str")
+            raise GraphcheckTypeError(f"{where}: persistent_tensors() key {key!r} is not a str")
         if not isinstance(value, torch.Tensor):
-            raise TypeError(
+            raise GraphcheckTypeError(
                 f"{where}: persistent_tensors()[{key!r}] is "
                 f"{type(value).__qualname__}, expected a torch.Tensor"
             )
@@ -130,24 +132,26 @@ def held_tensors(obj: object, *names: str) -> dict[str, torch.Tensor]:
     """Default ``persistent_tensors()`` of a non-module holder.
 
     Returns the tensor attributes ``names`` of ``obj`` (an attribute that is
-    ``None`` is skipped: an optional tensor; a missing one is an
-    ``AttributeError``, a non-tensor a ``TypeError``), plus the persistent
-    tensors of every holder ``obj`` keeps in an attribute (``__dict__`` or
-    ``__slots__``), named ``<attr>_<name>``; two tensors under one joined name
-    are a ``ValueError`` naming both. A holder reached again while its own
-    tensors are being collected (a cycle) contributes nothing.
+    ``None`` is skipped: an optional tensor; a missing one is a
+    :class:`~graphcheck.GraphcheckValueError`, a non-tensor a
+    :class:`~graphcheck.GraphcheckTypeError`), plus the persistent tensors of every holder
+    ``obj`` keeps in an attribute (``__dict__`` or ``__slots__``), named ``<attr>_<name>``;
+    two tensors under one joined name are a :class:`~graphcheck.GraphcheckValueError` naming
+    both. A holder reached again while its own tensors are being collected (a cycle)
+    contributes nothing.
     """
     tensors: dict[str, torch.Tensor] = {}
     for name in names:
         value = getattr(obj, name, _MISSING)
         if value is _MISSING:
-            raise AttributeError(
-                f"held_tensors: {type(obj).__qualname__} has no attribute {name!r}"
+            raise GraphcheckValueError(
+                f"held_tensors: {type(obj).__qualname__} has no attribute {name!r} (a name "
+                "given to held_tensors must be an attribute of the holder)"
             )
         if value is None:
             continue
         if not isinstance(value, torch.Tensor):
-            raise TypeError(
+            raise GraphcheckTypeError(
                 f"held_tensors: {type(obj).__qualname__}.{name} is "
                 f"{type(value).__qualname__}, expected a torch.Tensor or None"
             )
@@ -165,7 +169,7 @@ def held_tensors(obj: object, *names: str) -> dict[str, torch.Tensor]:
             for name, tensor in holder_tensors(value, where).items():
                 joined = f"{attr}_{name}"
                 if joined in tensors:
-                    raise ValueError(
+                    raise GraphcheckValueError(
                         f"held_tensors: {where}'s key {name!r} is named {joined!r}, which "
                         f"{type(obj).__qualname__} already lists (an attribute or another "
                         "holder's key joined with '_'); rename one of them"
@@ -195,20 +199,6 @@ def dataclass_tensors(obj: Any, prefix: str = "") -> dict[str, torch.Tensor]:
     return tensors
 
 
-def leaves(t: torch.Tensor) -> Iterator[torch.Tensor]:
-    """The tensors that own storage behind ``t`` (through wrapper subclasses)."""
-    if (
-        type(t) is not torch.Tensor
-        and type(t) is not torch.nn.Parameter
-        and is_traceable_wrapper_subclass(t)
-    ):
-        names, _ = t.__tensor_flatten__()
-        for n in names:
-            yield from leaves(getattr(t, n))
-    else:
-        yield t
-
-
 def storage_views(tensor: torch.Tensor) -> set[StorageView]:
     """The storage views behind ``tensor``.
 
@@ -225,5 +215,5 @@ def storage_views(tensor: torch.Tensor) -> set[StorageView]:
             tuple(t.stride()),
             t.dtype,
         )
-        for t in leaves(tensor)
+        for _, t in wrapper_leaves("", tensor)
     }

@@ -1,11 +1,24 @@
-"""Helpers shared by the package's modules (private module, public names)."""
+"""Helpers shared by the package's modules (private module, public names). Imports torch."""
 
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
+from collections.abc import Iterable, Iterator
 
-__all__ = ["glob_regex"]
+import torch
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+__all__ = [
+    "MODEL_FILES",
+    "glob_regex",
+    "internal_prefixes",
+    "is_internal_file",
+    "named_storage_leaves",
+    "storage_leaves",
+    "wrapper_leaves",
+]
 
 
 def glob_regex(glob: str) -> re.Pattern[str]:
@@ -16,3 +29,74 @@ def glob_regex(glob: str) -> re.Pattern[str]:
     the zoo's allowlist and its ``--only`` selection all read globs this way.
     """
     return re.compile(fnmatch.translate(glob.replace("[", "[[]")))
+
+
+# ------------------------------------------------------------------- wrapper tensor subclasses
+
+
+def wrapper_leaves(name: str, tensor: torch.Tensor) -> Iterator[tuple[str, torch.Tensor]]:
+    """The tensors behind ``tensor``, named as the census names them.
+
+    A traceable wrapper subclass (``__tensor_flatten__``, as TorchAO's) owns no storage: its
+    inner tensors do, recursively, named ``name.attr`` (``attr`` alone when ``name`` is
+    empty). Any other tensor (parameters included) is its own leaf, meta and sparse ones too.
+    """
+    if (
+        type(tensor) is not torch.Tensor
+        and type(tensor) is not torch.nn.Parameter
+        and is_traceable_wrapper_subclass(tensor)
+    ):
+        attrs, _ = tensor.__tensor_flatten__()
+        for attr in attrs:
+            yield from wrapper_leaves(f"{name}.{attr}" if name else attr, getattr(tensor, attr))
+    else:
+        yield name, tensor
+
+
+def storage_leaves(name: str, tensor: torch.Tensor) -> Iterator[tuple[str, torch.Tensor]]:
+    """The leaves of ``tensor`` (:func:`wrapper_leaves`) that have memory: strided, not meta."""
+    for leaf_name, leaf in wrapper_leaves(name, tensor):
+        if leaf.layout == torch.strided and not leaf.is_meta:
+            yield leaf_name, leaf
+
+
+def named_storage_leaves(
+    named: Iterable[tuple[str, torch.Tensor | None]],
+) -> list[tuple[str, torch.Tensor]]:
+    """:func:`storage_leaves` of each named tensor (``None`` slots skipped), in order."""
+    return [leaf for name, t in named if t is not None for leaf in storage_leaves(name, t)]
+
+
+# ------------------------------------------------------------------------ allocation sites
+
+#: The package's files whose frames are allocation sites although they are graphcheck's: the
+#: models it ships (graphcheck.reference), which are models like any user's.
+MODEL_FILES = ("reference.py",)
+
+
+def internal_prefixes() -> tuple[str, ...]:
+    """Path prefixes of the files whose stack frames are machinery, not allocation sites.
+
+    The one rule for "graphcheck's own frames", used by the weights arena (its Python
+    allocation sites) and the watch (the caching allocator's frames): torch's package, and
+    every file and folder of graphcheck's package except :data:`MODEL_FILES`. An allocation is
+    labelled with the innermost frame outside these.
+    """
+    package = os.path.dirname(os.path.abspath(__file__))
+    prefixes = [os.path.dirname(os.path.abspath(torch.__file__)) + os.sep]
+    for entry in sorted(os.listdir(package)):
+        if entry in MODEL_FILES:
+            continue
+        path = os.path.join(package, entry)
+        prefixes.append(path + os.sep if os.path.isdir(path) else path)
+    return tuple(prefixes)
+
+
+def is_internal_file(filename: str, prefixes: Iterable[str]) -> bool:
+    """Whether a frame of ``filename`` is machinery: under one of ``prefixes``, or frozen code.
+
+    Frozen importlib (``<frozen ...>``) is machinery; other synthetic names (``<string>``,
+    code run with ``exec``) are the user's. The same test as the arena's in C++
+    (python/torch_arena.cc).
+    """
+    return filename.startswith(tuple(prefixes)) or filename.startswith("<frozen ")

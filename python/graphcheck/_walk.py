@@ -21,7 +21,8 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-from graphcheck._holders import holder_tensors, leaves, slot_names
+from graphcheck._holders import holder_tensors, slot_names
+from graphcheck._utils import wrapper_leaves
 
 StorageKey = tuple[torch.device, int]
 Handler = Callable[[Any, str, int, str], None]
@@ -227,7 +228,7 @@ class Walker:
                 if in_tree:
                     registered.add(id(x))
                     if type(x) is not torch.nn.Parameter and type(x) is not torch.Tensor:
-                        registered.update(id(leaf) for leaf in leaves(x))
+                        registered.update(id(leaf) for _, leaf in wrapper_leaves("", x))
                 if id(x) not in registered:
                     walk(x, prefix + n, depth, reason or runtime.get(n, ""))
                     continue
@@ -312,7 +313,7 @@ class Walker:
 
     def _holder(self, obj: object, path: str, depth: int, reason: str) -> None:
         for tensor in holder_tensors(obj, path).values():
-            for leaf in leaves(tensor):
+            for _, leaf in wrapper_leaves("", tensor):
                 storage = _storage_of(leaf)
                 if storage is not None:
                     self.declared.setdefault((leaf.device, storage[0]), path)
@@ -390,7 +391,7 @@ class Walker:
             raw: list[tuple[int, int]] = []
             plain = (torch.Tensor, torch.nn.Parameter)
             for r in registered_tensors(self.modules):
-                for t in (r,) if type(r) in plain else leaves(r):
+                for t in (r,) if type(r) in plain else (leaf for _, leaf in wrapper_leaves("", r)):
                     ptr = t.data_ptr()
                     last = ptr + _extent(t) - 1 if overlap else ptr
                     i = bisect.bisect_right(begins, last) - 1

@@ -20,14 +20,14 @@ torch.
 from __future__ import annotations
 
 import contextlib
-import os
 import weakref
 from collections.abc import Iterator
 
 import torch
 
-import graphcheck
 from graphcheck import _core, _torch
+from graphcheck._errors import GraphcheckTypeError, GraphcheckValueError
+from graphcheck._utils import internal_prefixes, named_storage_leaves, storage_leaves
 
 __all__ = ["DEFAULT_CAPACITY", "WeightsArena", "arena_of"]
 
@@ -37,15 +37,6 @@ DEFAULT_CAPACITY = 1 << 36
 
 # Every arena alive, for capture() to find the one a model was loaded into.
 _ARENAS: weakref.WeakSet[WeightsArena] = weakref.WeakSet()
-
-
-def _internal_prefixes() -> list[str]:
-    """Files whose frames are machinery, not allocation sites: torch, graphcheck's own code."""
-    torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-    package = os.path.dirname(os.path.abspath(graphcheck.__file__)) + os.sep
-    # graphcheck.reference is a model like any user's: its frames are sites.
-    own = ("_", "arena.py", "testing.py", "contract.py", "census.py", "pytest_plugin.py")
-    return [torch_dir, *(package + name for name in own)]
 
 
 def _tensors(model: torch.nn.Module) -> Iterator[torch.Tensor]:
@@ -76,10 +67,12 @@ class WeightsArena:
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY, *, pool: str = "weights") -> None:
         if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity <= 0:
-            raise ValueError(f"WeightsArena: capacity must be a positive int, got {capacity!r}")
+            raise GraphcheckValueError(
+                f"WeightsArena: capacity must be a positive int, got {capacity!r}"
+            )
         if not isinstance(pool, str) or not pool:
-            raise ValueError(f"WeightsArena: pool must be a non-empty str, got {pool!r}")
-        self._native = _torch.WeightsArena(capacity, pool, _internal_prefixes())
+            raise GraphcheckValueError(f"WeightsArena: pool must be a non-empty str, got {pool!r}")
+        self._native = _torch.WeightsArena(capacity, pool, internal_prefixes())
         self._pool = pool
         _ARENAS.add(self)
 
@@ -97,7 +90,8 @@ class WeightsArena:
         ``with arena.loading(): model = build()`` puts the model's weights and
         everything else its loading allocates on the CPU in the arena, each
         allocation labelled with the Python frame that made it (``file:line in
-        function``: the innermost frame outside torch and graphcheck). The
+        function``: the innermost frame outside torch and graphcheck's machinery, the rule of
+        ``graphcheck._utils.internal_prefixes``; graphcheck.reference's frames are sites). The
         previous allocator is restored on exit, also when the block raises.
         Raises :class:`graphcheck.GraphcheckError` while the arena sleeps.
         """
@@ -120,16 +114,18 @@ class WeightsArena:
         a loading scope is open.
         """
         if isinstance(level, bool) or level not in (1, 2):
-            raise ValueError(f"WeightsArena.sleep: level must be 1 or 2, got {level!r}")
+            raise GraphcheckValueError(f"WeightsArena.sleep: level must be 1 or 2, got {level!r}")
         if model is not None and not isinstance(model, torch.nn.Module):
             got = type(model).__qualname__
-            raise TypeError(f"WeightsArena.sleep: model must be a torch.nn.Module, got {got}")
+            raise GraphcheckTypeError(
+                f"WeightsArena.sleep: model must be a torch.nn.Module, got {got}"
+            )
         if level == 2 and model is None:
-            raise TypeError(
+            raise GraphcheckTypeError(
                 "WeightsArena.sleep(2, model): level 2 keeps the model's registered buffers; "
                 "pass the model"
             )
-        buffers = [] if model is None else _leaves(model.named_buffers())
+        buffers = [] if model is None else named_storage_leaves(model.named_buffers())
         self._native.sleep(level, buffers)
 
     def wake_up(self) -> None:
@@ -154,7 +150,9 @@ class WeightsArena:
 
     def holds(self, model: torch.nn.Module) -> bool:
         """Whether any parameter or buffer of ``model`` lives in the arena."""
-        return any(self.contains(leaf) for t in _tensors(model) for _, leaf in _flatten("", t))
+        return any(
+            self.contains(leaf) for t in _tensors(model) for _, leaf in storage_leaves("", t)
+        )
 
     @property
     def asleep(self) -> bool:
@@ -188,28 +186,3 @@ def arena_of(model: torch.nn.Module) -> WeightsArena | None:
         if arena.holds(model):
             return arena
     return None
-
-
-def _flatten(name: str, tensor: torch.Tensor) -> Iterator[tuple[str, torch.Tensor]]:
-    """``tensor`` as named tensors with storage: a wrapper subclass's inner tensors.
-
-    Inner tensors of a traceable wrapper subclass (``__tensor_flatten__``) are
-    named ``name.attr``, as the census names them.
-    """
-    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
-
-    if (
-        type(tensor) is not torch.Tensor
-        and type(tensor) is not torch.nn.Parameter
-        and is_traceable_wrapper_subclass(tensor)
-    ):
-        attrs, _ = tensor.__tensor_flatten__()
-        for attr in attrs:
-            yield from _flatten(f"{name}.{attr}" if name else attr, getattr(tensor, attr))
-    elif tensor.layout == torch.strided and not tensor.is_meta:
-        yield name, tensor
-
-
-def _leaves(named: Iterator[tuple[str, torch.Tensor]]) -> list[tuple[str, torch.Tensor]]:
-    """Named tensors with storage behind ``named`` (None skipped, wrappers flattened)."""
-    return [leaf for name, t in named if t is not None for leaf in _flatten(name, t)]

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 
 import torch
 
+from graphcheck._errors import GraphcheckKeyError, GraphcheckTypeError, GraphcheckValueError
 from graphcheck._holders import (
     StorageView,
     TensorHolder,
@@ -32,9 +33,9 @@ from graphcheck._holders import (
     held_tensors,
     holder_tensors,
     is_holder,
-    leaves,
     storage_views,
 )
+from graphcheck._utils import wrapper_leaves
 
 __all__ = [
     "CONSTANT_BUFFERS_ATTR",
@@ -85,7 +86,7 @@ class Rebind:
 
 def _require_module(obj: object, what: str) -> torch.nn.Module:
     if not isinstance(obj, torch.nn.Module):
-        raise TypeError(f"{what} must be a torch.nn.Module, got {type(obj).__qualname__}")
+        raise GraphcheckTypeError(f"{what} must be a torch.nn.Module, got {type(obj).__qualname__}")
     return obj
 
 
@@ -108,28 +109,28 @@ def _mismatch(old: torch.Tensor, new: torch.Tensor) -> list[str]:
 def set_derived_buffer(module: torch.nn.Module, name: str, value: torch.Tensor) -> None:
     """Fill the derived-buffer slot ``name`` of ``module`` with ``value``.
 
-    The slot must be declared in ``__init__`` with
-    ``self.register_buffer(name, None, persistent=False)`` (``KeyError``
-    otherwise; a persistent buffer is a ``ValueError``: derived state never
-    belongs in ``state_dict()``). The first tensor (while the slot is ``None``
-    or holds a meta tensor) is assigned; every later one is copied into the
-    tensor already there, so its address never changes, and must match its
-    shape, dtype and device (``ValueError`` naming each difference, expected vs
-    found). It never rebinds. Not thread-safe (mutates ``module``).
+    The slot must be declared in ``__init__`` with ``self.register_buffer(name, None,
+    persistent=False)`` (:class:`~graphcheck.GraphcheckKeyError` otherwise; a persistent buffer
+    is a :class:`~graphcheck.GraphcheckValueError`: derived state never belongs in
+    ``state_dict()``). The first tensor (while the slot is ``None`` or holds a meta tensor) is
+    assigned; every later one is copied into the tensor already there, so its address never
+    changes, and must match its shape, dtype and device
+    (:class:`~graphcheck.GraphcheckValueError` naming each difference, expected vs found). It
+    never rebinds. Not thread-safe (mutates ``module``).
     """
     _require_module(module, "set_derived_buffer: module")
     if not isinstance(value, torch.Tensor):
-        raise TypeError(
+        raise GraphcheckTypeError(
             f"set_derived_buffer({type(module).__name__}, {name!r}): value must be a "
             f"torch.Tensor, got {type(value).__qualname__}"
         )
     if name not in module._buffers:
-        raise KeyError(
+        raise GraphcheckKeyError(
             f"{type(module).__name__} has no buffer slot {name!r}: declare it in "
             f"__init__ with self.register_buffer({name!r}, None, persistent=False)"
         )
     if name not in module._non_persistent_buffers_set:
-        raise ValueError(
+        raise GraphcheckValueError(
             f"{type(module).__name__}.{name} is a persistent buffer: declare the "
             f"derived slot with self.register_buffer({name!r}, None, persistent=False)"
         )
@@ -141,7 +142,7 @@ def set_derived_buffer(module: torch.nn.Module, name: str, value: torch.Tensor) 
         return
     diffs = _mismatch(old, value)
     if diffs:
-        raise ValueError(
+        raise GraphcheckValueError(
             f"set_derived_buffer({type(module).__name__}, {name!r}) copies in place "
             f"and cannot change the buffer: {'; '.join(diffs)}"
         )
@@ -162,7 +163,7 @@ def register_constant_buffer(module: torch.nn.Module, name: str, tensor: torch.T
     """
     _require_module(module, "register_constant_buffer: module")
     if not isinstance(tensor, torch.Tensor):
-        raise TypeError(
+        raise GraphcheckTypeError(
             f"register_constant_buffer({type(module).__name__}, {name!r}): tensor must "
             f"be a torch.Tensor, got {type(tensor).__qualname__}"
         )
@@ -192,14 +193,14 @@ def _held_entries(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str, st
             holder_path = _join(path, attr)
             for name, tensor in holder_tensors(holder, holder_path).items():
                 if "." in name or not name:
-                    raise ValueError(
+                    raise GraphcheckValueError(
                         f"holder {holder_path}: persistent_tensors() key {name!r} "
                         "must be a non-empty name without '.' (it names a buffer)"
                     )
                 buffer = f"{HELD_PREFIX}{attr}_{name}"
                 where = f"{holder_path}.persistent_tensors()[{name!r}]"
                 if buffer in claimed:
-                    raise ValueError(
+                    raise GraphcheckValueError(
                         f"register_held_tensors: {where} and {claimed[buffer]} would both be "
                         f"registered as the buffer {_join(path, buffer)} (the name joins the "
                         "attribute and the key with '_'); rename the attribute or the key so "
@@ -214,18 +215,17 @@ def register_held_tensors(model: torch.nn.Module) -> list[str]:
     """Register the tensors of non-module holders as buffers of their module.
 
     For every attribute of every module of ``model`` that holds a holder (see
-    :func:`is_holder`), each tensor of its ``persistent_tensors()`` becomes the
-    non-persistent buffer ``_held_<attr>_<name>`` of that module, unless all
-    its storage views (:func:`storage_views`) are already registered in the
-    model (a parameter, a buffer, or a holder tensor registered earlier in
-    this call). Rerunning replaces every ``_held_*`` buffer with what the
-    holders keep now; a holder tensor still on meta (a model built on meta
-    whose buffers were imported) keeps the ``_held_*`` buffer already there.
-    Returns the paths of the buffers registered by this call, in module
-    order. Raises ``ValueError`` before registering anything when two holder
-    tensors of one module would get the same buffer name (attribute ``a_b``
-    with key ``c`` and attribute ``a`` with key ``b_c``), naming both. Not
-    thread-safe (mutates the modules' buffers).
+    :func:`is_holder`), each tensor of its ``persistent_tensors()`` becomes the non-persistent
+    buffer ``_held_<attr>_<name>`` of that module, unless all its storage views
+    (:func:`storage_views`) are already registered in the model (a parameter, a buffer, or a
+    holder tensor registered earlier in this call). Rerunning replaces every ``_held_*`` buffer
+    with what the holders keep now; a holder tensor still on meta (a model built on meta whose
+    buffers were imported) keeps the ``_held_*`` buffer already there. Returns the paths of the
+    buffers registered by this call, in module order. Raises
+    :class:`~graphcheck.GraphcheckValueError` before registering anything when two holder
+    tensors of one module would get the same buffer name (attribute ``a_b`` with key ``c`` and
+    attribute ``a`` with key ``b_c``), naming both. Not thread-safe (mutates the modules'
+    buffers).
     """
     _require_module(model, "register_held_tensors: model")
     held = _held_entries(model)
@@ -238,10 +238,12 @@ def register_held_tensors(model: torch.nn.Module) -> list[str]:
                 module._non_persistent_buffers_set.discard(name)
     # Only registered tensors that start where a holder tensor starts can share
     # one of its views: data_ptr() is cheap, storage_views() is not.
-    starts = {leaf.data_ptr() for *_, t in held if not t.is_meta for leaf in leaves(t)}
+    starts = {
+        leaf.data_ptr() for *_, t in held if not t.is_meta for _, leaf in wrapper_leaves("", t)
+    }
     registered: set[StorageView] = set()
     for t in (*model.parameters(), *model.buffers()):
-        for leaf in leaves(t):
+        for _, leaf in wrapper_leaves("", t):
             if leaf.data_ptr() in starts:
                 registered |= storage_views(leaf)
     paths = []
@@ -379,25 +381,25 @@ def _check_weights(
                 targets[_join(path, name)] = t
     unexpected = sorted(k for k in weights if k not in targets)
     if unexpected:
-        raise KeyError(
+        raise GraphcheckKeyError(
             f"reload_in_place: unexpected keys {unexpected} (not a parameter or "
             "persistent buffer of the model; constant and derived buffers are never loaded)"
         )
     loaded = {id(targets[k]) for k in weights}
     missing = sorted(k for k, t in targets.items() if id(t) not in loaded)
     if missing and strict:
-        raise KeyError(
+        raise GraphcheckKeyError(
             f"reload_in_place: missing keys {missing} (pass strict=False to keep "
             "their current values)"
         )
     for key, value in weights.items():
         if not isinstance(value, torch.Tensor):
-            raise TypeError(
+            raise GraphcheckTypeError(
                 f"reload_in_place: weights[{key!r}] is "
                 f"{type(value).__qualname__}, expected a torch.Tensor"
             )
         if value.shape != targets[key].shape:
-            raise ValueError(
+            raise GraphcheckValueError(
                 f"reload_in_place: weights[{key!r}] has shape "
                 f"{tuple(value.shape)}, expected {tuple(targets[key].shape)}"
             )
@@ -413,25 +415,23 @@ def reload_in_place(
 ) -> list[Rebind]:
     """Load ``weights`` into the existing storages of ``model``, layer by layer.
 
-    ``weights`` maps ``state_dict()`` keys (parameters and persistent buffers;
-    tied weights may appear under any of their names) to tensors of the same
-    shape; dtype and device are converted by ``copy_``. Every key is checked
-    before anything is copied: an unknown key is a ``KeyError``, a missing one
-    too unless ``strict=False`` (its tensor keeps its values), a shape
-    mismatch a ``ValueError``. Modules are then visited in post-order
-    (children first, each shared module once): the module's own tensors are
-    copied in place, then ``process(module)`` runs (e.g.
+    ``weights`` maps ``state_dict()`` keys (parameters and persistent buffers; tied weights may
+    appear under any of their names) to tensors of the same shape; dtype and device are
+    converted by ``copy_``. Every key is checked before anything is copied: an unknown key is a
+    :class:`~graphcheck.GraphcheckKeyError`, a missing one too unless ``strict=False`` (its
+    tensor keeps its values), a shape mismatch a :class:`~graphcheck.GraphcheckValueError`.
+    Modules are then visited in post-order (children first, each shared module once): the
+    module's own tensors are copied in place, then ``process(module)`` runs (e.g.
     ``process_weights_after_loading``), which refills derived buffers through
-    :func:`set_derived_buffer`. A parameter, buffer or holder tensor that
-    ``process`` rebinds (one behind a ``_held_*`` buffer, or one that
-    :func:`register_held_tensors` found covered by a parameter or buffer) is
-    reported; it is copied back into its original storage, unless that storage
-    belongs to a parameter or buffer it only shared (those values are kept).
-    The returned list holds every report. Not thread-safe.
+    :func:`set_derived_buffer`. A parameter, buffer or holder tensor that ``process`` rebinds
+    (one behind a ``_held_*`` buffer, or one that :func:`register_held_tensors` found covered by
+    a parameter or buffer) is reported; it is copied back into its original storage, unless that
+    storage belongs to a parameter or buffer it only shared (those values are kept). The
+    returned list holds every report. Not thread-safe.
     """
     _require_module(model, "reload_in_place: model")
     if not isinstance(weights, Mapping):
-        raise TypeError(
+        raise GraphcheckTypeError(
             f"reload_in_place: weights must be a mapping of str to Tensor "
             f"(like state_dict()), got {type(weights).__qualname__}"
         )

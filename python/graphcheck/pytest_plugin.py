@@ -11,7 +11,10 @@ The fixture gives :func:`graphcheck.testing.check_graph_replay`,
 through one object, and after the test checks that nothing was left installed
 (torch's CPU allocator is the one the test started with). Loading the plugin
 imports neither torch nor the compiled modules: only a test that uses the
-fixture does.
+fixture does (hence the imports inside the methods). The fixture's type is public as
+``graphcheck.GraphcheckFixture``, for annotations::
+
+    def test_my_model(graphcheck: GraphcheckFixture) -> None: ...
 """
 
 from __future__ import annotations
@@ -21,17 +24,22 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+__all__ = ["GraphcheckFixture", "graphcheck"]
+
 if TYPE_CHECKING:
     import torch
 
     from graphcheck._capture import Capture
+    from graphcheck._census import Census
     from graphcheck.arena import WeightsArena
-    from graphcheck.census import Census
     from graphcheck.testing import GraphReplayResult
 
 
 class GraphcheckFixture:
-    """What the ``graphcheck`` fixture gives a test. Not thread-safe (one per test)."""
+    """What the ``graphcheck`` fixture gives a test. Not thread-safe (one per test).
+
+    Made by the fixture; lives for one test.
+    """
 
     def check_graph_replay(
         self,
@@ -57,8 +65,8 @@ class GraphcheckFixture:
         return WeightsArena(*args, **kwargs)
 
     def census(self, model: torch.nn.Module, *, allow: Iterable[str] = ()) -> Census:
-        """:func:`graphcheck.census.census` of ``model``."""
-        from graphcheck.census import census
+        """:func:`graphcheck.census` of ``model``."""
+        from graphcheck._census import census
 
         return census(model, allow=allow)
 

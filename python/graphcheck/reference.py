@@ -34,6 +34,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from graphcheck._errors import GraphcheckValueError
 from graphcheck.arena import WeightsArena
 from graphcheck.contract import (
     held_tensors,
@@ -77,7 +78,7 @@ class ReferenceConfig:
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
-            raise ValueError(
+            raise GraphcheckValueError(
                 f"ReferenceConfig.variant: expected one of {VARIANTS}, found {self.variant!r}"
             )
         sizes = (self.hidden, self.layers, self.vocab, self.head_dim, self.max_positions)
@@ -87,7 +88,7 @@ class ReferenceConfig:
             or self.head_dim % 2
             or self.hidden % self.head_dim
         ):
-            raise ValueError(
+            raise GraphcheckValueError(
                 f"ReferenceConfig: expected positive sizes with hidden a multiple of an even "
                 f"head_dim, found hidden {self.hidden}, head_dim {self.head_dim}, layers "
                 f"{self.layers}, vocab {self.vocab}, max_positions {self.max_positions}"

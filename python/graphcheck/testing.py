@@ -38,6 +38,7 @@ import torch.utils._pytree as pytree
 
 from graphcheck import _core
 from graphcheck._capture import CAPTURE_EPOCH, Capture, capture
+from graphcheck._errors import GraphcheckKeyError, GraphcheckTypeError
 from graphcheck.arena import DEFAULT_CAPACITY, WeightsArena
 from graphcheck.contract import Rebind, reload_in_place
 
@@ -111,7 +112,9 @@ class GraphReplayResult:
         for step in self.steps:
             if step.label == label:
                 return step
-        raise KeyError(f"no step {label!r}; the steps are {[s.label for s in self.steps]}")
+        raise GraphcheckKeyError(
+            f"no step {label!r}; the steps are {[s.label for s in self.steps]}"
+        )
 
     @property
     def ok(self) -> bool:
@@ -213,7 +216,7 @@ def _weights_of(checkpoint: Any) -> dict[str, torch.Tensor]:
     if isinstance(value, torch.nn.Module):
         value = value.state_dict()
     if not isinstance(value, Mapping):
-        raise TypeError(
+        raise GraphcheckTypeError(
             f"check_graph_replay: second_checkpoint must be a mapping of str to Tensor, a "
             f"module, or a callable returning one, got {type(value).__qualname__}"
         )
@@ -237,7 +240,7 @@ def _rebind(
                 slots[prefix + name] = (module, name)
     unknown = sorted(set(weights) - set(slots))
     if unknown:
-        raise KeyError(
+        raise GraphcheckKeyError(
             f"check_graph_replay: second_checkpoint has keys that are no parameter or "
             f"persistent buffer of the model: {unknown}"
         )
@@ -284,20 +287,19 @@ def check_graph_replay(
     module, or a callable returning either, called outside the arena) adds the
     rebinding reload; None skips it. ``allow`` globs apply to every check.
 
-    Returns a :class:`GraphReplayResult`; call its
-    :meth:`~GraphReplayResult.assert_clean` in a test. Raises what the factory
-    or forward raises, ``TypeError`` when the factory returns no module, and
-    :class:`graphcheck.GraphcheckError` when a replay cannot run (a storage
-    outside the arena that the graph reads was freed). The arena's loading
-    scopes are closed on every path. Not thread-safe: the process-wide CPU
-    allocator is switched while loading.
+    Returns a :class:`GraphReplayResult`; call its :meth:`~GraphReplayResult.assert_clean` in a
+    test. Raises what the factory or forward raises, :class:`~graphcheck.GraphcheckTypeError`
+    when the factory returns no module, and :class:`graphcheck.GraphcheckError` when a replay
+    cannot run (a storage outside the arena that the graph reads was freed). The arena's loading
+    scopes are closed on every path. Not thread-safe: the process-wide CPU allocator is switched
+    while loading.
     """
     allow = list(allow) if not isinstance(allow, str) else allow  # _core.check refuses a str
     arena = WeightsArena(capacity)
     with arena.loading():
         model = factory()
     if not isinstance(model, torch.nn.Module):
-        raise TypeError(
+        raise GraphcheckTypeError(
             f"check_graph_replay: factory() must return a torch.nn.Module, got "
             f"{type(model).__qualname__}"
         )

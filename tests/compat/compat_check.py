@@ -28,37 +28,33 @@ from compat_index import SourceTree as SourceTree
 from compat_index import WheelTree as WheelTree
 
 REPO = Path(__file__).resolve().parents[2]
-INTEGRATIONS = REPO / "python" / "graphcheck" / "integrations"
-TARGETS_PY = INTEGRATIONS / "targets.py"
-#: targets.py and the modules it imports (relative imports inside the integrations folder).
+TARGETS_DIR = REPO / "python" / "graphcheck" / "integrations" / "targets"
+#: The targets subpackage's modules (relative imports among themselves only).
 TARGET_MODULES = tuple(
-    INTEGRATIONS / name
-    for name in ("targets.py", "_target_types.py", "_vllm_targets.py", "_sglang_targets.py")
+    TARGETS_DIR / name for name in ("__init__.py", "vocabulary.py", "vllm.py", "sglang.py")
 )
 
 
 def load_targets() -> ModuleType:
     """graphcheck.integrations.targets from this working tree, imported by file path.
 
-    The integrations folder is loaded as a package of its own (``graphcheck_compat_integrations``,
-    its ``__init__`` imports nothing), so targets.py's relative imports of its data modules
-    work, and the tier needs neither the installed package (nor its compiled modules) nor a
-    sys.path on which the repository's C++ folder graphcheck/ could shadow it.
+    The targets folder is loaded as a package of its own (``graphcheck_compat_targets``), so
+    its relative imports of its data modules work, and the tier needs neither the installed
+    package (nor its compiled modules) nor a sys.path on which the repository's C++ folder
+    graphcheck/ could shadow it.
     """
-    package = "graphcheck_compat_integrations"
-    name = f"{package}.targets"
-    if name in sys.modules:
-        return sys.modules[name]
-    if package not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            package, INTEGRATIONS / "__init__.py", submodule_search_locations=[str(INTEGRATIONS)]
-        )
-        if spec is None or spec.loader is None:
-            raise RuntimeError(f"cannot load {INTEGRATIONS}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[package] = module  # dataclasses look the module up while the class is built
-        spec.loader.exec_module(module)
-    return importlib.import_module(name)
+    package = "graphcheck_compat_targets"
+    if package in sys.modules:
+        return sys.modules[package]
+    spec = importlib.util.spec_from_file_location(
+        package, TARGETS_DIR / "__init__.py", submodule_search_locations=[str(TARGETS_DIR)]
+    )
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot load {TARGETS_DIR}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[package] = module  # dataclasses look the module up while the class is built
+    spec.loader.exec_module(module)
+    return module
 
 
 T = load_targets()

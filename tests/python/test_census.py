@@ -1,4 +1,4 @@
-"""Tests of graphcheck.census: path grammar, coverage, exemptions, allowlist, bad input."""
+"""Tests of graphcheck.census(): path grammar, coverage, exemptions, allowlist, bad input."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from graphcheck import _walk
-from graphcheck.census import RUNTIME_STATE_ATTRS, Census, census
+from graphcheck import RUNTIME_STATE_ATTRS, Census, _walk, census
 from graphcheck.contract import held_tensors, register_held_tensors
 from wrapper_tensor import TwoPartTensor
 

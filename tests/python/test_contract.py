@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 import torch
 
+import graphcheck
 from contract_fakes import BadHolder, Derived, Holder, QuantMethod, SlotHolder, held_layer
 from graphcheck.contract import (
     CONSTANT_BUFFERS_ATTR,
@@ -194,7 +195,9 @@ def test_held_tensors_bad_nested_holder_names_its_owner() -> None:
 
 def test_held_tensors_bad_names() -> None:
     holder = QuantMethod(torch.ones(1))
-    with pytest.raises(AttributeError, match="QuantMethod has no attribute 'scales'"):
+    with pytest.raises(
+        graphcheck.GraphcheckValueError, match="QuantMethod has no attribute 'scales'"
+    ):
         held_tensors(holder, "scales")
     holder.name = "x"  # type: ignore[attr-defined]
     with pytest.raises(TypeError, match=r"QuantMethod.name is str, expected a torch.Tensor"):

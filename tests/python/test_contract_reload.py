@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from contract_fakes import Derived, QuantMethod, held_layer
-from graphcheck.census import census
+from graphcheck import census
 from graphcheck.contract import (
     Rebind,
     register_constant_buffer,

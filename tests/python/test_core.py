@@ -88,19 +88,23 @@ def test_every_public_name_resolves() -> None:
 
 
 def test_lazy_names_match_their_modules() -> None:
-    from graphcheck import census, contract
+    from graphcheck import _census, contract
 
     assert set(graphcheck._LAZY_MODULES) == {
         "graphcheck.contract",
         "graphcheck._capture",
+        "graphcheck._census",
         "graphcheck.arena",
         "graphcheck.testing",
-        "graphcheck._watch",
+        "graphcheck._watch.output",
+        "graphcheck._watch.process",
+        "graphcheck._watch.watch",
+        "graphcheck.pytest_plugin",
     }
     assert set(graphcheck._LAZY_MODULES["graphcheck.contract"]) == set(contract.__all__)
+    assert set(graphcheck._LAZY_MODULES["graphcheck._census"]) == set(_census.__all__)
     assert graphcheck.set_derived_buffer is contract.set_derived_buffer
-    assert graphcheck.census is census
-    assert callable(census.census)
+    assert graphcheck.census is _census.census and callable(graphcheck.census)
 
 
 def test_unknown_attribute_raises_attribute_error() -> None:

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 import graphcheck
-from graphcheck.integrations import _core, sglang, vllm
+from graphcheck import integrations
+from graphcheck.integrations import sglang, vllm
 from watch_fakes import PLANTED, fake_watch, forget_modules, owners, write_package
 
 VLLM_WORKER = """
@@ -304,7 +305,7 @@ def test_vllm_additional_config_turns_it_on_and_error_mode_fails_the_call(
 
 def patched_worker(
     tmp_path: Path, source: str, caplog: pytest.LogCaptureFixture
-) -> _core.PatchReport:
+) -> integrations.PatchReport:
     """Patches the Worker of a fake vllm whose worker module is ``source``; returns the report."""
     write_package(tmp_path / "engines", {"vllm/v1/worker/gpu_worker.py": source})
     module = importlib.import_module(vllm.WORKER_MODULE)
@@ -411,13 +412,17 @@ def test_patch_methods_reports_and_undoes() -> None:
 
     calls: list[tuple[Any, ...]] = []
     points = [
-        _core.PatchPoint("e.load", "Engine.load", _core.Action.REGISTER_MODEL, _core.Need.REQUIRED),
-        _core.PatchPoint("e.gone", "Engine.gone", _core.Action.NEW_EPOCH, _core.Need.OPTIONAL),
+        integrations.PatchPoint(
+            "e.load", "Engine.load", integrations.Action.REGISTER_MODEL, integrations.Need.REQUIRED
+        ),
+        integrations.PatchPoint(
+            "e.gone", "Engine.gone", integrations.Action.NEW_EPOCH, integrations.Need.OPTIONAL
+        ),
     ]
-    report = _core.PatchReport("test engine")
+    report = integrations.PatchReport("test engine")
     module = type(sys)("fake_engine_module")
     module.Engine = Engine  # type: ignore[attr-defined]
-    undo = _core.patch_methods(
+    undo = integrations.patch_methods(
         module, points, lambda p: lambda *a, **k: calls.append((p.key, *a)), report
     )
     assert report.patched == ["e.load"] and report.ok
@@ -431,14 +436,16 @@ def test_patch_methods_reports_and_undoes() -> None:
 
 
 def test_a_failing_hook_never_breaks_the_engine(caplog: pytest.LogCaptureFixture) -> None:
-    point = _core.PatchPoint("e.x", "E.x", _core.Action.NEW_EPOCH, _core.Need.OPTIONAL)
+    point = integrations.PatchPoint(
+        "e.x", "E.x", integrations.Action.NEW_EPOCH, integrations.Need.OPTIONAL
+    )
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise KeyError("boom")
 
     with caplog.at_level(logging.ERROR, logger="graphcheck.integrations"):
-        _core.run_hook(broken, point, None, (), {})
+        integrations.run_hook(broken, point, None, (), {})
     assert "the hook after e.x failed (the engine goes on)" in caplog.text
-    assert _core.tags_label("after_wake", ["weights", "kv_cache"]) == (
+    assert integrations.tags_label("after_wake", ["weights", "kv_cache"]) == (
         "after_wake[weights,kv_cache]"
     )

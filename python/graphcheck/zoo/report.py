@@ -4,7 +4,7 @@ Allowlist format (``--allow``, ``--write-allowlist``): one entry per line,
 ``Arch:path-glob``; blank lines and lines starting with ``#`` are comments.
 ``Arch`` is an architecture name or an fnmatch glob over names
 (``LlamaModel@rope_*``, ``*``); ``path-glob`` is a census path glob as
-:func:`graphcheck.census.census` takes it (``*`` and ``?``, brackets literal:
+:func:`graphcheck.census` takes it (``*`` and ``?``, brackets literal:
 ``experts[*].weight``). The file the tool writes groups the entries by
 architecture, one glob per site, each under a comment naming the class and
 attribute that keep the tensor and the file that defines it.

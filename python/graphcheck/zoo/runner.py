@@ -77,7 +77,7 @@ def prepare() -> str:
     import transformers.modeling_utils  # noqa: F401
     from transformers.utils import logging as hf_logging
 
-    import graphcheck.census  # noqa: F401
+    import graphcheck._census  # noqa: F401
     import graphcheck.zoo.inputs  # noqa: F401
     import graphcheck.zoo.overrides  # noqa: F401
     import graphcheck.zoo.sites  # noqa: F401

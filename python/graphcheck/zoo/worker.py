@@ -170,7 +170,7 @@ def _build(cls: Any, config: Any, level: str) -> Any:
 
 def census_entries(model: Any) -> list[dict[str, Any]]:
     """The census findings of ``model`` as JSON-ready dicts, each with its site."""
-    from graphcheck.census import census
+    from graphcheck import census
     from graphcheck.zoo.sites import resolve_site
 
     return [

@@ -81,7 +81,7 @@ def prepare() -> str:
 
     registry._run_in_subprocess = lambda fn: fn()  # type: ignore[attr-defined]
 
-    import graphcheck.census  # noqa: F401
+    import graphcheck._census  # noqa: F401
     import graphcheck.testing  # noqa: F401
     import graphcheck.zoo.vllm_engine.worker  # noqa: F401
 

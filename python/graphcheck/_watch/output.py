@@ -1,6 +1,6 @@
-"""What a check point of :func:`graphcheck.watch` produces: one report, its files, its error.
+"""What a check point of :func:`graphcheck.watch` produces: one report, its files, its log.
 
-Private to :mod:`graphcheck._watch`. Every graph is checked on its own (in its
+Every graph is checked on its own (in its
 own epoch: graphs of one engine share a memory pool, so one graph's private
 memory may be another's later), and the reports are merged into one report of
 format version 1 (:func:`merge_reports`): summaries added, findings in graph
@@ -8,21 +8,36 @@ order (graph ids are unique in a watch), a glob stale only when it matched
 nothing in any graph. :class:`ReportWriter` writes each check point's JSON and
 text report, one pair per check point, named by time so that the last one
 sorts last, appends a line to ``index.jsonl`` and rewrites each graph's
-snapshot (all its epochs so far).
+snapshot (all its epochs so far). :func:`log_result` logs a check point as its mode says.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphcheck import _core
+
+if TYPE_CHECKING:
+    from graphcheck._capture import Capture
+
+__all__ = [
+    "CheckResult",
+    "FindingsError",
+    "ReportWriter",
+    "log_result",
+    "merge_reports",
+    "safe_label",
+]
+
+log = logging.getLogger("graphcheck.watch")
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -166,7 +181,9 @@ class ReportWriter:
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.folder = Path(folder)
 
-    def write(self, result: CheckResult, snapshots: Sequence[tuple[int, Any]]) -> dict[str, str]:
+    def write(
+        self, result: CheckResult, snapshots: Sequence[tuple[int, Capture]]
+    ) -> dict[str, str]:
         """Write ``result``'s files and the graphs' snapshots; returns what was written."""
         self.folder.mkdir(parents=True, exist_ok=True)
         t = time.gmtime(result.time)
@@ -194,3 +211,24 @@ def _atomic_write(path: str, text: str) -> None:
     with open(path + ".tmp", "w", encoding="utf-8") as out:
         out.write(text)
     os.replace(path + ".tmp", path)
+
+
+def log_result(result: CheckResult, mode: str) -> None:
+    """Logs a check point: skipped graphs and stale globs as warnings, then its summary line.
+
+    Clean: info. Findings in ``warn`` mode: a warning with the report file, or the text report
+    when none was written. In ``error`` mode the findings are the :class:`FindingsError`'s.
+    """
+    where = f" (report: {result.files['report_text']})" if result.files else ""
+    for skip in result.skipped:
+        log.warning("graphcheck: check point %r: %s", result.label, skip)
+    if result.report.stale_allow:
+        log.warning(
+            "graphcheck: allowlist globs that matched nothing: %s",
+            ", ".join(result.report.stale_allow),
+        )
+    if result.ok:
+        log.info("%s%s", result.summary_line(), where)
+    elif mode == "warn":
+        text = "" if result.files else f"\n{result.report}"
+        log.warning("%s%s%s", result.summary_line(), where, text)

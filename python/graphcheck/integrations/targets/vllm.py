@@ -6,7 +6,7 @@ Read from the released wheels: ``seen`` is where, in the release
 
 from __future__ import annotations
 
-from ._target_types import (
+from .vocabulary import (
     ARGS,
     KWARGS,
     SELF,

@@ -34,14 +34,16 @@ fails on either kind for the pinned releases.
 Plain data and the two helpers both sides need (:func:`compare_params`, :func:`parse_version`);
 no import of vllm, sglang or torch. Immutable: safe to share between threads.
 
-The data is split by engine (``_vllm_targets``, ``_sglang_targets``) and the vocabulary and
-helpers live in ``_target_types``; this module is the one place to import them from.
+One subpackage: the data is split by engine (:mod:`.vllm`, :mod:`.sglang`), the vocabulary
+and helpers both share live in :mod:`.vocabulary`; this package is the one place to import
+them from. It imports nothing outside itself (the compat tier loads it by file path).
 """
 
 from __future__ import annotations
 
-from ._sglang_targets import SGLANG_TARGETS
-from ._target_types import (
+from .sglang import SGLANG_TARGETS
+from .vllm import VLLM_TARGETS
+from .vocabulary import (
     ARGS,
     KWARGS,
     SELF,
@@ -63,7 +65,6 @@ from ._target_types import (
     parse_version,
     pos,
 )
-from ._vllm_targets import VLLM_TARGETS
 
 __all__ = [
     "ARGS",

@@ -6,10 +6,11 @@ The plugins (``graphcheck.integrations.vllm``, ``graphcheck.integrations.sglang`
 :class:`AttributeTarget`, :class:`ConstantTarget`, :class:`CallTarget`), the entry point
 (:class:`EntryPoint`), and the helpers :func:`compare_params`, :func:`params_from_signature`,
 :func:`format_params` and :func:`parse_version`. The per-engine data lives in
-``_vllm_targets`` and ``_sglang_targets``; import everything from ``targets``.
+:mod:`.vllm` and :mod:`.sglang`; import everything from ``graphcheck.integrations.targets``.
 
-Plain data; no import of vllm, sglang or torch (the compat tier loads this folder by path,
-without the graphcheck package). Immutable: safe to share between threads.
+Plain data; no import of vllm, sglang, torch or graphcheck (the compat tier loads this folder
+by path, as a package of its own, without the graphcheck package: errors here are the
+built-ins). Immutable: safe to share between threads.
 """
 
 from __future__ import annotations
@@ -270,7 +271,8 @@ def parse_version(text: str) -> tuple[int, ...]:
     ``0.34.0``; a local part (``+cu128``) is ignored.
 
     Raises:
-        ValueError: the text is not a version.
+        ValueError: the text is not a version (a plain ``ValueError``: this folder is
+            loaded without the graphcheck package, see the module docstring).
     """
     match = _VERSION.match(text.strip())
     if match is None:

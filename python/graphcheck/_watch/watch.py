@@ -1,80 +1,73 @@
-"""The server debug flag's engine: :func:`watch`, :func:`checkpoint` and :class:`Watch`.
+"""The watch: :class:`Watch` records graphs, keeps the models and settings, runs check points.
 
-Re-exported as ``graphcheck.watch``, ``graphcheck.checkpoint`` and
-``graphcheck.current_watch``. ``watch()`` gives the process one watch: from then
-on every CUDA graph capture (``torch.cuda.graph`` or a direct
-``CUDAGraph.capture_begin``/``capture_end``) is recorded through the ATen capture
-window and checked when it ends; ``checkpoint(label)`` records an epoch (after a
-wake-up, a weight reload) and checks every watched graph against it. In a
-process without CUDA graphs (the CPU twin, tests), :meth:`Watch.capture`
-records a forward the same way. Reports (JSON, format version 1, and text) and
-snapshots go to ``out_dir``; ``mode="error"`` raises :class:`FindingsError`
-(with the text report) in the process that owns the graph, ``warn`` logs.
-
-``GRAPHCHECK=1`` starts a watch in any Python process right after it imports
-torch (docs/server.md). The CUDA path is unverified: it has not run on a GPU.
-
-How graphs are recorded (the capture callbacks, :meth:`Watch.capture`) lives in
-:mod:`graphcheck._watch_record`; this module holds the bookkeeping, the check points and the
-process's one watch.
+A graph reaches the watch in one of two ways. A CUDA graph capture (``torch.cuda.graph`` or a
+direct ``CUDAGraph.capture_begin``/``capture_end``) calls the watch's
+:class:`~graphcheck._watch.cuda_hooks.CaptureHooks` callbacks: the ATen capture window opens
+right after ``capture_begin``, on the capturing thread (the window is thread-local, as a
+stream capture is), and is finished right after ``capture_end``. In a process without CUDA
+graphs (the CPU twin, tests), :meth:`Watch.capture` records a forward the same way. Each graph
+is checked when recorded (:attr:`Watch.check_on_capture`) or at the next
+:meth:`Watch.check_pending`; :meth:`Watch.checkpoint` records an epoch (after a wake-up, a
+weight reload) and checks every graph against it. The CUDA path is unverified: it has not run
+on a GPU.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 
-from graphcheck import _core
-from graphcheck._watch_cuda import AllocatorHistory, CaptureHooks, capture_device
-from graphcheck._watch_env import MODES, flag_on, settings_from_env
-from graphcheck._watch_graph import (
+from graphcheck import _core, _torch
+from graphcheck._capture import (
     ENGINE_STATE_REASON,
     EngineState,
-    ModelGetter,
-    ModelSource,
-    RegistryCache,
-    _engine_ref,
-    _weak_getter,
+    capture_arguments,
+    record_forward,
 )
-from graphcheck._watch_output import CheckResult, FindingsError, ReportWriter, merge_reports
-from graphcheck._watch_record import Recorder, WatchedGraph
+from graphcheck._errors import GraphcheckValueError
+from graphcheck._watch.cuda_hooks import AllocatorHistory, CaptureHooks, capture_device
+from graphcheck._watch.graphs import WatchedCapture, WatchedGraph, watched_capture
+from graphcheck._watch.output import (
+    CheckResult,
+    FindingsError,
+    ReportWriter,
+    log_result,
+    merge_reports,
+)
+from graphcheck._watch.registry import ModelGetter, ModelSource, RegistryCache, weak_getter
+from graphcheck._watch.settings import MODES
+from graphcheck.arena import WeightsArena
 
-__all__ = [
-    "CheckResult",
-    "FindingsError",
-    "Watch",
-    "WatchedGraph",
-    "checkpoint",
-    "current_watch",
-    "watch",
-    "watch_from_env",
-]
+__all__ = ["Watch"]
 
 log = logging.getLogger("graphcheck.watch")
 
-_LOCK = threading.RLock()
-_ACTIVE: Watch | None = None
 
-
-class Watch(Recorder):
+class Watch:
     """The process's watch: graphs recorded, models, settings, check points.
 
-    Made by :func:`watch` (one per process). ``mode`` is ``"warn"`` or
-    ``"error"``; ``out_dir`` the folder for reports and snapshots (None: none
-    written, results kept in :attr:`results` and logged); ``allow`` allowlist
-    globs applied to every check.
+    Made by :func:`graphcheck.watch` (one per process; tests make their own). ``mode`` is
+    ``"warn"`` or ``"error"``; ``out_dir`` the folder for reports and snapshots (None: none
+    written, results kept in :attr:`results` and logged); ``allow`` allowlist globs applied
+    to every check. The rest is for tests and the process's one watch: ``cuda_hooks`` installs
+    the capture hooks on ``graph_class`` (default ``torch.cuda.CUDAGraph``) or on the global
+    hooks of ``hooks_module``; ``device_of`` names a graph's device; ``allocator_history``
+    records the caching allocator's frames; ``on_close`` is called once by :meth:`close`.
 
-    Thread safety: the bookkeeping is under one lock; a capture is recorded on
-    the thread that captures (the ATen window is thread-local). A check point
-    reads the models' tensors: do not run it while another thread reloads them.
+    Thread safety: the bookkeeping is under one lock; a capture is recorded on the thread
+    that captures (the ATen window is thread-local). A check point reads the models' tensors:
+    do not run it while another thread reloads them. Lifetime: graphs are forgotten when
+    their CUDA graph is freed; a closed watch keeps its graphs and results readable.
     """
 
     def __init__(
@@ -87,8 +80,9 @@ class Watch(Recorder):
         cuda_hooks: bool = True,
         graph_class: type | None = None,
         hooks_module: Any = "default",
-        device_of: Any = capture_device,
+        device_of: Callable[[object], torch.device] = capture_device,
         allocator_history: bool = True,
+        on_close: Callable[[Watch], None] | None = None,
     ) -> None:
         self._lock = threading.RLock()
         self.mode = mode
@@ -107,8 +101,11 @@ class Watch(Recorder):
         self._registry = RegistryCache()
         self._runtime: list[tuple[torch.Tensor, str, str]] = []
         self._inputs: list[tuple[str, torch.Tensor, str]] = []
-        self._open: dict[int, tuple[Any, int, torch.device, threading.Thread]] = {}
+        # id(graph) -> (window, graph id, device, capturing thread), between begin and end.
+        self._open: dict[int, tuple[_torch.CaptureWindow, int, torch.device, threading.Thread]]
+        self._open = {}
         self._device_of = device_of
+        self._on_close = on_close
         self._history = AllocatorHistory()
         if allocator_history:
             self._history.enable()
@@ -148,7 +145,9 @@ class Watch(Recorder):
     @mode.setter
     def mode(self, value: str) -> None:
         if value not in MODES:
-            raise ValueError(f"graphcheck.watch: mode must be one of {MODES}, got {value!r}")
+            raise GraphcheckValueError(
+                f"graphcheck.watch: mode must be one of {MODES}, got {value!r}"
+            )
         self._mode = value
 
     @property
@@ -193,7 +192,7 @@ class Watch(Recorder):
         any, a graph's model is every root module with parameters on its
         device. Only a weak reference to a module is kept.
         """
-        getter = _weak_getter(model)
+        getter = weak_getter(model)
         with self._lock:
             self._models[name] = getter
             self._registry.invalidate()
@@ -209,7 +208,7 @@ class Watch(Recorder):
         with self._lock:
             self._registry.engine_states = [
                 s for s in self._registry.engine_states if s.name != name
-            ] + [EngineState(name, _engine_ref(obj), reason)]
+            ] + [EngineState.of(name, obj, reason)]
             self._registry.invalidate()
 
     def declare_runtime(self, tensor: torch.Tensor, name: str, reason: str) -> None:
@@ -236,7 +235,7 @@ class Watch(Recorder):
             self._discovery[key] = ModelSource(device=device)
         return self._discovery[key]
 
-    def _add(self, capture: Any, graph_id: int, kind: str, device: str) -> WatchedGraph:
+    def _add(self, capture: WatchedCapture, graph_id: int, kind: str, device: str) -> WatchedGraph:
         graph = WatchedGraph(graph_id, capture, kind, device)
         for tensor, name, reason in self._runtime:
             capture.declare_runtime(tensor, name, reason)
@@ -249,17 +248,109 @@ class Watch(Recorder):
         with self._lock:
             self._graphs = [g for g in self._graphs if g.id != graph_id]
 
-    # --------------------------------------------------------------- checks
+    # ------------------------------------------------------------- CUDA capture
+
+    def _capture_begins(self, graph: object) -> None:
+        if self.closed:
+            return
+        device = self._device_of(graph)
+        with self._lock:
+            graph_id = next(self._ids)
+        window = _torch.CaptureWindow(None, graph_id)  # raises inside another window
+        with self._lock:
+            self._open[id(graph)] = (window, graph_id, device, threading.current_thread())
+
+    def _capture_aborted(self, graph: object) -> None:
+        with self._lock:
+            entry = self._open.pop(id(graph), None)
+        if entry is not None:
+            entry[0].close()
+
+    def _capture_ends(self, graph: object) -> None:
+        with self._lock:
+            entry = self._open.pop(id(graph), None)
+        if entry is None:
+            return
+        window, graph_id, device, thread = entry
+        if thread is not threading.current_thread():
+            window.close()
+            log.warning(
+                "graphcheck: graph %d ended its capture on another thread than it began on; "
+                "it is not watched",
+                graph_id,
+            )
+            return
+        try:
+            record = window.finish()
+        finally:
+            window.close()
+        with self._lock:
+            if self.check_on_capture:
+                self._registry.invalidate()
+            capture = watched_capture(self._source(device), self._registry, record)
+            watched = self._add(capture, graph_id, "cuda", str(device))
+        with contextlib.suppress(TypeError):  # a graph without weak references stays watched
+            weakref.finalize(graph, self._forget, graph_id)
+        if self.check_on_capture:
+            self._check("capture", [watched], fresh=False)
+
+    # ------------------------------------------------------------------ CPU twin
+
+    def capture(
+        self,
+        model: torch.nn.Module,
+        *args: Any,
+        warmup: int = 1,
+        arena: WeightsArena | None = None,
+        **kwargs: Any,
+    ) -> WatchedCapture:
+        """Capture one forward of ``model`` through the ATen window and watch it (the CPU twin).
+
+        As :func:`graphcheck.capture` (``warmup`` forwards first, the tensor
+        arguments are the graph's static inputs, ``arena`` the weights arena,
+        found by default), for a process without CUDA graphs: the graph is
+        recorded like a CUDA capture and checked now unless
+        :attr:`check_on_capture` is off. Returns the :class:`graphcheck.Capture`
+        (``replay()`` re-executes it); raises :class:`FindingsError` in
+        ``error`` mode after recording it.
+        """
+        arena, inputs = capture_arguments("Watch.capture", model, warmup, arena, args, kwargs)
+        with self._lock:
+            graph_id = next(self._ids)
+        record, output = record_forward(
+            "Watch.capture",
+            model,
+            args,
+            kwargs,
+            warmup=warmup,
+            arena=arena,
+            inputs=inputs,
+            graph_id=graph_id,
+        )
+        source = ModelSource([("model", weakref.ref(model))])
+        with self._lock:
+            self._registry.invalidate()
+            capture = watched_capture(source, self._registry, record, output, (args, kwargs), arena)
+            device = next((str(p.device) for p in model.parameters()), "cpu")
+            watched = self._add(capture, graph_id, "cpu twin", device)
+        if self.check_on_capture:
+            self._check("capture", [watched], fresh=False)
+        return capture
+
+    # ------------------------------------------------------------------- checks
 
     def checkpoint(self, label: str) -> CheckResult | None:
         """Record the epoch ``label`` for every watched graph and check each against it.
 
         Returns the check point (one merged report, its files), or None when
         no graph is watched. Raises :class:`FindingsError` in ``error`` mode
-        when there are findings (after writing the files).
+        when there are findings (after writing the files), and
+        :class:`graphcheck.GraphcheckValueError` for an empty label or ``"now"``.
         """
         if not isinstance(label, str) or not label or label == "now":
-            raise ValueError(f"graphcheck.checkpoint: expected a non-empty label, got {label!r}")
+            raise GraphcheckValueError(
+                f"graphcheck.checkpoint: expected a non-empty label other than 'now', got {label!r}"
+            )
         with self._lock:
             graphs = list(self._graphs)
             self._registry.invalidate()
@@ -314,35 +405,19 @@ class Watch(Recorder):
                 except OSError as exc:
                     log.error("graphcheck: could not write reports to %s: %s", self.out_dir, exc)
             self._results.append(result)
-        self._log(result)
+        log_result(result, self.mode)
         if self.mode == "error" and not result.ok:
             raise FindingsError(result)
         return result
 
-    def _log(self, result: CheckResult) -> None:
-        where = f" (report: {result.files['report_text']})" if result.files else ""
-        for skip in result.skipped:
-            log.warning("graphcheck: check point %r: %s", result.label, skip)
-        if result.report.stale_allow:
-            log.warning(
-                "graphcheck: allowlist globs that matched nothing: %s",
-                ", ".join(result.report.stale_allow),
-            )
-        if result.ok:
-            log.info("%s%s", result.summary_line(), where)
-        elif self.mode == "warn":
-            text = "" if result.files else f"\n{result.report}"
-            log.warning("%s%s%s", result.summary_line(), where, text)
-
-    # --------------------------------------------------------------- lifetime
+    # ------------------------------------------------------------------ lifetime
 
     def close(self) -> None:
         """Remove the capture hooks, stop the allocator history if the watch started it.
 
         Graphs and results stay readable. The process has no watch afterwards
-        (:func:`watch` starts a new one). Idempotent.
+        (:func:`graphcheck.watch` starts a new one). Idempotent.
         """
-        global _ACTIVE
         with self._lock:
             if self.closed:
                 return
@@ -353,93 +428,5 @@ class Watch(Recorder):
                 window.close()
             self._open.clear()
             self._history.disable()
-        with _LOCK:
-            if _ACTIVE is self:
-                _ACTIVE = None
-
-
-def watch(
-    model: torch.nn.Module | ModelGetter | None = None,
-    *,
-    mode: str | None = None,
-    out_dir: str | os.PathLike[str] | None = None,
-    allow: Iterable[str] | None = None,
-    origin: str = "graphcheck.watch()",
-    **options: Any,
-) -> Watch:
-    """Watch every CUDA graph this process captures from now on; returns the process's watch.
-
-    ``model`` is the model the graphs are checked against (default: every
-    root ``nn.Module`` with parameters on the capture's device, found when a
-    capture ends). ``mode`` ``"warn"`` logs findings, ``"error"`` raises
-    :class:`FindingsError` with the text report; ``out_dir`` receives one JSON
-    and one text report per check point and each graph's snapshot; ``allow``
-    holds allowlist globs. Each defaults to the environment
-    (``GRAPHCHECK_MODE``, ``GRAPHCHECK_DIR``, ``GRAPHCHECK_ALLOW``), else
-    ``warn``, no files, no globs.
-
-    A process has one watch: calling this again returns it, adding ``model``
-    and changing the settings given. ``options`` go to :class:`Watch` for a new
-    watch (tests: ``graph_class``, ``hooks_module``, ``device_of``,
-    ``cuda_hooks``, ``allocator_history``).
-    """
-    global _ACTIVE
-    env = settings_from_env() if _env_configured() else None
-    with _LOCK:
-        if _ACTIVE is None or _ACTIVE.closed:
-            _ACTIVE = Watch(
-                mode=mode or (env.mode if env else "warn"),
-                out_dir=out_dir if out_dir is not None else (env.out_dir if env else None),
-                allow=allow if allow is not None else (env.allow if env else ()),
-                origin=origin,
-                **options,
-            )
-            for problem in env.problems if env else ():
-                log.warning("graphcheck: %s", problem)
-            log.info(
-                "graphcheck: watching CUDA graph captures (%s); mode %s, reports to %s",
-                _ACTIVE.capture_hooks,
-                _ACTIVE.mode,
-                _ACTIVE.out_dir or "the log only",
-            )
-        else:
-            if mode is not None:
-                _ACTIVE.mode = mode
-            if out_dir is not None:
-                _ACTIVE.out_dir = out_dir
-            if allow is not None:
-                _ACTIVE.allow = tuple(allow)
-        active = _ACTIVE
-    if model is not None:
-        active.add_model(model)
-    return active
-
-
-def _env_configured() -> bool:
-    return flag_on() or any(
-        os.environ.get(name) for name in ("GRAPHCHECK_MODE", "GRAPHCHECK_DIR", "GRAPHCHECK_ALLOW")
-    )
-
-
-def watch_from_env(origin: str = "GRAPHCHECK=1 import hook") -> Watch | None:
-    """The watch ``GRAPHCHECK`` asks for (started if needed), or None when it is off."""
-    if not flag_on():
-        return None
-    return watch(origin=origin)
-
-
-def current_watch() -> Watch | None:
-    """The process's watch, or None when none is active."""
-    with _LOCK:
-        return _ACTIVE if _ACTIVE is not None and not _ACTIVE.closed else None
-
-
-def checkpoint(label: str) -> CheckResult | None:
-    """Record the epoch ``label`` and check every watched graph against it.
-
-    A no-op returning None when no watch is active, so servers can call it
-    unconditionally and stay inert without ``GRAPHCHECK=1``. See
-    :meth:`Watch.checkpoint`.
-    """
-    active = current_watch()
-    return active.checkpoint(label) if active is not None else None
+        if self._on_close is not None:
+            self._on_close(self)

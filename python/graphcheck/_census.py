@@ -1,5 +1,9 @@
 """Census: every tensor a model keeps that no registered parameter or buffer covers.
 
+Re-exported as ``graphcheck.census``, ``graphcheck.Census``, ``graphcheck.CensusEntry`` and
+``graphcheck.RUNTIME_STATE_ATTRS`` (the module has a private name so that the function keeps
+the public one).
+
 :func:`census` walks everything reachable from a module tree (attributes,
 containers, closures, ``functools.partial`` arguments, attributes on tensors,
 holders) and reports each storage that holds real memory but lies outside the
@@ -36,6 +40,7 @@ from types import MappingProxyType
 import torch
 
 from graphcheck import _walk
+from graphcheck._errors import GraphcheckTypeError, GraphcheckValueError
 from graphcheck._utils import glob_regex
 
 __all__ = ["RUNTIME_STATE_ATTRS", "Census", "CensusEntry", "census"]
@@ -195,25 +200,26 @@ def census(
     globs over paths (see :func:`graphcheck._utils.glob_regex`); a finding any of whose paths
     matches is allowed, and a glob that matches no finding is stale.
 
-    Raises ``TypeError`` when ``model`` is not a module, or when a holder's
-    ``persistent_tensors()`` returns non-tensors (naming the holder path and
-    the key). Cycles terminate (each object is entered once). Thread-safe as
-    long as no other thread mutates the model; it mutates nothing, except that
-    reading a tensor's ``__dict__`` creates it (CPython materializes it).
+    Raises :class:`graphcheck.GraphcheckTypeError` when ``model`` is not a module, or when a
+    holder's ``persistent_tensors()`` returns non-tensors (naming the holder path and the
+    key), :class:`graphcheck.GraphcheckValueError` for a ``max_depth`` out of range. Cycles
+    terminate (each object is entered once). Thread-safe as long as no other thread mutates
+    the model; it mutates nothing, except that reading a tensor's ``__dict__`` creates it
+    (CPython materializes it).
     """
     if not isinstance(model, torch.nn.Module):
-        raise TypeError(
+        raise GraphcheckTypeError(
             f"census: model must be a torch.nn.Module, got {type(model).__qualname__}: "
             f"{_walk.short_repr(model)}"
         )
     if not 1 <= max_depth <= 256:
-        raise ValueError(f"census: max_depth must be in [1, 256], got {max_depth}")
+        raise GraphcheckValueError(f"census: max_depth must be in [1, 256], got {max_depth}")
     if isinstance(allow, str):
-        raise TypeError("census: allow must be an iterable of str globs, not a str")
+        raise GraphcheckTypeError("census: allow must be an iterable of str globs, not a str")
     globs = list(dict.fromkeys(allow))
     bad = [g for g in globs if not isinstance(g, str)]
     if bad:
-        raise TypeError(f"census: allow globs must be str, got {bad[0]!r}")
+        raise GraphcheckTypeError(f"census: allow globs must be str, got {bad[0]!r}")
     walker = _walk.Walker(model, dict(runtime_attrs), max_depth)
     walker.walk_root()
     findings: list[CensusEntry] = []

@@ -1,6 +1,7 @@
-"""The integration core: what an engine tells graphcheck, and how its methods are patched.
+"""The wiring of an engine: what it tells graphcheck, and how its methods are patched.
 
-Shared by the vLLM plugin (:mod:`graphcheck.integrations.vllm`), the SGLang plugin
+Public through :mod:`graphcheck.integrations` (import it from there). Shared by the vLLM
+plugin (:mod:`graphcheck.integrations.vllm`), the SGLang plugin
 (:mod:`graphcheck.integrations.sglang`) and the example server (examples/server/). An engine
 method is patched with an AFTER hook called as ``hook(result, self, *args, **kwargs)`` (the
 convention of SGLang's ``HookRegistry``, so one hook serves both ways of patching), and each
@@ -19,6 +20,10 @@ hook relies on, verifies that each patch is in place, and returns a :class:`Patc
 says what was patched and what could not be found. A hook never breaks the engine over a
 graphcheck failure (it is logged); :class:`graphcheck.FindingsError` (``error`` mode) does
 propagate: it fails the call that triggered the check.
+
+Importing this module imports neither torch nor the watch: the events reach the watch through
+``graphcheck``'s lazy names (``graphcheck.watch``, ``graphcheck.current_watch``, ...) when
+they happen, so an engine process that never turns graphcheck on pays nothing for it.
 """
 
 from __future__ import annotations
@@ -32,7 +37,10 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import graphcheck
+from graphcheck._watch.settings import Settings
 
 from .targets import (
     Action,
@@ -42,6 +50,12 @@ from .targets import (
     compare_params,
     params_from_signature,
 )
+
+if TYPE_CHECKING:
+    import torch
+
+    from graphcheck._watch.output import CheckResult
+    from graphcheck._watch.watch import Watch
 
 __all__ = [
     "AfterHook",
@@ -61,6 +75,7 @@ __all__ = [
 
 log = logging.getLogger("graphcheck.integrations")
 
+#: A hook run after an engine method: ``hook(result, self, *args, **kwargs)``.
 AfterHook = Callable[..., None]
 _PATCHED = "__graphcheck_point__"
 _LOCK = threading.Lock()
@@ -166,7 +181,7 @@ def resolve_method(module: ModuleType | str, qualname: str) -> tuple[type, str, 
         except ImportError as exc:
             raise LookupError(f"module {module} cannot be imported: {exc}") from exc
     owner_name, _, name = qualname.rpartition(".")
-    owner: Any = module
+    owner: object = module
     for part in owner_name.split(".") if owner_name else ():
         owner = getattr(owner, part, None)
         if owner is None:
@@ -192,13 +207,17 @@ def signature_problems(point: PatchPoint, function: Callable[..., Any]) -> list[
     return compare_params(point.params, params_from_signature(signature))
 
 
-def run_hook(hook: AfterHook, point: PatchPoint, result: Any, args: Any, kwargs: Any) -> None:
+def run_hook(
+    hook: AfterHook,
+    point: PatchPoint,
+    result: object,
+    args: Sequence[object],
+    kwargs: Mapping[str, object],
+) -> None:
     """Runs an AFTER hook: graphcheck's own failures are logged, findings in error mode raise."""
-    from graphcheck._watch import FindingsError
-
     try:
         hook(result, *args, **kwargs)
-    except FindingsError:
+    except graphcheck.FindingsError:
         raise
     except Exception:
         log.exception("graphcheck: the hook after %s failed (the engine goes on)", point.key)
@@ -263,7 +282,7 @@ def patch_methods(
     return undo
 
 
-def _restore(owner: type, name: str, raw: Any) -> None:
+def _restore(owner: type, name: str, raw: object) -> None:
     with _LOCK:
         if raw is None:
             if name in owner.__dict__:
@@ -275,14 +294,12 @@ def _restore(owner: type, name: str, raw: Any) -> None:
 # ----------------------------------------------------------------------------- events
 
 
-def _watch(settings: Any, origin: str) -> Any:
+def _watch(settings: Settings | None, origin: str) -> Watch:
     """The process's watch, started with ``settings``, or given them when it runs already.
 
     The engine's settings (vLLM's ``--additional-config``, else ``GRAPHCHECK_*``) win over
     what the import hook started the watch with: they are the ones the user wrote for it.
     """
-    import graphcheck
-
     if settings is None:
         return graphcheck.current_watch() or graphcheck.watch(origin=origin)
     for problem in settings.problems:
@@ -293,14 +310,15 @@ def _watch(settings: Any, origin: str) -> Any:
 
 
 def model_loaded(
-    model: Callable[[], Any] | Any,
+    model: torch.nn.Module | Callable[[], torch.nn.Module | None],
     *,
     name: str = "model",
     engine_state: Mapping[str, object] | None = None,
-    other_models: Mapping[str, Callable[[], Any] | Any] | None = None,
-    settings: Any = None,
+    other_models: Mapping[str, torch.nn.Module | Callable[[], torch.nn.Module | None]]
+    | None = None,
+    settings: Settings | None = None,
     origin: str = "engine plugin",
-) -> Any:
+) -> Watch:
     """The engine loaded its model: watch it (a module or a getter) under ``name``.
 
     ``engine_state`` maps names to engine objects (a model runner) whose tensors outside the
@@ -309,8 +327,8 @@ def model_loaded(
     parameters and buffers registered, its other tensors findings), never as runtime state,
     even where an engine object reaches it. From now on graphs wait for
     :func:`graphs_captured` instead of being checked one by one. ``settings``
-    (:class:`graphcheck._watch_env.Settings`) start the watch if none runs yet. Returns the
-    watch.
+    (:class:`~graphcheck.integrations.Settings`) start the watch if none runs yet, or replace
+    its settings. Returns the watch. Thread-safe (the watch's lock).
     """
     active = _watch(settings, origin)
     active.add_model(model, name)
@@ -322,22 +340,24 @@ def model_loaded(
     return active
 
 
-def graphs_captured(label: str = "capture") -> Any:
-    """The engine captured graphs: check those not checked yet; returns the check point."""
-    import graphcheck
+def graphs_captured(label: str = "capture") -> CheckResult | None:
+    """The engine captured graphs: check those not checked yet; returns the check point.
 
+    None when no watch runs or no graph is new.
+    """
     active = graphcheck.current_watch()
     return active.check_pending(label) if active is not None else None
 
 
-def new_epoch(label: str) -> Any:
-    """A wake-up or weight reload ended: check every graph in a new epoch ``label``."""
-    import graphcheck
+def new_epoch(label: str) -> CheckResult | None:
+    """A wake-up or weight reload ended: check every graph in a new epoch ``label``.
 
+    None when no watch runs or it watches no graph.
+    """
     return graphcheck.checkpoint(label)
 
 
-def tags_label(base: str, tags: Any) -> str:
+def tags_label(base: str, tags: object) -> str:
     """``after_wake`` or ``after_wake[weights,kv_cache]`` for an engine's wake-up tags."""
     if not tags:
         return base

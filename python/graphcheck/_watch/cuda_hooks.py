@@ -1,4 +1,4 @@
-"""The hooks :func:`graphcheck.watch` puts on CUDA graph capture (private).
+"""The hooks :func:`graphcheck.watch` puts on CUDA graph capture, and the allocator's history.
 
 Every ``torch.cuda.graph`` capture, and every direct
 ``torch.cuda.CUDAGraph.capture_begin``/``capture_end`` pair (vLLM's breakable
@@ -16,19 +16,33 @@ capture is), and finishes it right after ``capture_end`` succeeded; a
 CUDA path has not run on a GPU (unverified); the CPU tier drives these
 hooks with a stand-in graph class.
 
-The allocator history (:func:`enable_allocator_history`) is turned on through
+The allocator history (:class:`AllocatorHistory`) is turned on through
 ``torch.cuda._lazy_call``, so that watching never initializes CUDA itself (a
-process that forks workers must not have a CUDA context before the fork).
+process that forks workers must not have a CUDA context before the fork). Its
+frames label memory the census does not reach (:func:`allocator_sites`), by the
+rule of :func:`graphcheck._utils.internal_prefixes` for which frames are
+graphcheck's own.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
+
+from graphcheck._errors import GraphcheckError
+from graphcheck._utils import internal_prefixes, is_internal_file
+
+__all__ = [
+    "AllocatorHistory",
+    "CaptureHooks",
+    "allocator_sites",
+    "capture_device",
+    "frame_label",
+]
 
 log = logging.getLogger("graphcheck.watch")
 
@@ -115,7 +129,7 @@ class CaptureHooks:
         begin = graph_class.capture_begin  # type: ignore[attr-defined]
         end = graph_class.capture_end  # type: ignore[attr-defined]
         if getattr(begin, _ORIGINAL, None) is not None:
-            raise RuntimeError(
+            raise GraphcheckError(
                 f"graphcheck.watch: {graph_class.__qualname__}.capture_begin is wrapped already "
                 f"(another watch is installed); close it first"
             )
@@ -214,8 +228,6 @@ class AllocatorHistory:
         """Label ranges of the live blocks, when the history is on (else empty)."""
         if not self.owned or not torch.cuda.is_initialized():
             return []
-        from graphcheck._watch_graph import allocator_sites
-
         return allocator_sites(torch.cuda.memory._snapshot())
 
     def disable(self) -> None:
@@ -226,3 +238,42 @@ class AllocatorHistory:
                 torch.cuda.memory._record_memory_history(enabled=None)
             except Exception:
                 log.exception("graphcheck: could not turn the allocator history off")
+
+
+def frame_label(frames: Iterable[Mapping[str, Any]], internal: Sequence[str]) -> str | None:
+    """``file:line in function`` of the innermost Python frame outside ``internal``.
+
+    ``frames`` as the caching allocator's snapshot lists them, innermost first; C++ frames
+    (no ``.py`` file) are skipped, and so are graphcheck's and torch's own frames
+    (:func:`graphcheck._utils.is_internal_file` with ``internal``, the prefixes of
+    :func:`graphcheck._utils.internal_prefixes`).
+    """
+    for frame in frames:
+        filename = str(frame.get("filename", ""))
+        if not filename.endswith(".py") or is_internal_file(filename, internal):
+            continue
+        return f"{filename}:{frame.get('line', '?')} in {frame.get('name', '?')}"
+    return None
+
+
+def allocator_sites(snapshot: Mapping[str, Any]) -> list[tuple[int, int, str]]:
+    """Label ranges from a ``torch.cuda.memory._snapshot()``: each live block's frame.
+
+    Reads the block's ``frames`` (recent torch) or the last ``history`` entry's
+    frames (older torch); blocks without a Python frame outside torch and graphcheck are
+    skipped.
+    """
+    internal = internal_prefixes()
+    sites = []
+    for segment in snapshot.get("segments", ()):
+        for block in segment.get("blocks", ()):
+            if block.get("state") != "active_allocated":
+                continue
+            frames = block.get("frames")
+            if frames is None and block.get("history"):
+                frames = block["history"][-1].get("frames")
+            label = frame_label(frames or (), internal)
+            if label is not None:
+                begin = int(block["address"])
+                sites.append((begin, begin + int(block["size"]), label))
+    return sites

@@ -1,0 +1,108 @@
+"""The graphs a watch records: :class:`WatchedGraph` and its :class:`WatchedCapture`.
+
+A :class:`WatchedCapture` is a :class:`graphcheck.Capture` whose model is resolved at every
+epoch from a :class:`~graphcheck._watch.registry.ModelSource` and whose model registry comes
+from the :class:`~graphcheck._watch.registry.RegistryCache` every graph of the watch shares.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from graphcheck import _core, _torch
+from graphcheck._capture import Capture, ModelRegistry
+from graphcheck._watch.registry import ModelSource, RegistryCache
+from graphcheck.arena import WeightsArena
+
+__all__ = ["WatchedCapture", "WatchedGraph", "watched_capture"]
+
+
+class WatchedCapture(Capture):
+    """A capture whose model is resolved at each epoch and whose registry is shared.
+
+    Made by :func:`watched_capture`. Thread safety as :class:`graphcheck.Capture`'s: the
+    watch uses it under its lock.
+    """
+
+    def __init__(
+        self,
+        source: ModelSource,
+        registry: RegistryCache,
+        model: torch.nn.Module,
+        record: _torch.CaptureRecord,
+        output: Any,
+        inputs: tuple[tuple[Any, ...], dict[str, Any]],
+        arena: WeightsArena | None,
+    ) -> None:
+        self._source = source
+        self._registry = registry
+        # A bare module stands in when no model was alive at capture: every address is judged
+        # against an empty registry until the source finds one.
+        self._fallback = model if type(model) is torch.nn.Module else None
+        super().__init__(model, record, output, inputs, arena)
+
+    @property
+    def source(self) -> ModelSource:
+        """Where the model comes from."""
+        return self._source
+
+    def _live_model(self, what: str) -> torch.nn.Module:
+        model = self._source.resolve()
+        if model is not None:
+            return model
+        if self._fallback is not None:
+            return self._fallback
+        raise _core.GraphcheckError(
+            f"Capture.{what}: the watched graph's model was freed ("
+            f"{self._model_type}); check a recorded epoch by label ({', '.join(self.epochs)})"
+        )
+
+    def _model_registry(self, model: torch.nn.Module) -> ModelRegistry:
+        return self._registry.state(model)
+
+
+def watched_capture(
+    source: ModelSource,
+    registry: RegistryCache,
+    record: _torch.CaptureRecord,
+    output: Any = None,
+    inputs: tuple[tuple[Any, ...], dict[str, Any]] = ((), {}),
+    arena: WeightsArena | None = None,
+) -> WatchedCapture:
+    """A capture of ``record`` whose model comes from ``source`` (the capture epoch now)."""
+    model = source.resolve()
+    if model is None:
+        model = torch.nn.Module()  # nothing to register: every address is judged bare
+    return WatchedCapture(source, registry, model, record, output, inputs, arena)
+
+
+class WatchedGraph:
+    """One graph a watch recorded.
+
+    Attributes:
+        id: its graph id (unique in the watch; the ``graph`` of its findings).
+        capture: the :class:`graphcheck.Capture` (epochs, check, save, replay
+            for the CPU twin).
+        kind: ``"cuda"`` (a CUDA graph capture) or ``"cpu twin"`` (:meth:`Watch.capture`).
+        device: the device it was captured on.
+        checked: whether a check point has checked it.
+    """
+
+    def __init__(self, graph_id: int, capture: WatchedCapture, kind: str, device: str) -> None:
+        self.id = graph_id
+        self.capture = capture
+        self.kind = kind
+        self.device = device
+        self.checked = False
+        self._labels: dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return f"<WatchedGraph {self.id} ({self.kind} on {self.device}): {self.capture!r}>"
+
+    def next_label(self, label: str) -> str:
+        """The epoch label of a check point: ``label``, then ``label-2``, ... (unique per graph)."""
+        n = self._labels.get(label, 0) + 1
+        self._labels[label] = n
+        return label if n == 1 else f"{label}-{n}"

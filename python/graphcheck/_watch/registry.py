@@ -1,0 +1,198 @@
+"""Where a watched graph's model comes from, and the registry the graphs of a watch share.
+
+A watched graph's model is resolved at every epoch from a :class:`ModelSource` (the model
+given to the watch, the models an engine plugin registered, or the root modules found on the
+capture's device), and its registry comes from a :class:`RegistryCache` shared by every graph
+of the watch: an engine captures dozens of graphs of one model, and the census behind the
+registry is computed once per check point, not once per graph.
+
+The registry is :func:`graphcheck._capture.model_registry`'s (parameters, buffers, census
+paths, engine state as runtime spans) plus, on CUDA, the allocation's Python frame from the
+caching allocator's history as the label of memory the census does not reach.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import gc
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+
+import torch
+
+from graphcheck._capture import EngineState, ModelRegistry, model_registry
+from graphcheck._errors import GraphcheckTypeError
+
+__all__ = [
+    "ModelGetter",
+    "ModelSource",
+    "RegistryCache",
+    "Roots",
+    "discover_roots",
+    "outside",
+    "weak_getter",
+]
+
+ModelGetter = Callable[[], "torch.nn.Module | None"]
+
+
+class Roots(torch.nn.Module):
+    """Several models under one root, each under its name (a view: it owns nothing)."""
+
+    def __init__(self, members: Sequence[tuple[str, torch.nn.Module]]) -> None:
+        super().__init__()
+        for name, module in members:
+            self.add_module(name, module)
+
+
+def weak_getter(model: torch.nn.Module | ModelGetter) -> ModelGetter:
+    """A getter that never keeps a module alive (a graph does not own its model)."""
+    if isinstance(model, torch.nn.Module):
+        ref = weakref.ref(model)
+        return ref
+    if not callable(model):
+        raise GraphcheckTypeError(
+            f"graphcheck.watch: a model must be a torch.nn.Module or a callable returning one, "
+            f"got {type(model).__qualname__}"
+        )
+    return model
+
+
+def discover_roots(device: torch.device) -> list[torch.nn.Module]:
+    """Every root ``nn.Module`` (no other module's child) with a parameter on ``device``.
+
+    Found by scanning the garbage collector's objects, in creation order: the
+    models of a process that gave the watch none.
+    """
+    module_type = torch.nn.Module
+    # type(), not isinstance(): isinstance reads __class__, which some proxies turn into a call.
+    modules = [obj for obj in gc.get_objects() if issubclass(type(obj), module_type)]
+    children = {id(c) for m in modules for c in m._modules.values() if c is not None}
+    roots = []
+    for module in modules:
+        if id(module) in children or isinstance(module, Roots):
+            continue
+        if any(p.device == device for p in module.parameters()):
+            roots.append(module)
+    return roots
+
+
+def _unique_names(modules: Sequence[torch.nn.Module]) -> list[tuple[str, torch.nn.Module]]:
+    named: list[tuple[str, torch.nn.Module]] = []
+    seen: dict[str, int] = {}
+    for module in modules:
+        base = type(module).__name__
+        seen[base] = seen.get(base, 0) + 1
+        named.append((base if seen[base] == 1 else f"{base}_{seen[base]}", module))
+    return named
+
+
+class ModelSource:
+    """Where a graph's model comes from, resolved anew at every epoch.
+
+    Either fixed members (name -> weak getter: the model given to the watch, or
+    what engine plugins registered; one member is used as is, several under a
+    container whose children are named by member), or discovery on a device
+    (the roots found when the graph was captured, re-found once one of them is
+    freed). Holds no strong reference to a model.
+    """
+
+    def __init__(
+        self,
+        members: Sequence[tuple[str, ModelGetter]] = (),
+        device: torch.device | None = None,
+    ) -> None:
+        self._members = list(members)
+        self._device = device
+        self._found: list[tuple[str, weakref.ReferenceType[torch.nn.Module]]] = []
+
+    @property
+    def discovered(self) -> bool:
+        """Whether the model is found by discovery rather than given."""
+        return not self._members
+
+    def describe(self) -> str:
+        """One line for reports: the member names and types, or what discovery found."""
+        members = self._live()
+        if not members:
+            return "no model (nothing registered, nothing found)"
+        how = "found on " + str(self._device) if self.discovered else "given"
+        return ", ".join(f"{n} ({type(m).__qualname__})" for n, m in members) + f" [{how}]"
+
+    def _live(self) -> list[tuple[str, torch.nn.Module]]:
+        if self._members:
+            live = [(name, getter()) for name, getter in self._members]
+            return [(name, m) for name, m in live if isinstance(m, torch.nn.Module)]
+        found = [(name, ref()) for name, ref in self._found]
+        if not found or any(m is None for _, m in found):
+            roots = discover_roots(self._device or torch.device("cpu"))
+            self._found = [(name, weakref.ref(m)) for name, m in _unique_names(roots)]
+            found = [(name, ref()) for name, ref in self._found]
+        return [(name, m) for name, m in found if m is not None]
+
+    def resolve(self) -> torch.nn.Module | None:
+        """The model now: one module, a container of several, or None when none is alive."""
+        live = self._live()
+        if not live:
+            return None
+        if len(live) == 1 and (self.discovered or len(self._members) == 1):
+            return live[0][1]
+        return Roots(live)
+
+
+class RegistryCache:
+    """The registry of a model, computed once per :meth:`invalidate` and shared by graphs.
+
+    ``invalidate()`` is called at every check point and whenever the watch's
+    models or engine state change: between two calls the model is taken as
+    unchanged (an engine capturing its graphs one after another). Not
+    thread-safe: the watch calls it under its lock.
+    """
+
+    def __init__(self) -> None:
+        self._token = 0
+        self._key: tuple[int, int, tuple[int, ...]] | None = None
+        self._state: ModelRegistry | None = None
+        self.engine_states: list[EngineState] = []
+        self.site_labels: Callable[[], list[tuple[int, int, str]]] | None = None
+
+    def invalidate(self) -> None:
+        """Forget the cached registry: the next graph or epoch computes it anew."""
+        self._token += 1
+
+    def state(self, model: torch.nn.Module) -> ModelRegistry:
+        """The registry of ``model`` now (cached until the next :meth:`invalidate`)."""
+        members = tuple(id(m) for m in model.children()) if isinstance(model, Roots) else ()
+        key = (self._token, id(model), members)
+        if self._key != key or self._state is None:
+            self._state = self._compute(model)
+            self._key = key
+        return self._state
+
+    def _compute(self, model: torch.nn.Module) -> ModelRegistry:
+        registry = model_registry(model, self.engine_states)
+        if self.site_labels is None:
+            return registry
+        labels = registry.labels + outside(self.site_labels(), registry.labels)
+        return dataclasses.replace(registry, labels=labels)
+
+
+def outside(
+    candidates: Iterable[tuple[int, int, str]], taken: Sequence[tuple[int, int, str]]
+) -> list[tuple[int, int, str]]:
+    """The candidate label ranges that overlap none of ``taken`` (census paths win)."""
+    merged: list[list[int]] = []  # disjoint, sorted: the one starting last before `end` decides
+    for b, e in sorted((b, e) for b, e, _ in taken):
+        if merged and b <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([b, e])
+    begins = [b for b, _ in merged]
+    kept = []
+    for begin, end, label in candidates:
+        i = bisect.bisect_left(begins, end)
+        if i and merged[i - 1][1] > begin:
+            continue
+        kept.append((begin, end, label))
+    return kept
