@@ -23,7 +23,7 @@ import functools
 import os
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -219,7 +219,7 @@ class Capture:
     def __init__(
         self,
         model: torch.nn.Module,
-        record: Any,
+        record: _torch.CaptureRecord,
         output: Any,
         inputs: tuple[tuple[Any, ...], dict[str, Any]],
         arena: WeightsArena | None,
@@ -343,7 +343,9 @@ class Capture:
         self._declared_inputs.append((name, tensor, reason))
         self._add_to_recorded(tensor, name, "input", reason)
 
-    def _add_to_recorded(self, tensor: torch.Tensor, name: str, kind: str, reason: str) -> None:
+    def _add_to_recorded(
+        self, tensor: torch.Tensor, name: str, kind: Literal["runtime", "input"], reason: str
+    ) -> None:
         for leaf_name, leaf in storage_leaves(name, tensor):
             begin, end = _storage_range(leaf)
             for i, epoch in enumerate(self._epochs):

@@ -166,7 +166,8 @@ def verify() -> list[str]:
         pending, _STATE.pending = _STATE.pending, []
     if not pending:
         return []
-    applied, failed = [], []
+    applied: list[str] = []
+    failed: list[str] = []
     for point, owner, name, original in pending:
         current = owner.__dict__.get(name, getattr(owner, name, None))
         ok = current is not original and _wraps(current, original)
