@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 import re
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 __all__ = [
     "MODEL_FILES",
+    "clone_tensors",
+    "compare_tensors",
     "glob_regex",
     "internal_prefixes",
     "is_internal_file",
@@ -65,6 +70,40 @@ def named_storage_leaves(
 ) -> list[tuple[str, torch.Tensor]]:
     """:func:`storage_leaves` of each named tensor (``None`` slots skipped), in order."""
     return [leaf for name, t in named if t is not None for leaf in storage_leaves(name, t)]
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def clone_tensors(output: Any) -> Any:
+    """``output`` with every tensor leaf (of lists, tuples, dicts: a pytree) cloned."""
+    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, output)
+
+
+def compare_tensors(replayed: Any, eager: Any, *, equal_nan: bool = False) -> tuple[bool, float]:
+    """Whether every tensor leaf is equal, and the largest absolute difference.
+
+    NaN never equals NaN (a level-2 sleep's poison must not look right), unless
+    ``equal_nan``: then NaN at the same position on both sides is equal and left
+    out of the difference, which stays NaN where only one side has NaN. Leaves of other
+    shapes, or another number of leaves, are unequal with an infinite difference.
+    """
+    left = [t for t in pytree.tree_leaves(replayed) if isinstance(t, torch.Tensor)]
+    right = [t for t in pytree.tree_leaves(eager) if isinstance(t, torch.Tensor)]
+    if len(left) != len(right):
+        return False, math.inf
+    equal, worst = True, 0.0
+    for a, b in zip(left, right, strict=True):
+        if a.shape != b.shape:
+            return False, math.inf
+        if equal_nan:
+            both = torch.isnan(a) & torch.isnan(b)
+            a, b = a.masked_fill(both, 0), b.masked_fill(both, 0)
+        equal = equal and torch.equal(a, b)
+        if a.numel():
+            diff = float((a.detach().double() - b.detach().double()).abs().max())
+            worst = diff if math.isnan(diff) or math.isnan(worst) else max(worst, diff)
+    return equal, worst
 
 
 # ------------------------------------------------------------------------ allocation sites

@@ -29,16 +29,15 @@ fixture with this helper.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import torch
-import torch.utils._pytree as pytree
 
 from graphcheck import _core
 from graphcheck._capture import CAPTURE_EPOCH, Capture, capture
 from graphcheck._errors import GraphcheckKeyError, GraphcheckTypeError
+from graphcheck._utils import clone_tensors, compare_tensors
 from graphcheck.arena import DEFAULT_CAPACITY, WeightsArena
 from graphcheck.contract import Rebind, reload_in_place
 
@@ -179,35 +178,6 @@ def _split_inputs(inputs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
     return (inputs,), {}
 
 
-def _clone(output: Any) -> Any:
-    return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, output)
-
-
-def _compare(replayed: Any, eager: Any, *, equal_nan: bool = False) -> tuple[bool, float]:
-    """Whether every tensor leaf is equal, and the largest absolute difference.
-
-    NaN never equals NaN (a level-2 sleep's poison must not look right), unless
-    ``equal_nan``: then NaN at the same position on both sides is equal and left
-    out of the difference, which stays NaN where only one side has NaN.
-    """
-    left = [t for t in pytree.tree_leaves(replayed) if isinstance(t, torch.Tensor)]
-    right = [t for t in pytree.tree_leaves(eager) if isinstance(t, torch.Tensor)]
-    if len(left) != len(right):
-        return False, math.inf
-    equal, worst = True, 0.0
-    for a, b in zip(left, right, strict=True):
-        if a.shape != b.shape:
-            return False, math.inf
-        if equal_nan:
-            both = torch.isnan(a) & torch.isnan(b)
-            a, b = a.masked_fill(both, 0), b.masked_fill(both, 0)
-        equal = equal and torch.equal(a, b)
-        if a.numel():
-            diff = float((a.detach().double() - b.detach().double()).abs().max())
-            worst = diff if math.isnan(diff) or math.isnan(worst) else max(worst, diff)
-    return equal, worst
-
-
 def _weights_of(checkpoint: Any) -> dict[str, torch.Tensor]:
     """A second checkpoint as weights: a mapping, or what a callable returns (model or mapping)."""
     value = (
@@ -310,12 +280,12 @@ def check_graph_replay(
     steps: list[ReplayStep] = []
 
     def run_step(label: str, rebinds: Iterable[Rebind] = ()) -> None:
-        replayed = _clone(graph.replay())
+        replayed = clone_tensors(graph.replay())
         with torch.no_grad():
             eager = model(*args, **kwargs)
         if label != CAPTURE_EPOCH:
             graph.epoch(label)
-        equal, diff = _compare(replayed, eager)
+        equal, diff = compare_tensors(replayed, eager)
         report = graph.check(label, allow=allow)
         steps.append(ReplayStep(label, equal, diff, report, tuple(rebinds)))
 

@@ -11,6 +11,12 @@ from typing import Any
 import pytest
 import torch
 
+from graphcheck.integrations._vllm_foreign import (
+    EMPTIED,
+    HANDLE,
+    emptied_parameters,
+    split_foreign,
+)
 from graphcheck.zoo import report as rep
 from graphcheck.zoo.__main__ import main as zoo_main
 from graphcheck.zoo.catalog import Arch
@@ -19,12 +25,6 @@ from graphcheck.zoo.tiny_config import Sizes, shrink
 from graphcheck.zoo.vllm_engine.catalog import VARIANT_ARCHS, VARIANTS, variant_of
 from graphcheck.zoo.vllm_engine.checkpoint import _quantize_w8a8
 from graphcheck.zoo.vllm_engine.configs import VLLM_SIZES, fit_for_vllm
-from graphcheck.zoo.vllm_engine.foreign import (
-    EMPTIED,
-    HANDLE,
-    emptied_parameters,
-    split_foreign,
-)
 
 
 def finding(path: str, owner: str, attribute: str, dtype: str = "int64", shape: Any = ()) -> dict:
@@ -175,8 +175,8 @@ def test_the_vllm_engine_without_vllm_says_how_to_get_it(
 
 
 def test_steps_compare_nan_at_the_same_position_as_equal() -> None:
-    from graphcheck.testing import _compare
-    from graphcheck.zoo.vllm_engine.steps import _compare as steps_compare
+    from graphcheck._utils import compare_tensors as _compare
+    from graphcheck.integrations._vllm_forward import compare as steps_compare
 
     nan = float("nan")
     left, same = torch.tensor([1.0, nan]), torch.tensor([1.0, nan])

@@ -91,7 +91,20 @@ def write_package(root: Path, files: dict[str, str]) -> None:
 
 
 def forget_modules(prefix: str) -> Iterator[None]:
-    """Generator for a fixture: drop ``prefix*`` from sys.modules afterwards."""
+    """Generator for a fixture: drop ``prefix*`` from sys.modules afterwards.
+
+    Post-import callbacks still waiting for such a module (a plugin's hook on a worker module
+    the test never imported, as the vLLM plugin's on the CPU worker) are dropped too.
+    """
+    from graphcheck._watch import import_hook
+
     yield
     for name in [n for n in sys.modules if n == prefix or n.startswith(prefix + ".")]:
         del sys.modules[name]
+    finder = import_hook._FINDER
+    if finder is not None:
+        with import_hook._FINDER_LOCK:
+            for name in [n for n in finder.callbacks if n.startswith(prefix + ".")]:
+                del finder.callbacks[name]
+            if not finder.callbacks and finder in sys.meta_path:
+                sys.meta_path.remove(finder)

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import torch
 
+from graphcheck.integrations._vllm_foreign import EMPTIED, HANDLE
 from graphcheck.zoo.vllm_engine import BASELINE
-from graphcheck.zoo.vllm_engine.foreign import EMPTIED, HANDLE
 from graphcheck.zoo.vllm_engine.subset import CAPTURE_LIMITS, FAMILIES, SUBSET
 
 # On a CPU with AMX, vLLM packs bfloat16 and int8 weights with its sgl kernels instead of

@@ -62,6 +62,9 @@ class CheckResult:
         time: seconds since the epoch, when the check point ran.
         pid: the process.
         model: what the model was (names and types, or what discovery found).
+        role: the process's role in its engine (``worker rank 0``), empty when unknown.
+        notes: what the check point could not check, or checked besides the report (the
+            CPU twin's replay against an eager forward, a compiled forward's unseen ops).
     """
 
     seq: int
@@ -73,6 +76,8 @@ class CheckResult:
     time: float = 0.0
     pid: int = 0
     model: str = ""
+    role: str = ""
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -88,12 +93,13 @@ class CheckResult:
     def header(self) -> str:
         """The lines the text report file starts with: what was checked, when, where."""
         stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.time))
+        where = f"process {self.pid}" + (f" ({self.role})" if self.role else "")
         lines = [
-            f"graphcheck watch: check point #{self.seq} {self.label!r} in process {self.pid} "
-            f"at {stamp}",
+            f"graphcheck watch: check point #{self.seq} {self.label!r} in {where} at {stamp}",
             f"graphs: {', '.join(map(str, self.graphs)) or 'none'}; model: {self.model or '-'}",
         ]
         lines += [f"skipped: {s}" for s in self.skipped]
+        lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
     def text(self) -> str:
@@ -103,8 +109,9 @@ class CheckResult:
     def summary_line(self) -> str:
         """One line for logs: label, graphs and the finding counts."""
         counts = ", ".join(f"{v} {n}" for v, n in self.counts.items()) or "no findings"
+        who = f"graphcheck[{self.role}]" if self.role else "graphcheck"
         return (
-            f"graphcheck: check point #{self.seq} {self.label!r}: {len(self.graphs)} graph(s), "
+            f"{who}: check point #{self.seq} {self.label!r}: {len(self.graphs)} graph(s), "
             f"{self.report.summary['references']} references: {counts}"
         )
 
@@ -118,6 +125,8 @@ class CheckResult:
             "graphs": list(self.graphs),
             "skipped": list(self.skipped),
             "model": self.model,
+            "role": self.role,
+            "notes": list(self.notes),
             "ok": self.ok,
             "summary": self.report.summary,
             "files": dict(self.files),
@@ -172,8 +181,8 @@ def merge_reports(reports: Sequence[_core.Report], epoch: str, baseline: str) ->
 class ReportWriter:
     """Writes check points into one folder, shared by every process of a run.
 
-    Names: ``<UTC time>-p<pid>-<seq>-<label>.report.{json,txt}`` (sorting by
-    name sorts by time, across processes), ``p<pid>-graph<id>.snapshot.json``
+    Names: ``<UTC time>-[<role>-]p<pid>-<seq>-<label>.report.{json,txt}`` (sorting by
+    name sorts by time, across processes and ranks), ``p<pid>-graph<id>.snapshot.json``
     (rewritten at each check point) and ``index.jsonl`` (one line per check
     point, appended). Not thread-safe: the watch calls it under its lock.
     """
@@ -189,7 +198,8 @@ class ReportWriter:
         t = time.gmtime(result.time)
         millis = int((result.time % 1) * 1000)
         stamp = time.strftime("%Y%m%dT%H%M%S", t) + f"{millis:03d}Z"
-        stem = f"{stamp}-p{result.pid}-{result.seq:03d}-{safe_label(result.label)}"
+        role = f"{safe_label(result.role)}-" if result.role else ""
+        stem = f"{stamp}-{role}p{result.pid}-{result.seq:03d}-{safe_label(result.label)}"
         files = {
             "report_json": str(self.folder / f"{stem}.report.json"),
             "report_text": str(self.folder / f"{stem}.report.txt"),

@@ -89,6 +89,9 @@ class Watch:
         self.out_dir = out_dir
         self.allow = tuple(allow)
         self.origin = origin
+        #: The process's role in its engine (``worker rank 0``), shown in reports, file names
+        #: and log lines; empty when unknown. Engine plugins set it.
+        self.role = ""
         #: Check each graph when its capture ends (True), or leave it to the next
         #: :meth:`check_pending` (engine plugins check all their graphs at once).
         self.check_on_capture = True
@@ -339,13 +342,14 @@ class Watch:
 
     # ------------------------------------------------------------------- checks
 
-    def checkpoint(self, label: str) -> CheckResult | None:
+    def checkpoint(self, label: str, *, notes: Iterable[str] = ()) -> CheckResult | None:
         """Record the epoch ``label`` for every watched graph and check each against it.
 
         Returns the check point (one merged report, its files), or None when
         no graph is watched. Raises :class:`FindingsError` in ``error`` mode
         when there are findings (after writing the files), and
-        :class:`graphcheck.GraphcheckValueError` for an empty label or ``"now"``.
+        :class:`graphcheck.GraphcheckValueError` for an empty label or ``"now"``. ``notes``
+        go into the result (what the caller checked besides, or could not check).
         """
         if not isinstance(label, str) or not label or label == "now":
             raise GraphcheckValueError(
@@ -354,9 +358,11 @@ class Watch:
         with self._lock:
             graphs = list(self._graphs)
             self._registry.invalidate()
-        return self._check(label, graphs, fresh=True)
+        return self._check(label, graphs, fresh=True, notes=tuple(notes))
 
-    def check_pending(self, label: str = "capture") -> CheckResult | None:
+    def check_pending(
+        self, label: str = "capture", *, notes: Iterable[str] = ()
+    ) -> CheckResult | None:
         """Check the graphs no check point has checked yet, each in its capture epoch.
 
         What an engine plugin calls after the engine captured its graphs (with
@@ -365,9 +371,16 @@ class Watch:
         """
         with self._lock:
             graphs = [g for g in self._graphs if not g.checked]
-        return self._check(label, graphs, fresh=False) if graphs else None
+        return self._check(label, graphs, fresh=False, notes=tuple(notes)) if graphs else None
 
-    def _check(self, label: str, graphs: list[WatchedGraph], *, fresh: bool) -> CheckResult | None:
+    def _check(
+        self,
+        label: str,
+        graphs: list[WatchedGraph],
+        *,
+        fresh: bool,
+        notes: tuple[str, ...] = (),
+    ) -> CheckResult | None:
         with self._lock:
             reports, checked, skipped = [], [], []
             for graph in graphs:
@@ -397,6 +410,8 @@ class Watch:
                 time.time(),
                 os.getpid(),
                 model,
+                self.role,
+                notes,
             )
             if self._writer is not None:
                 try:

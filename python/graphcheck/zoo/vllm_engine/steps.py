@@ -25,39 +25,14 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from graphcheck.integrations._vllm_forward import EngineForward, compare
 from graphcheck.zoo._util import error_line
 from graphcheck.zoo.catalog import Arch
 from graphcheck.zoo.vllm_engine.catalog import variant_of
 
-__all__ = ["DUMMY_TOKENS", "engine_forward", "run_steps"]
+__all__ = ["run_steps"]
 
 Result = dict[str, Any]
-
-#: Tokens in the captured batch (spread over requests by the runner, as its warm-up does).
-DUMMY_TOKENS = 16
-
-
-def engine_forward(engine: Any) -> tuple[tuple[Any, ...], dict[str, Any], Any]:
-    """``(args, kwargs, forward context)`` of the model call in the runner's dummy batch."""
-    from vllm.forward_context import get_forward_context
-
-    model = engine.forward_module
-    seen: dict[str, Any] = {}
-    original = model.forward
-
-    def recording(*args: Any, **kwargs: Any) -> Any:
-        if "context" not in seen:
-            seen.update(args=args, kwargs=kwargs, context=get_forward_context())
-        return original(*args, **kwargs)
-
-    model.forward = recording
-    try:
-        engine.runner._dummy_run(DUMMY_TOKENS, force_attention=True)
-    finally:
-        del model.forward
-    if "context" not in seen:
-        raise RuntimeError("the model runner's dummy batch did not call the model")
-    return seen["args"], seen["kwargs"], seen["context"]
 
 
 def _owners(report: Any, verdicts: Iterable[str]) -> dict[str, list[str]]:
@@ -74,92 +49,8 @@ def _split_owners(owners: Iterable[str], foreign_paths: set[str]) -> tuple[list[
     return plain, sorted(o for o in owners if o in foreign_paths)
 
 
-class _Forward:
-    """The captured forward's arguments and context, replayed and run eagerly alike."""
-
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
-        self.args, self.kwargs, self.context = engine_forward(engine)
-
-    def eager(self) -> Any:
-        import torch
-        from vllm.forward_context import override_forward_context
-
-        with override_forward_context(self.context), torch.no_grad():
-            return _clone(self.engine.model(*self.args, **self.kwargs))
-
-    def capture(self) -> Any:
-        from vllm.forward_context import override_forward_context
-
-        import graphcheck
-
-        state = {"model_runner": self.engine.runner, "forward_context": self.context}
-        with override_forward_context(self.context):
-            return graphcheck.capture(
-                self.engine.model, *self.args, engine_state=state, **self.kwargs
-            )
-
-    def replay(self, capture: Any) -> tuple[Any, str]:
-        """The replayed output and ``"ran"``, or ``None`` and why graphcheck refused it."""
-        from vllm.forward_context import override_forward_context
-
-        import graphcheck
-
-        try:
-            with override_forward_context(self.context):
-                return _clone(capture.replay()), "ran"
-        except graphcheck.GraphcheckError as exc:
-            return None, f"refused: {str(exc).splitlines()[0]}"
-
-    def replay_and_eager(self, capture: Any) -> tuple[Any, str, Any]:
-        """``replay(capture)`` and an eager forward, each from the same KV caches and states.
-
-        Either may write the runner's KV caches and recurrent (Mamba) states, which vLLM
-        keeps in ``kv_caches``: their contents are put back after each, so that the second
-        does not start from what the first wrote.
-        """
-        import torch
-
-        caches = [t for t in _leaves(self.engine.runner.kv_caches) if isinstance(t, torch.Tensor)]
-        saved = [t.clone() for t in caches]
-
-        def restore() -> None:
-            with torch.no_grad():
-                for cache, copy in zip(caches, saved, strict=True):
-                    cache.copy_(copy)
-
-        replayed, replay = self.replay(capture)
-        restore()
-        eager = self.eager()
-        restore()
-        return replayed, replay, eager
-
-
-def _leaves(value: Any) -> list[Any]:
-    """The items of nested lists and tuples (vLLM keeps KV caches per layer, states in tuples)."""
-    if isinstance(value, (list, tuple)):
-        return [leaf for item in value for leaf in _leaves(item)]
-    return [value]
-
-
-def _clone(output: Any) -> Any:
-    from graphcheck.testing import _clone as clone
-
-    return clone(output)
-
-
-def _compare(left: Any, right: Any) -> tuple[bool, float]:
-    """:func:`graphcheck.testing._compare` with NaN equal to NaN at the same position.
-
-    A draft's output in the dummy batch holds NaN (docs/vllm-zoo.md, "Open questions").
-    """
-    from graphcheck.testing import _compare as compare
-
-    return compare(left, right, equal_nan=True)
-
-
 def _step(label: str, replayed: Any, replay: str, eager: Any, report: Any) -> dict[str, Any]:
-    equal, diff = _compare(replayed, eager) if replayed is not None else (False, float("nan"))
+    equal, diff = compare(replayed, eager) if replayed is not None else (False, float("nan"))
     return {
         "label": label,
         "outputs_equal": equal,
@@ -181,7 +72,7 @@ def run_steps(
     foreign_paths = {f["path"] for f in result["foreign"]}
     t0 = time.perf_counter()
     try:
-        forward = _Forward(engine)
+        forward = EngineForward(engine.runner, engine.model, engine.forward_module)
         result["forward"].update(eligible=True, ran=True, inputs=sorted(forward.kwargs))
         capture = forward.capture()
         replayed, replay, eager = forward.replay_and_eager(capture)
@@ -202,7 +93,13 @@ def run_steps(
 
 
 def _reload(
-    engine: Any, arch: Arch, served: Any, seed: int, forward: _Forward, capture: Any, result: Result
+    engine: Any,
+    arch: Arch,
+    served: Any,
+    seed: int,
+    forward: EngineForward,
+    capture: Any,
+    result: Result,
 ) -> None:
     from graphcheck.zoo.vllm_engine.checkpoint import NoCheckpoint, checkpoint_weights
     from graphcheck.zoo.vllm_engine.worker import classify
@@ -230,7 +127,7 @@ def _reload(
         report = capture.check("after_reload")
         replayed, replay, eager = forward.replay_and_eager(capture)
         step = _step("after_reload", replayed, replay, eager, report)
-        step["eager_changed"] = not _compare(before, eager)[0]
+        step["eager_changed"] = not compare(before, eager)[0]
         reload["status"] = "ran"
         reload["eager_changed"] = step["eager_changed"]
         result["steps"].append(step)

@@ -66,7 +66,7 @@ def new_result(arch: Arch) -> Result:
 
 def classify(model: Any, phase: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(findings, foreign)`` of ``model`` now, each entry tagged with ``phase``."""
-    from graphcheck.zoo.vllm_engine.foreign import emptied_parameters, split_foreign
+    from graphcheck.integrations._vllm_foreign import emptied_parameters, split_foreign
     from graphcheck.zoo.worker import census_entries
 
     findings, handles = split_foreign(census_entries(model))

@@ -14,7 +14,8 @@ captured graph points to).
 
 :func:`split_foreign` takes those out of a census' findings and describes each
 as its own kind (:data:`HANDLE`, :data:`EMPTIED`); everything else stays an
-ordinary finding.
+ordinary finding. The vLLM zoo reports them so; the vLLM plugin's CPU mode puts
+:func:`foreign_notes` into its check points. Plain functions of their arguments.
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["EMPTIED", "HANDLE", "KNOWN_HANDLES", "emptied_parameters", "split_foreign"]
+__all__ = [
+    "EMPTIED",
+    "HANDLE",
+    "KNOWN_HANDLES",
+    "emptied_parameters",
+    "foreign_notes",
+    "split_foreign",
+]
 
 #: A tensor whose bytes are a pointer to memory outside torch.
 HANDLE = "foreign_handle"
@@ -118,3 +126,56 @@ def emptied_parameters(model: Any, handle_paths: Iterable[str]) -> list[dict[str
                 }
             )
     return found
+
+
+def _holder(model: Any, path: str) -> object | None:
+    """The object that holds the last attribute of a census ``path`` (closure cells followed)."""
+    obj: object | None = model
+    for part in path.split(".")[:-1]:
+        if obj is None or "[" in part:
+            return None
+        nxt = getattr(obj, part, None)
+        if nxt is None:  # a closure cell, named by its variable (the census path grammar)
+            code, cells = getattr(obj, "__code__", None), getattr(obj, "__closure__", None)
+            names = getattr(code, "co_freevars", ())
+            nxt = next(
+                (c.cell_contents for n, c in zip(names, cells or (), strict=False) if n == part),
+                None,
+            )
+        obj = nxt
+    return obj
+
+
+def foreign_notes(model: Any, entries: Iterable[Any]) -> list[str]:
+    """One line per kind of memory torch does not own, from a census's ``entries``.
+
+    ``entries`` are :class:`graphcheck.CensusEntry` findings of ``model``; the lines name how
+    many handles and emptied parameters there are, the first path of each, what they are and
+    the fix (empty when there are none).
+    """
+    findings = []
+    for entry in entries:
+        holder = _holder(model, entry.path)
+        owner = f"{type(holder).__module__}.{type(holder).__qualname__}" if holder else ""
+        findings.append(
+            {
+                "path": entry.path,
+                "shape": list(entry.shape),
+                "dtype": str(entry.dtype).removeprefix("torch."),
+                "site": {"owner": owner, "attribute": entry.path.rsplit(".", 1)[-1]},
+            }
+        )
+    _, handles = split_foreign(findings)
+    emptied = emptied_parameters(model, [h["path"] for h in handles])
+    notes = []
+    if handles:
+        notes.append(
+            f"memory torch does not own: {len(handles)} unregistered finding(s) are handles "
+            f"(first: {handles[0]['path']}), each {handles[0]['what']}; fix: {_HANDLE_FIX}"
+        )
+    if emptied:
+        notes.append(
+            f"memory torch does not own: {len(emptied)} registered parameter(s) hold no "
+            f"elements (first: {emptied[0]['path']}); {emptied[0]['fix']}"
+        )
+    return notes
