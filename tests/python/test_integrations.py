@@ -249,7 +249,15 @@ def test_vllm_plugin_checks_capture_wake_and_reloads(
     assert f"vllm 0.33.0: patched {patched}" in caplog.text
     worker = module.Worker()
     worker.load_model()
-    assert watch.check_on_capture is False and watch.results == []
+    # The census of the served model is the first check point: the planted sites by path.
+    assert watch.check_on_capture is False and [r.label for r in watch.results] == ["load"]
+    load = watch.last
+    assert not load.ok and load.graphs == () and load.role == "worker"
+    assert {line.split(":")[0] for line in load.census} == PLANTED
+    assert (
+        f"census: {len(PLANTED)} unregistered storage(s)"
+        in Path(load.files["report_text"]).read_text()
+    )
     worker.compile_or_warm_up_model()
     capture = watch.last
     assert capture.label == "capture" and capture.graphs == (1, 2)
@@ -293,9 +301,10 @@ def test_vllm_additional_config_turns_it_on_and_error_mode_fails_the_call(
     watch = fake_watch()
     module = vllm_worker_module(tmp_path)
     worker = module.Worker({"graphcheck": {"mode": "error", "dir": str(tmp_path / "out")}})
-    worker.load_model()
+    with pytest.raises(graphcheck.FindingsError, match="check point #1 'load': 0 graph"):
+        worker.load_model()  # the census at load: the legacy sites fail the load in error mode
     assert watch.mode == "error" and watch.out_dir == str(tmp_path / "out")
-    with pytest.raises(graphcheck.FindingsError, match="check point #1 'capture': 2 graph"):
+    with pytest.raises(graphcheck.FindingsError, match="check point #2 'capture': 2 graph"):
         worker.compile_or_warm_up_model()
     assert len(worker.model_runner.graphs) == 2  # the capture itself completed
     off = module.Worker({"graphcheck": {"enabled": False}})

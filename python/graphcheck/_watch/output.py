@@ -39,6 +39,13 @@ __all__ = [
 
 log = logging.getLogger("graphcheck.watch")
 
+#: What to do about a census finding (the contract, docs/python-contract.md).
+CENSUS_FIX = (
+    "register it: set_derived_buffer for a tensor derived from the weights, "
+    "register_constant_buffer for a constant, persistent_tensors() and "
+    "register_held_tensors for a non-module holder"
+)
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -65,6 +72,9 @@ class CheckResult:
         role: the process's role in its engine (``worker rank 0``), empty when unknown.
         notes: what the check point could not check, or checked besides the report (the
             CPU twin's replay against an eager forward, a compiled forward's unseen ops).
+        census: the census findings of a census check point (:meth:`Watch.census_point
+            <graphcheck.Watch.census_point>`), one ``path: shape dtype`` line each; they
+            count as findings (:attr:`ok`).
     """
 
     seq: int
@@ -78,17 +88,21 @@ class CheckResult:
     model: str = ""
     role: str = ""
     notes: tuple[str, ...] = ()
+    census: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """No findings in any graph."""
-        return self.report.ok
+        """No findings in any graph, and none in the census of a census check point."""
+        return self.report.ok and not self.census
 
     @property
     def counts(self) -> dict[str, int]:
         """The finding verdicts with a non-zero count."""
         summary = self.report.summary
-        return {v: summary[v] for v in _core.FINDING_VERDICTS if summary[v]}
+        counts = {v: summary[v] for v in _core.FINDING_VERDICTS if summary[v]}
+        if self.census:
+            counts["unregistered (census)"] = len(self.census)
+        return counts
 
     def header(self) -> str:
         """The lines the text report file starts with: what was checked, when, where."""
@@ -100,6 +114,12 @@ class CheckResult:
         ]
         lines += [f"skipped: {s}" for s in self.skipped]
         lines += [f"note: {n}" for n in self.notes]
+        if self.census:
+            lines.append(
+                f"census: {len(self.census)} unregistered storage(s) the model keeps outside "
+                f"its parameters and buffers (fix: {CENSUS_FIX}):"
+            )
+            lines += [f"  {line}" for line in self.census]
         return "\n".join(lines)
 
     def text(self) -> str:
@@ -127,6 +147,7 @@ class CheckResult:
             "model": self.model,
             "role": self.role,
             "notes": list(self.notes),
+            "census": list(self.census),
             "ok": self.ok,
             "summary": self.report.summary,
             "files": dict(self.files),
@@ -240,5 +261,5 @@ def log_result(result: CheckResult, mode: str) -> None:
     if result.ok:
         log.info("%s%s", result.summary_line(), where)
     elif mode == "warn":
-        text = "" if result.files else f"\n{result.report}"
+        text = "" if result.files else f"\n{result.text()}"
         log.warning("%s%s%s", result.summary_line(), where, text)

@@ -34,6 +34,7 @@ from graphcheck._capture import (
     capture_arguments,
     record_forward,
 )
+from graphcheck._census import census
 from graphcheck._errors import GraphcheckValueError
 from graphcheck._watch.cuda_hooks import AllocatorHistory, CaptureHooks, capture_device
 from graphcheck._watch.graphs import WatchedCapture, WatchedGraph, watched_capture
@@ -342,6 +343,40 @@ class Watch:
 
     # ------------------------------------------------------------------- checks
 
+    def census_point(self, label: str = "load") -> CheckResult | None:
+        """The census of the watched models now, as a check point without graphs.
+
+        What an engine plugin calls once the model is loaded: every tensor the models keep
+        outside their parameters and buffers, by attribute path (the contract's oracle;
+        runtime state by attribute name is exempt, the allowlist applies), before any graph
+        is captured. None when no model was added. Written, logged and raised like any
+        check point (:class:`FindingsError` in ``error`` mode).
+        """
+        with self._lock:
+            model = ModelSource(list(self._models.items())).resolve() if self._models else None
+        if model is None:
+            return None
+        found = census(model, allow=self.allow)
+        lines = tuple(
+            f"{e.path}: {tuple(e.shape)} {str(e.dtype).removeprefix('torch.')}"
+            + (f" (aliases: {', '.join(e.aliases)})" if e.aliases else "")
+            for e in found.entries
+        )
+        with self._lock:
+            result = CheckResult(
+                next(self._seq),
+                label,
+                merge_reports([], label, label),
+                (),
+                time=time.time(),
+                pid=os.getpid(),
+                model=ModelSource(list(self._models.items())).describe(),
+                role=self.role,
+                census=lines,
+            )
+            result = self._record_result(result, [])
+        return self._finish(result)
+
     def checkpoint(self, label: str, *, notes: Iterable[str] = ()) -> CheckResult | None:
         """Record the epoch ``label`` for every watched graph and check each against it.
 
@@ -413,13 +448,23 @@ class Watch:
                 self.role,
                 notes,
             )
-            if self._writer is not None:
-                try:
-                    files = self._writer.write(result, [(g.id, g.capture) for g in checked])
-                    result = dataclasses.replace(result, files=files)
-                except OSError as exc:
-                    log.error("graphcheck: could not write reports to %s: %s", self.out_dir, exc)
-            self._results.append(result)
+            result = self._record_result(result, [(g.id, g.capture) for g in checked])
+        return self._finish(result)
+
+    def _record_result(
+        self, result: CheckResult, snapshots: list[tuple[int, WatchedCapture]]
+    ) -> CheckResult:
+        """Writes the files (a failure is logged: reports so far stay) and keeps the result."""
+        if self._writer is not None:
+            try:
+                files = self._writer.write(result, snapshots)
+                result = dataclasses.replace(result, files=files)
+            except OSError as exc:
+                log.error("graphcheck: could not write reports to %s: %s", self.out_dir, exc)
+        self._results.append(result)
+        return result
+
+    def _finish(self, result: CheckResult) -> CheckResult:
         log_result(result, self.mode)
         if self.mode == "error" and not result.ok:
             raise FindingsError(result)

@@ -13,7 +13,7 @@ patched and what it could not find:
   model runner), the speculative-decoding draft model where the runner has one
   (``model_runner.drafter.model``: a model to check, under ``draft_model``, not runtime state)
   and the model runner (its static inputs and KV caches are runtime state) are registered with
-  the process's watch;
+  the process's watch, and the census of the models is its first check point (``load``);
 - after ``Worker.compile_or_warm_up_model`` (both model runners capture there, Model Runner
   V2's full graphs included, which vLLM's own address assertion never sees): every graph
   captured is checked (``capture``);
@@ -169,6 +169,7 @@ def _hook(point: _wiring.PatchPoint) -> _wiring.AfterHook | None:
                     origin=_ORIGIN,
                 )
                 active.role = _role(worker)
+                active.census_point("load")
 
         return registered
     if point.action is Action.CHECK_CAPTURE:
