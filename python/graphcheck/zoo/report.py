@@ -175,7 +175,8 @@ def summarize(
     allowlisted = [n for n in built if results[n].get("findings") and not evaluation.new.get(n)]
     eligible = [n for n in built if results[n]["forward"]["eligible"]]
     ran = [n for n in eligible if results[n]["forward"]["ran"]]
-    phases = Counter[str]()
+    # Seconds per phase: floats, which typeshed's Counter (int counts) does not hold.
+    phases: defaultdict[str, float] = defaultdict(float)
     for r in results.values():
         for phase, value in r.get("seconds", {}).items():
             if isinstance(value, (int, float)):
