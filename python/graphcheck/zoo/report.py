@@ -35,7 +35,7 @@ __all__ = [
     "evaluate",
     "is_allocation_label",
     "format_table",
-    "read_allowlist",
+    "read_zoo_allowlist",
     "site_globs",
     "to_json",
     "write_allowlist",
@@ -56,8 +56,12 @@ class AllowEntry:
         return f"{self.arch}:{self.path}"
 
 
-def read_allowlist(path: str | Path) -> list[AllowEntry]:
-    """Parses an allowlist file. Raises ``ValueError`` naming the file and line of a bad entry."""
+def read_zoo_allowlist(path: str | Path) -> list[AllowEntry]:
+    """Parses a zoo allowlist file. Raises ``ValueError`` naming the file and line of a bad entry.
+
+    The zoo's format (``Arch:path-glob`` lines, the module docstring), not the one glob per
+    line that :func:`graphcheck.read_allowlist` reads for the checker.
+    """
     entries: list[AllowEntry] = []
     text = Path(path).read_text(encoding="utf-8")
     for number, raw in enumerate(text.splitlines(), start=1):
