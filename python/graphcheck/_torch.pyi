@@ -10,14 +10,14 @@ from typing import Final
 
 import torch
 
-from graphcheck._core import Allocation, Epoch, Snapshot
+from graphcheck._core import Allocation, Epoch, Snapshot, _pybind11_type
 
 __version__: Final[str]
 
 def cpu_allocator() -> int:
     """The address of torch's current CPU allocator."""
 
-class WeightsArena:
+class WeightsArena(metaclass=_pybind11_type):
     """The CPU weights arena with Python allocation sites (graphcheck.arena wraps it)."""
 
     def __init__(self, capacity: int, pool: str, internal_prefixes: Sequence[str]) -> None: ...
@@ -43,7 +43,7 @@ _Declared = Sequence[tuple[str, torch.Tensor, str]]
 _RuntimeRanges = Sequence[tuple[int, int, str, str]]
 _Labels = Sequence[tuple[int, int, str]]
 
-class CaptureRecord:
+class CaptureRecord(metaclass=_pybind11_type):
     """What a capture window recorded: the graph of op nodes and the replayable ops."""
 
     def capture_epoch(
@@ -78,7 +78,7 @@ class CaptureRecord:
     @property
     def preexisting_count(self) -> int: ...
 
-class CaptureWindow:
+class CaptureWindow(metaclass=_pybind11_type):
     """The ATen capture window of this thread."""
 
     def __init__(

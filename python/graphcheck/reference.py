@@ -128,6 +128,13 @@ class RotaryEmbedding(RotaryCache):
         return held_tensors(self, "cos_sin_cache")
 
 
+def _weight(module: torch.nn.Module) -> torch.Tensor:
+    """``module.weight``, narrowed: torch types a module's attributes as tensors or modules."""
+    weight = module.weight
+    assert isinstance(weight, torch.Tensor), f"{type(module).__name__}.weight is not a tensor"
+    return weight
+
+
 class Int8Method:
     """The int8 quantization method of one projection (not a module).
 
@@ -158,7 +165,7 @@ class Int8Method:
         if self.variant == "legacy" and self.packed is not None:
             return  # legacy methods derive once, at load, as engines call them
         with torch.no_grad():
-            rotated = layer.weight * self.sign_table
+            rotated = _weight(layer) * self.sign_table
             scale = rotated.abs().amax(1).clamp_min(1e-8).div_(127.0)
             packed = (rotated / scale.unsqueeze(1)).round_().clamp_(-127, 127)
             packed = packed.to(torch.int8).t().contiguous()
@@ -170,11 +177,16 @@ class Int8Method:
 
     def apply(self, layer: torch.nn.Module, x: torch.Tensor, workspace: torch.Tensor) -> Any:
         """``((x * signs) @ dequant(packed)) * scale``, dequantizing into ``workspace``."""
+        # The registered slots are the layer's buffers, which torch types as tensors or modules.
+        packed: torch.Tensor | torch.nn.Module | None
+        scale: torch.Tensor | torch.nn.Module | None
         if self.variant == "legacy":
             packed, scale = self.packed, self.scale
         else:
             packed, scale = layer.weight_packed, layer.weight_scale
-        assert packed is not None and scale is not None, "process_weights_after_loading first"
+        assert isinstance(packed, torch.Tensor) and isinstance(scale, torch.Tensor), (
+            "process_weights_after_loading first"
+        )
         rows, cols = packed.shape
         dequant = workspace[: rows * cols].view(rows, cols)
         dequant.copy_(packed)
@@ -301,10 +313,10 @@ class ReferenceModel(torch.nn.Module):
         """Logits ``[tokens, vocab]`` for ``input_ids`` at ``positions``."""
         assert self.workspace is not None, "allocate_runtime_state() first"
         with torch.no_grad():
-            x = F.embedding(input_ids, self.embed_tokens.weight)
+            x = F.embedding(input_ids, _weight(self.embed_tokens))
             for layer in self.layers:
                 x = layer(x, positions, self.workspace)
-            return F.linear(self.norm(x), self.lm_head.weight)
+            return F.linear(self.norm(x), _weight(self.lm_head))
 
     def process_weights_after_loading(self) -> None:
         """Runs every projection's quantization method (legacy: derives once)."""
@@ -316,7 +328,7 @@ class ReferenceModel(torch.nn.Module):
         """The dequantization workspace (runtime state, exempt by its attribute name)."""
         c = self.config
         largest = max(3 * c.hidden * c.hidden, 2 * c.inter * c.hidden)
-        self.workspace = torch.empty(largest, device=self.lm_head.weight.device)
+        self.workspace = torch.empty(largest, device=_weight(self.lm_head).device)
 
 
 def make_checkpoint(model: torch.nn.Module, seed: int) -> dict[str, torch.Tensor]:

@@ -222,16 +222,16 @@ def result(status: str, *paths: str) -> dict[str, Any]:
     }
 
 
-def test_read_allowlist_and_errors(tmp_path: Path) -> None:
+def test_read_zoo_allowlist_and_errors(tmp_path: Path) -> None:
     f = tmp_path / "allow.txt"
     f.write_text("# comment\n\nEsmModel@rotary:encoder.layer.*._cos_cached\n*:x[*]\n")
-    assert [str(e) for e in rep.read_allowlist(f)] == [
+    assert [str(e) for e in rep.read_zoo_allowlist(f)] == [
         "EsmModel@rotary:encoder.layer.*._cos_cached",
         "*:x[*]",
     ]
     f.write_text("EsmModel:ok\nno-colon-here\n")
     with pytest.raises(ValueError, match=r"allow.txt:2: expected 'Arch:path-glob'"):
-        rep.read_allowlist(f)
+        rep.read_zoo_allowlist(f)
 
 
 def test_evaluate_new_allowed_stale_unverified() -> None:
@@ -289,9 +289,9 @@ def test_written_allowlist_allows_exactly_the_findings(tmp_path: Path) -> None:
     rep.write_allowlist(out, results, "9.9.9")
     text = out.read_text()
     assert "# === A@v (t)" in text and "# transformers 9.9.9" not in text
-    entries = [str(e) for e in rep.read_allowlist(out)]
+    entries = [str(e) for e in rep.read_zoo_allowlist(out)]
     assert entries == ["A@v:layers.*.c", "A@v:enc.t[*]", "A@v:dec.u.t[*]"]
-    ev = rep.evaluate(results, rep.read_allowlist(out))
+    ev = rep.evaluate(results, rep.read_zoo_allowlist(out))
     assert not any(ev.new.values()) and not ev.stale
 
 
@@ -398,7 +398,7 @@ def test_subset_spans_the_families() -> None:
 
 
 def test_baseline_parses() -> None:
-    entries = rep.read_allowlist(BASELINE)
+    entries = rep.read_zoo_allowlist(BASELINE)
     assert entries, "the baseline allowlist is empty"
     assert len({str(e) for e in entries}) == len(entries)
 

@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     entries: list[rep.AllowEntry] = []
     try:
         for f in allow_files:
-            entries += rep.read_allowlist(f)
+            entries += rep.read_zoo_allowlist(f)
     except (OSError, ValueError) as exc:
         print(f"graphcheck.zoo: cannot read allowlist: {exc}", file=sys.stderr)
         return 2

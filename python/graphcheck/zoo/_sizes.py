@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 LEVELS = ("tiny", "narrow", "shallow")
 WIDTH = 64
@@ -195,7 +195,8 @@ def _is_subconfig(value: object) -> bool:
     return isinstance(value, dict) and isinstance(value.get("model_type"), str)
 
 
-def _int_list(value: object) -> bool:
+def _int_list(value: object) -> TypeGuard[list[int]]:
+    # A TypeGuard: a true result narrows a config dict's value (Any | None) to list[int].
     return (
         isinstance(value, list)
         and bool(value)

@@ -155,11 +155,15 @@ def _mamba(d: Dict, ctx: _Ctx) -> None:
         d["n_groups"] = 1
     if not isinstance(hidden, int) or not isinstance(d.get("mamba_n_heads"), int):
         return
-    expand = d.get("mamba_expand") if isinstance(d.get("mamba_expand"), int) else 2
+    expand = d.get("mamba_expand")
+    if not isinstance(expand, int):
+        expand = 2
     inner = expand * hidden
     if isinstance(d.get("mamba_d_ssm"), int):
         d["mamba_d_ssm"] = inner
-    d_head = d.get("mamba_d_head") if isinstance(d.get("mamba_d_head"), int) else head_dim
+    d_head = d.get("mamba_d_head")
+    if not isinstance(d_head, int):
+        d_head = head_dim
     d_head = min(d_head, head_dim)
     d["mamba_d_head"] = d_head
     d["mamba_n_heads"] = max(1, inner // d_head)

@@ -63,7 +63,11 @@ def _best_model_type(cls_name: str, candidates: list[str]) -> str:
     ``LlamaModel``); the class's own config is the one named like it. Ties keep
     the first candidate. (The worker reads the authoritative ``config_class``.)
     """
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    # configuration_auto rebinds the table it imports from auto_mappings (adding gpt-sw3): the
+    # rebound one is read, which mypy takes for an import that is not re-exported.
+    from transformers.models.auto.configuration_auto import (  # type: ignore[attr-defined]
+        CONFIG_MAPPING_NAMES,
+    )
 
     best, best_len = candidates[0], -1
     for model_type in candidates:

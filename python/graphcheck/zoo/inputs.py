@@ -55,6 +55,7 @@ def special_token_ids(config: Any) -> set[int]:
 
 def _vocab(model: torch.nn.Module, config: Any) -> int:
     try:
+        # A transformers method: torch types a module's unknown attributes as tensor or module.
         emb = model.get_input_embeddings()  # type: ignore[operator]
     except (AttributeError, NotImplementedError, TypeError):
         emb = None
@@ -159,7 +160,7 @@ def make_inputs(
     CLIP need both). Raises ``ValueError`` for a main input outside
     :data:`MAIN_INPUTS`.
     """
-    config = model.config  # type: ignore[attr-defined]
+    config = model.config
     name = type(model).__name__
     if main_input == "input_ids":
         shape: tuple[int, ...] = (1, SEQ_LEN)
@@ -205,9 +206,10 @@ def accepts_pixels(model: torch.nn.Module) -> bool:
 
 def prepare_model(model: torch.nn.Module) -> None:
     """What a model needs before its first forward: X-MOD's default language adapter."""
-    languages = getattr(model.config, "languages", None)  # type: ignore[attr-defined]
+    languages = getattr(model.config, "languages", None)
     if isinstance(languages, (list, tuple)) and languages:
         for module in model.modules():
             if hasattr(type(module), "set_default_language"):
+                # X-MOD's method: torch types a module's unknown attributes as tensor or module.
                 module.set_default_language(languages[0])  # type: ignore[operator]
                 break

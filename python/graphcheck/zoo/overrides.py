@@ -217,7 +217,11 @@ def _resnet_backbone(sub: Dict) -> Dict:
     from transformers import ResNetConfig
 
     out_indices = sub.get("out_indices") or [1, 2, 3, 4]
-    return ResNetConfig(out_indices=list(out_indices)).to_dict()
+    # ResNetConfig takes out_indices through its __post_init__'s **kwargs, which the fields of
+    # its dataclass do not list; its to_dict (BackboneConfigMixin's) is unannotated.
+    config = ResNetConfig(out_indices=list(out_indices))  # type: ignore[call-arg]
+    as_dict: Dict = config.to_dict()  # type: ignore[no-untyped-call]
+    return as_dict
 
 
 def _replace_timm(d: Dict) -> None:

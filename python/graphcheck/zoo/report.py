@@ -35,7 +35,7 @@ __all__ = [
     "evaluate",
     "is_allocation_label",
     "format_table",
-    "read_allowlist",
+    "read_zoo_allowlist",
     "site_globs",
     "to_json",
     "write_allowlist",
@@ -56,8 +56,12 @@ class AllowEntry:
         return f"{self.arch}:{self.path}"
 
 
-def read_allowlist(path: str | Path) -> list[AllowEntry]:
-    """Parses an allowlist file. Raises ``ValueError`` naming the file and line of a bad entry."""
+def read_zoo_allowlist(path: str | Path) -> list[AllowEntry]:
+    """Parses a zoo allowlist file. Raises ``ValueError`` naming the file and line of a bad entry.
+
+    The zoo's format (``Arch:path-glob`` lines, the module docstring), not the one glob per
+    line that :func:`graphcheck.read_allowlist` reads for the checker.
+    """
     entries: list[AllowEntry] = []
     text = Path(path).read_text(encoding="utf-8")
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -175,7 +179,8 @@ def summarize(
     allowlisted = [n for n in built if results[n].get("findings") and not evaluation.new.get(n)]
     eligible = [n for n in built if results[n]["forward"]["eligible"]]
     ran = [n for n in eligible if results[n]["forward"]["ran"]]
-    phases = Counter[str]()
+    # Seconds per phase: floats, which typeshed's Counter (int counts) does not hold.
+    phases: defaultdict[str, float] = defaultdict(float)
     for r in results.values():
         for phase, value in r.get("seconds", {}).items():
             if isinstance(value, (int, float)):

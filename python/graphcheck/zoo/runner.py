@@ -20,13 +20,14 @@ import contextlib
 import faulthandler
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.process
 import os
 import signal
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from graphcheck.zoo._util import error_line
 from graphcheck.zoo.catalog import Arch
@@ -91,7 +92,8 @@ def prepare() -> str:
         with contextlib.suppress(Exception):  # a preload is an optimization only
             getattr(transformers, name)
 
-    hf_logging.set_verbosity_error()
+    # transformers leaves its logging helpers unannotated.
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     # The capture API (graphcheck.testing and the compiled graphcheck._torch), when this build
     # has it: imported once here, at run time, rather than in every child.
     from graphcheck.zoo.capture_phase import capture_api
@@ -100,7 +102,9 @@ def prepare() -> str:
     return str(transformers.__version__)
 
 
-def _child(arch: Arch, conn: Any, log_path: str, worker: Worker) -> None:
+def _child(
+    arch: Arch, conn: multiprocessing.connection.Connection, log_path: str, worker: Worker
+) -> None:
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -167,7 +171,14 @@ def _finish_abnormal(
 
 
 class _Running:
-    def __init__(self, arch: Arch, proc: Any, conn: Any, log: str, started: float) -> None:
+    def __init__(
+        self,
+        arch: Arch,
+        proc: multiprocessing.process.BaseProcess,
+        conn: multiprocessing.connection.Connection,
+        log: str,
+        started: float,
+    ) -> None:
         self.arch = arch
         self.proc = proc
         self.conn = conn
@@ -209,7 +220,7 @@ def run(
     ctx = multiprocessing.get_context("fork")
     order = list(archs)
     pending = collections.deque(order)
-    running: dict[Any, _Running] = {}
+    running: dict[multiprocessing.connection.Connection, _Running] = {}
     results: dict[str, Result] = {}
     with tempfile.TemporaryDirectory(prefix="graphcheck-zoo-") as logs:
         while pending or running:
@@ -224,7 +235,9 @@ def run(
             now = time.monotonic()
             wait_for = min(r.started + timeout - now for r in running.values())
             ready = multiprocessing.connection.wait(list(running), timeout=max(0.0, wait_for))
-            for conn in ready:
+            # wait returns objects it was given, the keys of `running`; typeshed's wait does not
+            # carry their type through (any connection, socket or file descriptor).
+            for conn in cast(list[multiprocessing.connection.Connection], ready):
                 item = running[conn]
                 try:
                     kind, payload = conn.recv()
@@ -252,7 +265,7 @@ def run(
 def _complete(
     item: _Running,
     results: dict[str, Result],
-    running: dict[Any, _Running],
+    running: dict[multiprocessing.connection.Connection, _Running],
     skeleton: Callable[[Arch], Result],
     on_done: Callable[[Arch, Result], None] | None,
     *,

@@ -49,8 +49,14 @@ def _rotary_dim(d: Dict, rope: Dict) -> int:
     return int(head_dim * factor)
 
 
-def _rope(rope_type: str, layer_type: str | None = None, **params: Any) -> Callable[[Dict], None]:
-    """An edit that sets ``rope_parameters`` (or its ``layer_type`` entry) to ``rope_type``."""
+def _rope(
+    rope_type: str, layer_type: str | None = None, /, **params: Any
+) -> Callable[[Dict], None]:
+    """An edit that sets ``rope_parameters`` (or its ``layer_type`` entry) to ``rope_type``.
+
+    ``rope_type`` and ``layer_type`` are positional-only, so that ``**params`` (the
+    parameter tables below, unpacked) can never fill them.
+    """
 
     def edit(d: Dict) -> None:
         rope = d.get("rope_parameters") or {}

@@ -14,7 +14,6 @@ so that the runner keeps what finished when a later phase crashes or hangs.
 
 from __future__ import annotations
 
-import sys
 import time
 import zlib
 from collections.abc import Callable
@@ -85,7 +84,7 @@ def _config_dict(cls: Any, arch: Arch) -> dict[str, Any]:
     config_class = getattr(cls, "config_class", None)
     if config_class is None:
         raise TypeError(f"{arch.class_name} has no config_class")
-    base = config_class().to_dict()
+    base: dict[str, Any] = config_class().to_dict()
     prepare_base(arch, base)
     return base
 
@@ -208,10 +207,10 @@ def _forward(model: Any, main_input: str, seed: int) -> bool:
         try:
             model(**make_inputs(model, main_input, torch.Generator().manual_seed(seed)))
             return False
-        except Exception:
+        except Exception as exc:
             if main_input != "input_ids" or not accepts_pixels(model):
                 raise
-            first = sys.exc_info()[1]
+            first = exc
         try:
             g = torch.Generator().manual_seed(seed)
             model(**make_inputs(model, main_input, g, with_pixels=True))

@@ -79,7 +79,7 @@ def prepare() -> str:
     import vllm.model_executor.models.registry as registry
     from vllm import LLM  # noqa: F401
 
-    registry._run_in_subprocess = lambda fn: fn()  # type: ignore[attr-defined]
+    registry._run_in_subprocess = lambda fn: fn()
 
     import graphcheck._census  # noqa: F401
     import graphcheck.testing  # noqa: F401

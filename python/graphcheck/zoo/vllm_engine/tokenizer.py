@@ -38,7 +38,8 @@ def write_tokenizer(folder: Path, config: Any) -> None:
     size = max(vocab_size(config), 8)
     tokenizer = Tokenizer(models.WordLevel({f"t{i}": i for i in range(size)}, unk_token="t0"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(
+    # transformers leaves PreTrainedTokenizerFast's constructor (TokenizersBackend's) unannotated.
+    fast = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=tokenizer,
         unk_token="t0",
         bos_token="t1",
