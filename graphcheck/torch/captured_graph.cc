@@ -6,8 +6,10 @@
 #include <graphcheck/error.h>
 #include <graphcheck/torch/captured_graph.h>
 #include <graphcheck/torch/registry.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <algorithm>
+#include <string_view>
 #include <unordered_set>
 #include <utility>
 
@@ -236,6 +238,20 @@ class ReplayContext {
   std::vector<c10::Storage> live_;
 };
 
+// The TorchScript name of c10d's Work: what an asynchronous collective op returns.
+constexpr std::string_view kWorkType = "__torch__.torch.classes.c10d.Work";
+
+// An asynchronous collective (c10d::allreduce_ and the others a tensor-parallel forward runs)
+// returns its Work, and the eager caller waits on it before it reads the result: the replay
+// waits too, before the next op reads what the collective writes.
+void wait_for_collectives(const std::vector<c10::IValue>& stack) {
+  for (const c10::IValue& value : stack) {
+    if (value.isCustomClass() && value.type()->str() == kWorkType) {
+      value.toCustomClass<c10d::Work>()->wait();
+    }
+  }
+}
+
 }  // namespace detail
 
 CapturedGraph::CapturedGraph() = default;
@@ -265,6 +281,7 @@ void CapturedGraph::replay() {
       stack.push_back(context.value(slot, i, op));
     }
     op.handle->callBoxed(stack);
+    detail::wait_for_collectives(stack);
     if (stack.size() != op.outputs.size()) {
       throw Error("CapturedGraph::replay: " + detail::describe(i, op) + " returned " +
                   std::to_string(stack.size()) + " values where the capture saw " +

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import torch
 
+import collective_ranks
 import graphcheck
 from graphcheck import _torch
 
@@ -398,3 +399,21 @@ def test_ops_under_func_grad_are_refused_at_replay_not_replayed_wrong() -> None:
     cap = graphcheck.capture(FuncGrad(), torch.randn(4))
     with pytest.raises(graphcheck.GraphcheckError, match="without readable strided storage"):
         cap.replay()
+
+
+def test_a_collective_in_the_forward_replays_after_its_work_is_done(tmp_path: Path) -> None:
+    # c10d::allreduce_ runs asynchronously and returns its Work; the eager caller waits on it.
+    # The replay waits too, or the next op reads a half-reduced tensor (tensor parallel).
+    context = torch.multiprocessing.get_context("spawn")
+    results = context.Queue()
+    store = str(tmp_path / "store")
+    ranks = [
+        context.Process(target=collective_ranks.replay_over_ranks, args=(r, store, results))
+        for r in (0, 1)
+    ]
+    for process in ranks:
+        process.start()
+    for process in ranks:
+        process.join(timeout=180)
+    assert [p.exitcode for p in ranks] == [0, 0]
+    assert sorted(results.get(timeout=5) for _ in ranks) == [(0, True, True), (1, True, True)]

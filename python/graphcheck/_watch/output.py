@@ -75,6 +75,7 @@ class CheckResult:
         census: the census findings of a census check point (:meth:`Watch.census_point
             <graphcheck.Watch.census_point>`), one ``path: shape dtype`` line each; they
             count as findings (:attr:`ok`).
+        seconds: how long the check point took (epochs, census, checks; not the files).
     """
 
     seq: int
@@ -89,6 +90,7 @@ class CheckResult:
     role: str = ""
     notes: tuple[str, ...] = ()
     census: tuple[str, ...] = ()
+    seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -99,7 +101,7 @@ class CheckResult:
     def counts(self) -> dict[str, int]:
         """The finding verdicts with a non-zero count."""
         summary = self.report.summary
-        counts = {v: summary[v] for v in _core.FINDING_VERDICTS if summary[v]}
+        counts: dict[str, int] = {v: summary[v] for v in _core.FINDING_VERDICTS if summary[v]}
         if self.census:
             counts["unregistered (census)"] = len(self.census)
         return counts
@@ -148,6 +150,7 @@ class CheckResult:
             "role": self.role,
             "notes": list(self.notes),
             "census": list(self.census),
+            "seconds": round(self.seconds, 4),
             "ok": self.ok,
             "summary": self.report.summary,
             "files": dict(self.files),

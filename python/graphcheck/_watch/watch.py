@@ -352,6 +352,7 @@ class Watch:
         is captured. None when no model was added. Written, logged and raised like any
         check point (:class:`FindingsError` in ``error`` mode).
         """
+        start = time.perf_counter()
         with self._lock:
             model = ModelSource(list(self._models.items())).resolve() if self._models else None
         if model is None:
@@ -373,6 +374,7 @@ class Watch:
                 model=ModelSource(list(self._models.items())).describe(),
                 role=self.role,
                 census=lines,
+                seconds=time.perf_counter() - start,
             )
             result = self._record_result(result, [])
         return self._finish(result)
@@ -416,6 +418,7 @@ class Watch:
         fresh: bool,
         notes: tuple[str, ...] = (),
     ) -> CheckResult | None:
+        start = time.perf_counter()
         with self._lock:
             reports, checked, skipped = [], [], []
             for graph in graphs:
@@ -447,6 +450,7 @@ class Watch:
                 model,
                 self.role,
                 notes,
+                seconds=time.perf_counter() - start,
             )
             result = self._record_result(result, [(g.id, g.capture) for g in checked])
         return self._finish(result)

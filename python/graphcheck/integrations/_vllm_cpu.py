@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +94,7 @@ def capture_warm_up(worker: Any) -> CheckResult | None:
         f"vLLM's CPU worker captures no CUDA graphs: graph {{id}} is the CPU twin of one, the "
         f"model runner's own dummy batch ({DUMMY_TOKENS} tokens) captured in the ATen window"
     ]
+    start = time.perf_counter()
     try:
         forward = EngineForward(worker.model_runner, worker.get_model())
     except NotCalled as exc:
@@ -109,6 +111,7 @@ def capture_warm_up(worker: Any) -> CheckResult | None:
             f"compiled code; the check covers those ops only (--enforce-eager for all of them)"
         )
     notes.append(_replay_note(*forward.replay_and_eager(capture)))
+    notes.append(f"the twin recorded, captured and compared in {time.perf_counter() - start:.2f} s")
     found = graphcheck.census(forward.model)
     notes += foreign_notes(forward.model, (*found.entries, *found.allowed))
     _TWINS[worker] = _Twin(forward, capture)
@@ -121,8 +124,10 @@ def after_reload_notes(worker: Any) -> list[str]:
     if twin is None:
         return []
     # Requests since the capture rewrote the runner's input buffers: the dummy batch again.
+    start = time.perf_counter()
     fresh = twin.forward.refreshed()
-    return [_replay_note(*twin.forward.replay_and_eager(twin.capture, eager_from=fresh))]
+    note = _replay_note(*twin.forward.replay_and_eager(twin.capture, eager_from=fresh))
+    return [note, f"the twin replayed and compared in {time.perf_counter() - start:.2f} s"]
 
 
 def after_wake(worker: Any) -> None:

@@ -67,7 +67,7 @@ class EngineForward:
                 seen.update(args=args, kwargs=kwargs, context=get_forward_context())
             return original(*args, **kwargs)
 
-        module.forward = recording  # type: ignore[method-assign]
+        module.forward = recording
         try:
             runner._dummy_run(DUMMY_TOKENS, force_attention=True)
         finally:

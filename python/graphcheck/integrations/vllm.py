@@ -233,6 +233,21 @@ def patch_cpu_worker(module: ModuleType) -> _wiring.PatchReport:
     return _patch(module, " CPU worker")
 
 
+def _adopt_vllm_logging() -> None:
+    """Graphcheck's log lines go to vLLM's handlers: in vLLM's log, formatted as its own lines.
+
+    Without it they reach Python's last-resort handler (warnings only, no process or level
+    prefix). Left alone when the process configured ``graphcheck``'s logger itself.
+    """
+    vllm_logger = logging.getLogger("vllm")
+    ours = logging.getLogger("graphcheck")
+    if vllm_logger.handlers and not ours.handlers:
+        for handler in vllm_logger.handlers:
+            ours.addHandler(handler)
+        ours.setLevel(logging.INFO)
+        ours.propagate = False
+
+
 def register() -> None:
     """The vLLM general-plugin entry point: patch ``Worker`` once its module is imported.
 
@@ -240,6 +255,7 @@ def register() -> None:
     never raises into vLLM.
     """
     try:
+        _adopt_vllm_logging()
         when_imported(WORKER_MODULE, patch_worker)
         when_imported(CPU_WORKER_MODULE, patch_cpu_worker)
     except Exception:  # a plugin must never stop vLLM
