@@ -131,15 +131,30 @@ class PyRecord {
   std::shared_ptr<PyArena> arena_;
 };
 
+// "keep": the CPU twin replays its graph and keeps its private memory alive; "drop": a CUDA
+// graph is replayed by CUDA, and an engine reuses the memory its captures freed.
+libtorch::ReplayOps parse_replay_ops(const std::string& value) {
+  if (value == "keep") {
+    return libtorch::ReplayOps::kKeep;
+  }
+  if (value == "drop") {
+    return libtorch::ReplayOps::kDrop;
+  }
+  throw py::value_error("CaptureWindow: replay_ops must be 'keep' or 'drop', got '" + value +
+                        "'");
+}
+
 // The window as a Python object: closed explicitly (`close`, idempotent), on the thread that
 // opened it, whatever the forward did.
 class PyWindow {
  public:
-  PyWindow(std::shared_ptr<PyArena> arena, std::uint64_t graph_id, std::string epoch)
+  PyWindow(std::shared_ptr<PyArena> arena, std::uint64_t graph_id, std::string epoch,
+           const std::string& replay_ops)
       : arena_(std::move(arena)) {
     libtorch::CaptureOptions options;
     options.graph_id = graph_id;
     options.epoch = std::move(epoch);
+    options.replay_ops = parse_replay_ops(replay_ops);
     options.arena = arena_ ? &arena_->arena() : nullptr;
     window_ = std::make_unique<libtorch::CaptureWindow>(std::move(options));
   }
@@ -177,8 +192,9 @@ void bind_capture(py::module_& module) {
       module, "CaptureWindow",
       "The ATen capture window of this thread (graphcheck::libtorch::CaptureWindow). "
       "graphcheck.capture opens and closes it.");
-  window.def(py::init<std::shared_ptr<PyArena>, std::uint64_t, std::string>(), py::arg("arena"),
-             py::arg("graph_id") = 1, py::arg("epoch") = "capture");
+  window.def(py::init<std::shared_ptr<PyArena>, std::uint64_t, std::string, std::string>(),
+             py::arg("arena"), py::arg("graph_id") = 1, py::arg("epoch") = "capture",
+             py::arg("replay_ops") = "keep");
   window.def("declare_input", &PyWindow::declare_input, py::arg("name"), py::arg("tensor"),
              py::arg("reason"));
   window.def("finish", &PyWindow::finish);

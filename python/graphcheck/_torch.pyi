@@ -6,7 +6,7 @@ returns are _core's classes. graphcheck::Error raises graphcheck.GraphcheckError
 """
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, Literal
 
 import torch
 
@@ -82,7 +82,11 @@ class CaptureWindow(metaclass=_pybind11_type):
     """The ATen capture window of this thread."""
 
     def __init__(
-        self, arena: WeightsArena | None, graph_id: int = 1, epoch: str = "capture"
+        self,
+        arena: WeightsArena | None,
+        graph_id: int = 1,
+        epoch: str = "capture",
+        replay_ops: Literal["keep", "drop"] = "keep",
     ) -> None: ...
     def declare_input(self, name: str, tensor: torch.Tensor, reason: str) -> None: ...
     def finish(self) -> CaptureRecord: ...

@@ -53,6 +53,12 @@ def test_a_graph_capture_is_recorded_and_checked_when_it_ends() -> None:
         re.sub(r"^ReferenceModel(_\d+)?\.", "", o) for o in owners(result.report)["unregistered"]
     }
     assert found == PLANTED and set(owners(result.report)) == {"unregistered"}
+    # CUDA replays the graph, not graphcheck: the window kept no ops and no intermediates
+    # (an engine's shared pool reuses what a capture freed, as without the watch).
+    record = watch.graphs[0].capture._record
+    assert record.private_bytes == 0 and record.node_count > 0
+    with pytest.raises(graphcheck.GraphcheckError, match="replay"):
+        watch.graphs[0].capture.replay()
     del graph  # a freed graph is no longer watched
     assert watch.graphs == []
 

@@ -260,7 +260,10 @@ class Watch:
         device = self._device_of(graph)
         with self._lock:
             graph_id = next(self._ids)
-        window = _torch.CaptureWindow(None, graph_id)  # raises inside another window
+        # A CUDA graph is replayed by CUDA, not by graphcheck: the window keeps no op sequence
+        # and no intermediates, so the engine's shared pool reuses what a capture freed, as
+        # it does without the watch. Raises inside another window.
+        window = _torch.CaptureWindow(None, graph_id, replay_ops="drop")
         with self._lock:
             self._open[id(graph)] = (window, graph_id, device, threading.current_thread())
 
