@@ -1,15 +1,11 @@
 // `graphcheck check SNAPSHOT`: reads a snapshot, checks every graph in one epoch and prints
 // the report (text or JSON) to stdout or a file.
-#include <fmt/format.h>
 #include <graphcheck/checker.h>
 #include <graphcheck/error.h>
 #include <graphcheck/report.h>
 #include <graphcheck/snapshot.h>
 
 #include <CLI/CLI.hpp>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -17,12 +13,11 @@
 #include <vector>
 
 #include "graphcheck/cli/commands.h"
+#include "graphcheck/cli/entry.h"
+#include "graphcheck/cli/output.h"
 
 namespace graphcheck::cli {
 namespace {
-
-constexpr int kExitClean = 0;
-constexpr int kExitFindings = 1;
 
 struct CheckArgs {
   std::string snapshot;
@@ -44,29 +39,6 @@ Snapshot load_snapshot(const std::string& path) {
     throw Error("<stdin>: cannot read the snapshot from standard input");
   }
   return parse_snapshot(text, "<stdin>");
-}
-
-void write_output(const std::string& text, const std::string& path) {
-  if (path.empty()) {
-    std::cout << text;
-    std::cout.flush();
-    if (!std::cout) {
-      throw Error("cannot write the report to standard output");
-    }
-    return;
-  }
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) {
-    throw Error(
-        fmt::format("--output {}: cannot open for writing: {}; check that the "
-                    "directory exists and is writable",
-                    path, std::strerror(errno)));
-  }
-  file << text;
-  file.close();
-  if (!file) {
-    throw Error(fmt::format("--output {}: write failed: {}", path, std::strerror(errno)));
-  }
 }
 
 int run_check(const CheckArgs& args) {

@@ -2,9 +2,10 @@
 // `run` to the action that main() calls after a successful parse; the action returns the
 // process exit code (0 no findings, 1 findings, 2 bad input or usage).
 //
-// `graphcheck` links the core only (check_command.cc, demo_exec.cc): it starts like any small
-// tool and runs where LibTorch is absent. The demo needs LibTorch, so it is its own executable,
-// `graphcheck-demo` (demo_command.cc, demo_main.cc), which `graphcheck demo ...` runs.
+// `graphcheck` links the core only (check_command.cc, report_command.cc, demo_exec.cc): it
+// starts like any small tool and runs where LibTorch is absent. The demo needs LibTorch, so it
+// is its own executable, `graphcheck-demo` (demo_command.cc, demo_main.cc), which
+// `graphcheck demo ...` runs.
 #ifndef GRAPHCHECK_CLI_COMMANDS_H_
 #define GRAPHCHECK_CLI_COMMANDS_H_
 
@@ -20,6 +21,9 @@ using Action = std::function<int()>;
 
 /// `graphcheck check SNAPSHOT ...`: check a snapshot and print a report.
 void add_check_command(CLI::App& app, Action& run);
+
+/// `graphcheck report DIR ...`: summarize the folder a GRAPHCHECK=1 server writes.
+void add_report_command(CLI::App& app, Action& run);
 
 /// The file name of the demo executable, installed and built next to `graphcheck`.
 inline constexpr const char* kDemoExecutable = "graphcheck-demo";

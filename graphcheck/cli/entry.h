@@ -12,7 +12,11 @@
 
 namespace graphcheck::cli {
 
-/// Exit code of bad input or usage (0: no findings, 1: findings).
+/// Exit code of a check without findings.
+inline constexpr int kExitClean = 0;
+/// Exit code of a check with findings (or stale allowlist globs that fail it).
+inline constexpr int kExitFindings = 1;
+/// Exit code of bad input or usage.
 inline constexpr int kExitUsage = 2;
 
 /// Prints "graphcheck: error: <message>" as one line on stderr (newlines in `message` become

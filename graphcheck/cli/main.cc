@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     cli::Action run;
     cli::add_check_command(app, run);
+    cli::add_report_command(app, run);
     cli::add_demo_command(app);
     // CLI11 reports an unknown command word as "A subcommand is required"; name it instead.
     if (args.size() > 1 && args[1][0] != '-' && !is_command(app, args[1])) {

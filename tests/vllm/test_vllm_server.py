@@ -9,6 +9,8 @@ interpreters importing torch and vLLM one after another.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -159,3 +161,12 @@ def test_tensor_parallel_2_checks_each_rank(checkpoints: tuple[Path, Path], tmp_
         assert_worker_reports(entries, role)
     assert len({e["pid"] for e in entries}) == 2  # two worker processes, each its own reports
     assert not graphcheck_errors(server.log_text()), server
+    # One summary of both ranks (the CLI; CTest names the build's binary).
+    cli = os.environ.get("GRAPHCHECK_CLI")
+    if cli is None:
+        pytest.skip("GRAPHCHECK_CLI is not set (CTest sets it to the build's graphcheck binary)")
+    merged = subprocess.run([cli, "report", str(reports)], capture_output=True, text=True)
+    assert merged.returncode == 1, merged.stderr  # findings
+    assert "6 check points from 2 processes, 3 labels" in merged.stdout
+    assert f"STALE {HANDLE}" in merged.stdout or f"DANGLING {HANDLE}" in merged.stdout
+    assert f"{HANDLE}: 6 references, on worker rank 0, worker rank 1" in merged.stdout

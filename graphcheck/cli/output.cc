@@ -1,0 +1,37 @@
+// The report's destination for `graphcheck check` and `graphcheck report` (output.h).
+#include "graphcheck/cli/output.h"
+
+#include <fmt/format.h>
+#include <graphcheck/error.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+namespace graphcheck::cli {
+
+void write_output(const std::string& text, const std::string& path) {
+  if (path.empty()) {
+    std::cout << text;
+    std::cout.flush();
+    if (!std::cout) {
+      throw Error("cannot write the report to standard output");
+    }
+    return;
+  }
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file) {
+    throw Error(
+        fmt::format("--output {}: cannot open for writing: {}; check that the "
+                    "directory exists and is writable",
+                    path, std::strerror(errno)));
+  }
+  file << text;
+  file.close();
+  if (!file) {
+    throw Error(fmt::format("--output {}: write failed: {}", path, std::strerror(errno)));
+  }
+}
+
+}  // namespace graphcheck::cli
