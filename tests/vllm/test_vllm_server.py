@@ -170,3 +170,34 @@ def test_tensor_parallel_2_checks_each_rank(checkpoints: tuple[Path, Path], tmp_
     assert "6 check points from 2 processes, 3 labels" in merged.stdout
     assert f"STALE {HANDLE}" in merged.stdout or f"DANGLING {HANDLE}" in merged.stdout
     assert f"{HANDLE}: 6 references, on worker rank 0, worker rank 1" in merged.stdout
+
+
+def test_bad_settings_are_one_log_line_each_and_the_server_serves(
+    checkpoints: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = checkpoints
+    not_a_folder = tmp_path / "reports-is-a-file"
+    not_a_folder.write_text("graphcheck cannot write its reports under a file\n")
+    not_an_allowlist = tmp_path / "allow-is-a-folder"
+    not_an_allowlist.mkdir()
+    env = {
+        "GRAPHCHECK": "1",
+        "GRAPHCHECK_DIR": str(not_a_folder),
+        "GRAPHCHECK_ALLOW": str(not_an_allowlist),
+        "GRAPHCHECK_MODE": "loud",
+    }
+    with VllmServer(a, tmp_path / "runtime", env=env, vllm_cache=runtime_dir() / "vllm") as server:
+        first, other = serve_reload_serve(server, b, workers=1)
+        assert len(first.split()) == TOKENS and other != first  # served, reloaded, served
+    assert server.returncode == 0, server
+    lines = [line for line in server.log_text().splitlines() if "graphcheck" in line]
+    worker = [line for line in lines if line.startswith("(Worker")]
+    # Each bad setting is named once in the worker's log, with what was used instead.
+    assert sum("mode 'loud': expected one of warn, error; using warn" in x for x in worker) == 1
+    assert sum("allow" in x and "no allowlist is used" in x for x in worker) == 1
+    # Every check point still ran and says in one line that its files could not be written.
+    unwritten = [x for x in worker if "could not write reports to" in x]
+    assert len(unwritten) == 3, lines  # load, capture, after_reload
+    summaries = [x for x in worker if "graphcheck[worker rank 0]: check point #" in x]
+    assert len(summaries) == 3  # and, with no files, each report's text follows in the log
+    assert not any("Traceback" in x for x in lines)

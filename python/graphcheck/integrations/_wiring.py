@@ -214,13 +214,25 @@ def run_hook(
     args: Sequence[object],
     kwargs: Mapping[str, object],
 ) -> None:
-    """Runs an AFTER hook: graphcheck's own failures are logged, findings in error mode raise."""
+    """Runs an AFTER hook: graphcheck's own failures are logged, findings in error mode raise.
+
+    A failure is one ERROR line in the engine's log (what failed and why; the traceback at
+    DEBUG): a debug flag never stops the engine, and the reports written so far stay.
+    """
     try:
         hook(result, *args, **kwargs)
     except graphcheck.FindingsError:
         raise
-    except Exception:
-        log.exception("graphcheck: the hook after %s failed (the engine goes on)", point.key)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "(no message)"
+        log.error(
+            "graphcheck: the hook after %s failed, the engine goes on (reports written so far "
+            "are kept): %s: %s",
+            point.key,
+            type(exc).__name__,
+            first,
+        )
+        log.debug("graphcheck: the hook's traceback", exc_info=True)
 
 
 def _after(function: Callable[..., Any], point: PatchPoint, hook: AfterHook) -> Callable[..., Any]:
