@@ -81,6 +81,9 @@ class GraphReader {
   Node read_node(CUgraphNode node, NodeIndex* index, std::vector<std::uint32_t>& path, int depth,
                  KernelHandle& kernel);
   const KernelLayout& layout(const KernelHandle& kernel);
+  CUresult param_info(const KernelHandle& kernel, std::size_t index, std::size_t* offset,
+                      std::size_t* size);
+  std::string kernel_name(const KernelHandle& kernel);
   void add_tensor_map_operands(Node& node) const;
 
   DriverApi& api_;

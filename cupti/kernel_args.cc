@@ -31,6 +31,24 @@ std::uintptr_t option(void* entry) { return reinterpret_cast<std::uintptr_t>(ent
 
 }  // namespace
 
+CUresult GraphReader::param_info(const KernelHandle& kernel, std::size_t index, std::size_t* offset,
+                                 std::size_t* size) {
+  return kernel.func != nullptr ? api_.cu_func_get_param_info(kernel.func, index, offset, size)
+                                : api_.cu_kernel_get_param_info(kernel.kern, index, offset, size);
+}
+
+std::string GraphReader::kernel_name(const KernelHandle& kernel) {
+  const char* name = nullptr;
+  CUresult named = kernel.func != nullptr ? api_.cu_func_get_name(&name, kernel.func)
+                                          : api_.cu_kernel_get_name(&name, kernel.kern);
+  if (named != CUDA_SUCCESS && kernel.func != nullptr) {
+    // A CUkernel in `func` (see layout()) may be named only by cuKernelGetName.
+    named = api_.cu_kernel_get_name(&name, reinterpret_cast<CUkernel>(kernel.func));
+  }
+  // A missing name does not stop the check: the finding still names node and argument.
+  return named == CUDA_SUCCESS && name != nullptr ? demangle(name) : "unnamed_kernel";
+}
+
 const KernelLayout& GraphReader::layout(const KernelHandle& kernel) {
   const void* key = kernel.func != nullptr ? static_cast<const void*>(kernel.func)
                                            : static_cast<const void*>(kernel.kern);
@@ -42,18 +60,28 @@ const KernelLayout& GraphReader::layout(const KernelHandle& kernel) {
     return found->second;
   }
   KernelLayout layout;
+  KernelHandle query = kernel;
   for (std::size_t index = 0;; ++index) {
     std::size_t offset = 0;
     std::size_t size = 0;
-    const CUresult result = kernel.func != nullptr
-                                ? api_.cu_func_get_param_info(kernel.func, index, &offset, &size)
-                                : api_.cu_kernel_get_param_info(kernel.kern, index, &offset, &size);
+    CUresult result = param_info(query, index, &offset, &size);
+    if (index == 0 && query.func != nullptr && result != CUDA_SUCCESS &&
+        result != CUDA_ERROR_INVALID_VALUE) {
+      // Library-managed kernels (cudaGetKernel, cuBLAS) put a CUkernel cast to CUfunction in
+      // the node, which cuFuncGetParamInfo may refuse: ask cuKernelGetParamInfo [verify].
+      const KernelHandle as_kernel{nullptr, reinterpret_cast<CUkernel>(query.func)};
+      const CUresult retried = param_info(as_kernel, index, &offset, &size);
+      if (retried == CUDA_SUCCESS || retried == CUDA_ERROR_INVALID_VALUE) {
+        query = as_kernel;
+        result = retried;
+      }
+    }
     if (result == CUDA_ERROR_INVALID_VALUE) {
       break;  // past the last argument
     }
     if (result != CUDA_SUCCESS) {
       detail::throw_cu_error(api_, result,
-                             kernel.func != nullptr
+                             query.func != nullptr
                                  ? "cu_func_get_param_info(func, index, &offset, &size)"
                                  : "cu_kernel_get_param_info(kern, index, &offset, &size)",
                              __FILE__, __LINE__);
@@ -64,11 +92,7 @@ const KernelLayout& GraphReader::layout(const KernelHandle& kernel) {
     }
     layout.params.emplace_back(offset, size);
   }
-  const char* name = nullptr;
-  const CUresult named = kernel.func != nullptr ? api_.cu_func_get_name(&name, kernel.func)
-                                                : api_.cu_kernel_get_name(&name, kernel.kern);
-  // A missing name does not stop the check: the finding still names node and argument.
-  layout.name = named == CUDA_SUCCESS && name != nullptr ? demangle(name) : "unnamed_kernel";
+  layout.name = kernel_name(query);
   return layouts_.emplace(key, std::move(layout)).first->second;
 }
 
