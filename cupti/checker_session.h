@@ -70,6 +70,9 @@ struct SessionSources {
   /// graph an exec handle launches (null when unknown). The same record as at the last
   /// launch is known unchanged without comparing it.
   std::function<std::shared_ptr<const GraphRecord>(std::uint64_t exec)> shared_graph_for_exec;
+  /// Optional: lines the report of graph `id` adds to its `warnings` (kernel nodes recorded
+  /// without arguments because they could not be read: `GraphCapture::exec_warnings`).
+  std::function<std::vector<std::string>(std::uint64_t id)> graph_warnings;
 };
 
 /// @brief Builds epochs, snapshots and reports from a span registry, allocations and graphs.
@@ -108,7 +111,8 @@ class CheckerSession {
   /// allowlist; producer backend "cupti".
   [[nodiscard]] Snapshot snapshot(std::string_view current_label = "now");
   /// @brief Checks every graph in the current state (epoch `label`); prints the report when
-  /// it has findings and writes snapshot and report under `out_dir` when set.
+  /// it has findings or nodes not checked (`SessionSources::graph_warnings`) and writes
+  /// snapshot and report under `out_dir` when set.
   /// @throws Error only for I/O failures writing to `out_dir`.
   [[nodiscard]] Report check_now(std::string_view label = "now");
   /// @brief Debug mode: checks the graph `exec` launches, at cuGraphLaunch entry. Never
@@ -140,6 +144,9 @@ class CheckerSession {
   [[nodiscard]] std::string unique_label_locked(std::string_view label) const;
   [[nodiscard]] GraphRecord with_epoch_locked(GraphRecord graph) const;
   [[nodiscard]] Snapshot snapshot_locked(std::string_view current_label) const;
+  // `report` with the sources' warnings of `graph_ids` added (the same object when none).
+  [[nodiscard]] std::shared_ptr<const Report> with_warnings_locked(
+      std::shared_ptr<const Report> report, const std::vector<std::uint64_t>& graph_ids) const;
   void emit_locked(const Snapshot& snapshot, const Report& report, std::string_view tag);
   void log(std::string_view text) const;
 

@@ -3,6 +3,8 @@
 #include "cupti/graph_capture.h"
 
 #include <algorithm>
+#include <string>
+#include <string_view>
 #include <utility>
 
 namespace graphcheck::cupti {
@@ -23,6 +25,15 @@ const Params& params_of(const CUpti_CallbackData& data) {
 bool succeeded(const CUpti_CallbackData& data) {
   return data.callbackSite == CUPTI_API_EXIT && data.functionReturnValue != nullptr &&
          *static_cast<const int*>(data.functionReturnValue) == 0;
+}
+
+// The report line of a kernel node whose arguments could not be read ("not checked: " is
+// how the text report tells it from an overlap warning, docs/report-format.md).
+std::string unreadable_line(std::string_view graph_kind, std::uint64_t graph,
+                            const UnreadableNode& node) {
+  return "not checked: " + std::string(graph_kind) + " " + std::to_string(graph) + " node " +
+         std::to_string(node.id) + (node.kernel.empty() ? "" : " (kernel " + node.kernel + ")") +
+         ": its arguments could not be read: " + node.cause;
 }
 
 }  // namespace
@@ -150,6 +161,7 @@ void GraphCapture::apply_locked(const ResourceEvent& event) {
       break;
     case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
       captured_.erase(event.graph);
+      captured_unreadable_.erase(event.graph);
       std::erase_if(pending_execs_, [&](const auto& p) { return p.second == event.graph; });
       break;
     case CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED:
@@ -315,6 +327,7 @@ void GraphCapture::captured(CUgraph graph) {
   record->id = id;
   record->epoch = epoch_;
   record->nodes = reader_.read(graph, nullptr);
+  captured_unreadable_[graph] = reader_.take_unreadable();
   captured_[graph] = std::move(record);
   ++stats_.graphs_walked;
 }
@@ -355,6 +368,9 @@ void GraphCapture::instantiated_locked(CUgraphExec exec, CUgraph graph) {
   record->id = id;
   record->epoch = epoch_;
   record->nodes = reader_.read(graph, &state.index);
+  for (UnreadableNode& node : reader_.take_unreadable()) {
+    state.unreadable[node.id] = std::move(node);
+  }
   state.record = std::move(record);
   execs_[exec] = std::move(state);
   ++stats_.graphs_walked;
@@ -411,6 +427,52 @@ std::vector<std::shared_ptr<const GraphRecord>> GraphCapture::captured_graphs() 
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->id < b->id; });
   return out;
+}
+
+std::vector<std::string> GraphCapture::exec_warnings(std::uint64_t id) const {
+  std::vector<std::string> lines;
+  const StateLock lock(*this);
+  for (const auto& [exec, state] : execs_) {
+    if (state.record->id == id) {
+      for (const auto& [node_id, node] : state.unreadable) {
+        lines.push_back(unreadable_line("graph", id, node));
+      }
+    }
+  }
+  return lines;
+}
+
+std::vector<std::string> GraphCapture::warnings() const {
+  std::vector<std::pair<std::uint64_t, std::string>> captured;
+  std::vector<std::pair<std::uint64_t, std::string>> execs;
+  {
+    const StateLock lock(*this);
+    for (const auto& [graph, nodes] : captured_unreadable_) {
+      const auto record = captured_.find(graph);
+      const std::uint64_t id = record != captured_.end() ? record->second->id : 0;
+      for (const UnreadableNode& node : nodes) {
+        captured.emplace_back(id, unreadable_line("captured graph", id, node));
+      }
+    }
+    for (const auto& [exec, state] : execs_) {
+      for (const auto& [node_id, node] : state.unreadable) {
+        execs.emplace_back(state.record->id, unreadable_line("graph", state.record->id, node));
+      }
+    }
+  }
+  std::stable_sort(captured.begin(), captured.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(execs.begin(), execs.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> lines;
+  lines.reserve(captured.size() + execs.size());
+  for (auto& [id, line] : captured) {
+    lines.push_back(std::move(line));
+  }
+  for (auto& [id, line] : execs) {
+    lines.push_back(std::move(line));
+  }
+  return lines;
 }
 
 GraphRecord GraphCapture::read_graph(CUgraph graph, std::uint64_t id) {

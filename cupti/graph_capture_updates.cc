@@ -207,6 +207,7 @@ void GraphCapture::update_exec_node(CUgraphExec exec, CUgraphNode node, Update&&
     return;  // instantiated while graphcheck was not enabled: nothing recorded to update
   }
   ExecState& state = found->second;
+  (void)reader_.take_unreadable();  // only this update's findings below
   const auto at = state.index.find(node);
   Node* target = nullptr;
   // Copy on write: readers holding the old record keep a consistent one.
@@ -219,7 +220,12 @@ void GraphCapture::update_exec_node(CUgraphExec exec, CUgraphNode node, Update&&
                 " had a node updated that its record does not hold (a conditional body created "
                 "before graphcheck was enabled?); that node's addresses in the record are stale");
   }
+  const std::uint64_t id = target->id;
   update(*target, at->second);
+  state.unreadable.erase(id);  // the node's new parameters decide
+  for (UnreadableNode& unreadable : reader_.take_unreadable()) {
+    state.unreadable[unreadable.id] = std::move(unreadable);
+  }
   state.record = std::move(copy);
   ++stats_.exec_updates;
 }
@@ -231,9 +237,7 @@ void GraphCapture::exec_kernel_updated(CUgraphExec exec, CUgraphNode node,
     if (layout == LayoutSource::kFromParams) {
       handle = p.func != nullptr ? KernelHandle{p.func, nullptr} : KernelHandle{nullptr, p.kern};
     }
-    Node fresh = reader_.read_kernel(p, handle);
-    fresh.id = target.id;
-    target = std::move(fresh);
+    target = reader_.read_kernel_or_unreadable(p, handle, target.id);
     location.kernel = handle;
   });
 }
@@ -286,6 +290,8 @@ void GraphCapture::exec_updated(CUgraphExec exec, CUgraph graph) {
   // order); graphs built the same way (a recapture of the same code) list their nodes in
   // the same order, which is what position pairing assumes [verify on a GPU]. The exec
   // graph's nodes keep their ids.
+  std::vector<UnreadableNode> unreadable = reader_.take_unreadable();
+  std::map<std::uint64_t, std::uint64_t> ids;  // update graph's node id -> exec graph's
   std::map<std::vector<std::uint32_t>, KernelHandle> kernels;
   for (const auto& [node, location] : update_index) {
     kernels.emplace(location.path, location.kernel);
@@ -302,6 +308,7 @@ void GraphCapture::exec_updated(CUgraphExec exec, CUgraph graph) {
       ++unpaired;
       continue;
     }
+    ids[new_node->id] = old_node->id;
     new_node->id = old_node->id;
     at->second.kernel = kernel->second;
     ++at;
@@ -310,6 +317,13 @@ void GraphCapture::exec_updated(CUgraphExec exec, CUgraph graph) {
   // name the same nodes.
   for (auto& [node, location] : update_index) {
     state.index.try_emplace(node, std::move(location));
+  }
+  state.unreadable.clear();
+  for (UnreadableNode& node : unreadable) {
+    if (const auto original = ids.find(node.id); original != ids.end()) {
+      node.id = original->second;
+    }
+    state.unreadable[node.id] = std::move(node);
   }
   state.record = std::move(record);
   ++stats_.exec_updates;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "cupti/graph_reader.h"
 
@@ -159,6 +160,29 @@ Node GraphReader::read_kernel(const CUDA_KERNEL_NODE_PARAMS& params,
   }
   add_tensor_map_operands(node);
   return node;
+}
+
+Node GraphReader::read_kernel_or_unreadable(const CUDA_KERNEL_NODE_PARAMS& params,
+                                            const KernelHandle& layout_of, std::uint64_t id) {
+  try {
+    Node node = read_kernel(params, layout_of);
+    node.id = id;
+    return node;
+  } catch (const Error& error) {
+    // One kernel graphcheck cannot read must not leave the rest of its graph unchecked.
+    Node node;
+    node.id = id;
+    node.type = NodeType::kKernel;
+    if (layout_of.func != nullptr || layout_of.kern != nullptr) {
+      node.name = kernel_name(layout_of);
+    }
+    std::string cause = error.what();
+    if (constexpr std::string_view kPrefix = "graphcheck: "; cause.starts_with(kPrefix)) {
+      cause.erase(0, kPrefix.size());
+    }
+    unreadable_.push_back(UnreadableNode{id, node.name, std::move(cause)});
+    return node;
+  }
 }
 
 void GraphReader::add_tensor_map_operands(Node& node) const {
