@@ -70,6 +70,9 @@ Snapshot CheckerSession::snapshot(std::string_view current_label) {
 
 Report CheckerSession::check_now(std::string_view label) {
   const std::scoped_lock lock(mutex_);
+  for (auto& [exec, last] : launch_findings_) {
+    log_repeats_locked(exec, last);
+  }
   const std::shared_ptr<const Report> report = check_now_locked(unique_label_locked(label));
   // Nodes the backend could not read are worth a look even without findings.
   const bool unchecked =
@@ -226,14 +229,26 @@ Status CheckerSession::on_graph_launch(std::uint64_t exec) noexcept {
     const std::shared_ptr<const Report> report =
         with_warnings_locked(launch.session.check(check_options, {graph->id}), {graph->id});
     ++launches_checked_;
+    LaunchFindings& last = launch_findings_[exec];
+    const bool repeated =
+        report->has_findings() && last.graph == graph->id && last.findings == report->findings;
+    if (repeated) {
+      ++last.repeats;
+    } else {
+      log_repeats_locked(exec, last);
+      last.graph = graph->id;
+      last.findings = report->findings;
+    }
     if (!report->has_findings()) {
       return {};
     }
     ++launches_with_findings_;
-    log("graphcheck: findings at launch of graph " + std::to_string(graph->id) + " (exec " +
-        format_address(exec) + ")\n" + to_text(*report));
-    if (!options_.out_dir.empty()) {
-      emit_locked(launch.session.snapshot({graph->id}), *report, "launch");
+    if (!repeated) {
+      log("graphcheck: findings at launch of graph " + std::to_string(graph->id) + " (exec " +
+          format_address(exec) + ")\n" + to_text(*report));
+      if (!options_.out_dir.empty()) {
+        emit_locked(launch.session.snapshot({graph->id}), *report, "launch");
+      }
     }
     if (options_.policy == FindingPolicy::kWarn) {
       return {};
@@ -342,6 +357,16 @@ void CheckerSession::emit_locked(const Snapshot& snapshot, const Report& report,
   write_snapshot(snapshot, options_.out_dir / (stem + "-snapshot.json"));
   write_text(options_.out_dir / (stem + "-report.json"), to_json(report));
   write_text(options_.out_dir / (stem + "-report.txt"), to_text(report));
+}
+
+void CheckerSession::log_repeats_locked(std::uint64_t exec, LaunchFindings& last) {
+  if (last.repeats == 0) {
+    return;
+  }
+  log("graphcheck: the findings reported at launch of graph " + std::to_string(last.graph) +
+      " (exec " + format_address(exec) + ") recurred at " + std::to_string(last.repeats) +
+      " later launch" + (last.repeats == 1 ? "" : "es") + "\n");
+  last.repeats = 0;
 }
 
 void CheckerSession::log(std::string_view text) const {

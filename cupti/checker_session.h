@@ -115,10 +115,12 @@ class CheckerSession {
   /// snapshot and report under `out_dir` when set.
   /// @throws Error only for I/O failures writing to `out_dir`.
   [[nodiscard]] Report check_now(std::string_view label = "now");
-  /// @brief Debug mode: checks the graph `exec` launches, at cuGraphLaunch entry. Never
-  /// throws. @return failing status on findings under `FindingPolicy::kError` with
-  /// `ErrorAction::kReturnStatus` (the other actions end the process); ok otherwise,
-  /// including when launch checks are off or the graph is unknown.
+  /// @brief Debug mode: checks the graph `exec` launches, at cuGraphLaunch entry. A report
+  /// is logged and written once per distinct finding set of an exec graph; launches that
+  /// find the same ones again are counted, and the count is logged when the findings change
+  /// and at the next `check_now`. Never throws. @return failing status on findings under
+  /// `FindingPolicy::kError` with `ErrorAction::kReturnStatus` (the other actions end the
+  /// process); ok otherwise, including when launch checks are off or the graph is unknown.
   Status on_graph_launch(std::uint64_t exec) noexcept;
 
   /// @brief Launch checks done and launch checks with findings.
@@ -132,6 +134,13 @@ class CheckerSession {
   struct LaunchSession {
     graphcheck::CheckSession session;
     std::string launch_label;
+  };
+  // The findings last reported at a launch of one exec graph, and how many later launches
+  // had the same ones (reported once, counted: launch mode would log every replay).
+  struct LaunchFindings {
+    std::uint64_t graph = 0;
+    std::vector<Finding> findings;
+    std::uint64_t repeats = 0;
   };
   // A launched graph's record as the session labels it, and the source record it came from.
   struct LaunchGraph {
@@ -149,6 +158,8 @@ class CheckerSession {
       std::shared_ptr<const Report> report, const std::vector<std::uint64_t>& graph_ids) const;
   void emit_locked(const Snapshot& snapshot, const Report& report, std::string_view tag);
   void log(std::string_view text) const;
+  // Logs how often the findings last reported for `exec` recurred, if they did, and resets.
+  void log_repeats_locked(std::uint64_t exec, LaunchFindings& last);
 
   SessionOptions options_;
   SessionSources sources_;
@@ -166,7 +177,8 @@ class CheckerSession {
   std::string now_label_;                 // its current state's label
   // By whether the graph was noted at capture, and its capture (or launch) epoch label.
   std::map<std::pair<bool, std::string>, LaunchSession> launch_sessions_;
-  std::map<std::uint64_t, LaunchGraph> launch_graphs_;  // by exec handle
+  std::map<std::uint64_t, LaunchGraph> launch_graphs_;       // by exec handle
+  std::map<std::uint64_t, LaunchFindings> launch_findings_;  // by exec handle
 };
 
 }  // namespace graphcheck::cupti
