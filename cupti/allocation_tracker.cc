@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace graphcheck::cupti {
 namespace {
@@ -32,7 +33,20 @@ constexpr CUpti_CallbackId kCallbacks[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
     CUPTI_DRIVER_TRACE_CBID_cuMemMap,
     CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
+    // Which streams capture: inside a capture cuMemAllocAsync/cuMemFreeAsync add graph nodes.
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz,
 };
+
+// The pool of an allocation made inside a stream capture: an alloc node's graph memory
+// ("graph:..." is a graph pool to the checker, docs/verdicts.md rule 7).
+constexpr std::string_view kGraphPool = "graph:alloc_node";
 
 template <typename Params>
 const Params& as(const void* params) {
@@ -145,10 +159,19 @@ void AllocationTracker::on_enter(CUpti_CallbackId cbid, const void* params) {
       table_.remove(as<cuMemFree_v2_params>(params).dptr);
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
-      table_.remove(as<cuMemFreeAsync_params>(params).dptr);
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
+      // The two parameter structs have the same layout ({dptr, hStream}). Inside a capture
+      // the call adds a free node and frees nothing: the memory (a graph allocation, cuda.h
+      // cuMemFreeAsync) stays live until a launch runs the node, which CUPTI does not report.
+      const auto& p = as<cuMemFreeAsync_params>(params);
+      if (!capturing_.contains(p.hStream)) {
+        table_.remove(p.dptr);
+      }
       break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
-      table_.remove(as<cuMemFreeAsync_ptsz_params>(params).dptr);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz:
+      capturing_.erase(as<cuStreamEndCapture_params>(params).hStream);
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree: {
       const auto& p = as<cuMemAddressFree_params>(params);
@@ -200,16 +223,32 @@ void AllocationTracker::on_exit(CUpti_CallbackId cbid, const void* params) {
       const auto& p = as<cuMemAllocAsync_params>(params);
       std::string text = api_label("cuMemAllocAsync");
       const std::scoped_lock lock(mutex_);
-      table_.add(out_address(p.dptr), p.bytesize, "async", std::move(text));
+      const bool in_capture = capturing_.contains(p.hStream);
+      table_.add(out_address(p.dptr), p.bytesize,
+                 in_capture ? std::string(kGraphPool) : std::string("async"), std::move(text));
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
       const auto& p = as<cuMemAllocFromPoolAsync_params>(params);
       std::string text = api_label("cuMemAllocFromPoolAsync");
-      const std::string pool = "async:" + format_address(reinterpret_cast<std::uintptr_t>(p.pool));
       const std::scoped_lock lock(mutex_);
+      const std::string pool =
+          capturing_.contains(p.hStream)
+              ? std::string(kGraphPool)
+              : "async:" + format_address(reinterpret_cast<std::uintptr_t>(p.pool));
       table_.add(out_address(p.dptr), p.bytesize, pool, std::move(text));
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz: {
+      // Every form's parameter struct starts with the stream.
+      const std::scoped_lock lock(mutex_);
+      capturing_.insert(as<cuStreamBeginCapture_params>(params).hStream);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve: {

@@ -4,6 +4,7 @@
 #ifndef GRAPHCHECK_CUPTI_ALLOCATION_TRACKER_H_
 #define GRAPHCHECK_CUPTI_ALLOCATION_TRACKER_H_
 
+#include <cuda.h>
 #include <cupti.h>
 #include <graphcheck/epoch.h>
 
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "cupti/allocation_table.h"
@@ -42,9 +44,13 @@ struct TrackerOptions {
 /// never erased by a late EXIT. A failing free therefore still drops its entry (the driver
 /// left it allocated; the next allocation over it replaces nothing).
 /// Pools: "default" (cuMemAlloc, pitch), "managed" (cuMemAllocManaged), "async"
-/// (cuMemAllocAsync; inside a stream capture the range belongs to the graph's mem_alloc
-/// node, which the checker treats as graph-owned), "async:<pool handle>"
-/// (cuMemAllocFromPoolAsync), "vmm" or the tag of the reservation (cuMemMap).
+/// (cuMemAllocAsync), "async:<pool handle>" (cuMemAllocFromPoolAsync), "vmm" or the tag of
+/// the reservation (cuMemMap), and "graph:alloc_node" for cuMemAllocAsync/FromPoolAsync on
+/// a stream being captured (cuStreamBeginCapture* .. cuStreamEndCapture): that is an alloc
+/// node's graph memory, a graph pool to the checker in every graph, so a later graph that
+/// reads or frees it is judged `graph`. cuMemFreeAsync on a capturing stream adds a free
+/// node and frees nothing, so it keeps the entry (issue 18; docs/cupti.md). Streams that
+/// join a capture through an event are not seen as capturing [verify on a GPU].
 /// Thread safety: `on_callback` and every other member may be called from any thread (one
 /// mutex; no allocation callback is on a per-launch path).
 class AllocationTracker final : public CallbackHandler {
@@ -74,6 +80,7 @@ class AllocationTracker final : public CallbackHandler {
   TrackerOptions options_;
   mutable std::mutex mutex_;
   AllocationTable table_;
+  std::unordered_set<CUstream> capturing_;  // streams between begin and end of a capture
   std::uint64_t sequence_ = 0;
   std::atomic<std::uint64_t> events_{0};
 };

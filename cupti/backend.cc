@@ -84,6 +84,7 @@ SessionSources make_sources(GraphCapture& capture, AllocationTracker& tracker) {
     return capture.exec_graph(
         reinterpret_cast<CUgraphExec>(exec));  // NOLINT(performance-no-int-to-ptr)
   };
+  sources.graph_warnings = [&capture](std::uint64_t id) { return capture.exec_warnings(id); };
   return sources;
 }
 

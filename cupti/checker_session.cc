@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <iterator>
 #include <utility>
 
 namespace graphcheck::cupti {
@@ -69,9 +70,17 @@ Snapshot CheckerSession::snapshot(std::string_view current_label) {
 
 Report CheckerSession::check_now(std::string_view label) {
   const std::scoped_lock lock(mutex_);
+  for (auto& [exec, last] : launch_findings_) {
+    log_repeats_locked(exec, last);
+  }
   const std::shared_ptr<const Report> report = check_now_locked(unique_label_locked(label));
-  if (report->has_findings()) {
-    log("graphcheck: findings in epoch '" + report->epoch + "'\n" + to_text(*report));
+  // Nodes the backend could not read are worth a look even without findings.
+  const bool unchecked =
+      std::any_of(report->warnings.begin(), report->warnings.end(),
+                  [](const std::string& line) { return line.starts_with("not checked: "); });
+  if (report->has_findings() || unchecked) {
+    const std::string what = report->has_findings() ? "findings" : "nodes not checked";
+    log("graphcheck: " + what + " in epoch '" + report->epoch + "'\n" + to_text(*report));
   }
   if (!options_.out_dir.empty()) {
     emit_locked(now_session_.snapshot(), *report, label);
@@ -131,7 +140,26 @@ std::shared_ptr<const Report> CheckerSession::check_now_locked(const std::string
   }
   graphcheck::CheckOptions check_options;
   check_options.epoch = label;
-  return session.check(check_options);
+  return with_warnings_locked(session.check(check_options), session.graph_ids());
+}
+
+std::shared_ptr<const Report> CheckerSession::with_warnings_locked(
+    std::shared_ptr<const Report> report, const std::vector<std::uint64_t>& graph_ids) const {
+  if (!sources_.graph_warnings) {
+    return report;
+  }
+  std::vector<std::string> lines;
+  for (const std::uint64_t id : graph_ids) {
+    std::vector<std::string> more = sources_.graph_warnings(id);
+    lines.insert(lines.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
+  }
+  if (lines.empty()) {
+    return report;
+  }
+  auto copy = std::make_shared<Report>(*report);
+  copy->warnings.insert(copy->warnings.end(), lines.begin(), lines.end());
+  return copy;
 }
 
 // The launched graph's record, labelled with its capture epoch: the same object as at the
@@ -198,16 +226,29 @@ Status CheckerSession::on_graph_launch(std::uint64_t exec) noexcept {
     launch.session.put_graph(graph);
     graphcheck::CheckOptions check_options;
     check_options.epoch = launch_label;
-    const std::shared_ptr<const Report> report = launch.session.check(check_options, {graph->id});
+    const std::shared_ptr<const Report> report =
+        with_warnings_locked(launch.session.check(check_options, {graph->id}), {graph->id});
     ++launches_checked_;
+    LaunchFindings& last = launch_findings_[exec];
+    const bool repeated =
+        report->has_findings() && last.graph == graph->id && last.findings == report->findings;
+    if (repeated) {
+      ++last.repeats;
+    } else {
+      log_repeats_locked(exec, last);
+      last.graph = graph->id;
+      last.findings = report->findings;
+    }
     if (!report->has_findings()) {
       return {};
     }
     ++launches_with_findings_;
-    log("graphcheck: findings at launch of graph " + std::to_string(graph->id) + " (exec " +
-        format_address(exec) + ")\n" + to_text(*report));
-    if (!options_.out_dir.empty()) {
-      emit_locked(launch.session.snapshot({graph->id}), *report, "launch");
+    if (!repeated) {
+      log("graphcheck: findings at launch of graph " + std::to_string(graph->id) + " (exec " +
+          format_address(exec) + ")\n" + to_text(*report));
+      if (!options_.out_dir.empty()) {
+        emit_locked(launch.session.snapshot({graph->id}), *report, "launch");
+      }
     }
     if (options_.policy == FindingPolicy::kWarn) {
       return {};
@@ -316,6 +357,16 @@ void CheckerSession::emit_locked(const Snapshot& snapshot, const Report& report,
   write_snapshot(snapshot, options_.out_dir / (stem + "-snapshot.json"));
   write_text(options_.out_dir / (stem + "-report.json"), to_json(report));
   write_text(options_.out_dir / (stem + "-report.txt"), to_text(report));
+}
+
+void CheckerSession::log_repeats_locked(std::uint64_t exec, LaunchFindings& last) {
+  if (last.repeats == 0) {
+    return;
+  }
+  log("graphcheck: the findings reported at launch of graph " + std::to_string(last.graph) +
+      " (exec " + format_address(exec) + ") recurred at " + std::to_string(last.repeats) +
+      " later launch" + (last.repeats == 1 ? "" : "es") + "\n");
+  last.repeats = 0;
 }
 
 void CheckerSession::log(std::string_view text) const {

@@ -70,6 +70,9 @@ struct SessionSources {
   /// graph an exec handle launches (null when unknown). The same record as at the last
   /// launch is known unchanged without comparing it.
   std::function<std::shared_ptr<const GraphRecord>(std::uint64_t exec)> shared_graph_for_exec;
+  /// Optional: lines the report of graph `id` adds to its `warnings` (kernel nodes recorded
+  /// without arguments because they could not be read: `GraphCapture::exec_warnings`).
+  std::function<std::vector<std::string>(std::uint64_t id)> graph_warnings;
 };
 
 /// @brief Builds epochs, snapshots and reports from a span registry, allocations and graphs.
@@ -108,13 +111,16 @@ class CheckerSession {
   /// allowlist; producer backend "cupti".
   [[nodiscard]] Snapshot snapshot(std::string_view current_label = "now");
   /// @brief Checks every graph in the current state (epoch `label`); prints the report when
-  /// it has findings and writes snapshot and report under `out_dir` when set.
+  /// it has findings or nodes not checked (`SessionSources::graph_warnings`) and writes
+  /// snapshot and report under `out_dir` when set.
   /// @throws Error only for I/O failures writing to `out_dir`.
   [[nodiscard]] Report check_now(std::string_view label = "now");
-  /// @brief Debug mode: checks the graph `exec` launches, at cuGraphLaunch entry. Never
-  /// throws. @return failing status on findings under `FindingPolicy::kError` with
-  /// `ErrorAction::kReturnStatus` (the other actions end the process); ok otherwise,
-  /// including when launch checks are off or the graph is unknown.
+  /// @brief Debug mode: checks the graph `exec` launches, at cuGraphLaunch entry. A report
+  /// is logged and written once per distinct finding set of an exec graph; launches that
+  /// find the same ones again are counted, and the count is logged when the findings change
+  /// and at the next `check_now`. Never throws. @return failing status on findings under
+  /// `FindingPolicy::kError` with `ErrorAction::kReturnStatus` (the other actions end the
+  /// process); ok otherwise, including when launch checks are off or the graph is unknown.
   Status on_graph_launch(std::uint64_t exec) noexcept;
 
   /// @brief Launch checks done and launch checks with findings.
@@ -129,6 +135,13 @@ class CheckerSession {
     graphcheck::CheckSession session;
     std::string launch_label;
   };
+  // The findings last reported at a launch of one exec graph, and how many later launches
+  // had the same ones (reported once, counted: launch mode would log every replay).
+  struct LaunchFindings {
+    std::uint64_t graph = 0;
+    std::vector<Finding> findings;
+    std::uint64_t repeats = 0;
+  };
   // A launched graph's record as the session labels it, and the source record it came from.
   struct LaunchGraph {
     std::shared_ptr<const GraphRecord> source;
@@ -140,8 +153,13 @@ class CheckerSession {
   [[nodiscard]] std::string unique_label_locked(std::string_view label) const;
   [[nodiscard]] GraphRecord with_epoch_locked(GraphRecord graph) const;
   [[nodiscard]] Snapshot snapshot_locked(std::string_view current_label) const;
+  // `report` with the sources' warnings of `graph_ids` added (the same object when none).
+  [[nodiscard]] std::shared_ptr<const Report> with_warnings_locked(
+      std::shared_ptr<const Report> report, const std::vector<std::uint64_t>& graph_ids) const;
   void emit_locked(const Snapshot& snapshot, const Report& report, std::string_view tag);
   void log(std::string_view text) const;
+  // Logs how often the findings last reported for `exec` recurred, if they did, and resets.
+  void log_repeats_locked(std::uint64_t exec, LaunchFindings& last);
 
   SessionOptions options_;
   SessionSources sources_;
@@ -159,7 +177,8 @@ class CheckerSession {
   std::string now_label_;                 // its current state's label
   // By whether the graph was noted at capture, and its capture (or launch) epoch label.
   std::map<std::pair<bool, std::string>, LaunchSession> launch_sessions_;
-  std::map<std::uint64_t, LaunchGraph> launch_graphs_;  // by exec handle
+  std::map<std::uint64_t, LaunchGraph> launch_graphs_;       // by exec handle
+  std::map<std::uint64_t, LaunchFindings> launch_findings_;  // by exec handle
 };
 
 }  // namespace graphcheck::cupti

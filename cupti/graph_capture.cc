@@ -3,6 +3,7 @@
 #include "cupti/graph_capture.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 namespace graphcheck::cupti {
@@ -150,6 +151,7 @@ void GraphCapture::apply_locked(const ResourceEvent& event) {
       break;
     case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
       captured_.erase(event.graph);
+      captured_unreadable_.erase(event.graph);
       std::erase_if(pending_execs_, [&](const auto& p) { return p.second == event.graph; });
       break;
     case CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED:
@@ -315,6 +317,7 @@ void GraphCapture::captured(CUgraph graph) {
   record->id = id;
   record->epoch = epoch_;
   record->nodes = reader_.read(graph, nullptr);
+  captured_unreadable_[graph] = reader_.take_unreadable();
   captured_[graph] = std::move(record);
   ++stats_.graphs_walked;
 }
@@ -355,6 +358,9 @@ void GraphCapture::instantiated_locked(CUgraphExec exec, CUgraph graph) {
   record->id = id;
   record->epoch = epoch_;
   record->nodes = reader_.read(graph, &state.index);
+  for (UnreadableNode& node : reader_.take_unreadable()) {
+    state.unreadable[node.id] = std::move(node);
+  }
   state.record = std::move(record);
   execs_[exec] = std::move(state);
   ++stats_.graphs_walked;

@@ -7,6 +7,7 @@
 #include <graphcheck/graph.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -87,6 +88,13 @@ class GraphCapture final : public CallbackHandler {
   /// @brief Records of captured (template) graphs not yet destroyed, by ascending id.
   [[nodiscard]] std::vector<std::shared_ptr<const GraphRecord>> captured_graphs() const;
 
+  /// @brief One line per kernel node of the exec graph whose record has id `id` (CUPTI's
+  /// graph-exec id) that is in the record without its arguments, because they could not be
+  /// read: the report's `warnings` (the node yields no reference). Empty when none.
+  [[nodiscard]] std::vector<std::string> exec_warnings(std::uint64_t id) const;
+  /// @brief Those lines for every live record: captured graphs by id, then exec graphs.
+  [[nodiscard]] std::vector<std::string> warnings() const;
+
   /// @brief Reads `graph` now (late attach, `keep_graph=True` users, tests); throws
   /// `graphcheck::Error` naming the failing driver call.
   [[nodiscard]] GraphRecord read_graph(CUgraph graph, std::uint64_t id);
@@ -100,6 +108,7 @@ class GraphCapture final : public CallbackHandler {
     CUgraph source = nullptr;  // template graph it was instantiated from (may be destroyed)
     std::shared_ptr<const GraphRecord> record;
     NodeIndex index;  // template node -> position in record->nodes
+    std::map<std::uint64_t, UnreadableNode> unreadable;  // by node id
   };
 
   // One resource callback, as much of it as applying it later needs.
@@ -162,6 +171,7 @@ class GraphCapture final : public CallbackHandler {
   GraphReader reader_;
   TensorMapTable tensor_maps_;
   std::unordered_map<CUgraph, std::shared_ptr<const GraphRecord>> captured_;
+  std::unordered_map<CUgraph, std::vector<UnreadableNode>> captured_unreadable_;
   std::unordered_map<CUgraphExec, ExecState> execs_;
   // (exec, template) pairs from GRAPHEXEC_CREATED, read at the next instantiate EXIT (so an
   // instantiate variant this handler does not intercept is still caught); dropped when

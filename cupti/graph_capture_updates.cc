@@ -4,8 +4,10 @@
 // only when it returned success, so a rejected update never changes a record.
 #include <graphcheck/error.h>
 
+#include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cupti/graph_capture.h"
 
@@ -35,6 +37,21 @@ Node* locate(NodeList& nodes, const std::vector<std::uint32_t>& path) {
     node = &node->bodies[path[k]][path[k + 1]];
   }
   return node;
+}
+
+const Node* locate(const NodeList& nodes, const std::vector<std::uint32_t>& path) {
+  return locate(const_cast<NodeList&>(nodes), path);  // NOLINT: only reads through it
+}
+
+// Nodes in `nodes`, bodies included (what a NodeIndex of a read holds).
+std::size_t count_nodes(const NodeList& nodes) {
+  std::size_t count = nodes.size();
+  for (const Node& node : nodes) {
+    for (const NodeList& body : node.bodies) {
+      count += count_nodes(body);
+    }
+  }
+  return count;
 }
 
 // The runtime's kernel parameters carry a host stub as `func`, not a CUfunction: keep only
@@ -190,6 +207,7 @@ void GraphCapture::update_exec_node(CUgraphExec exec, CUgraphNode node, Update&&
     return;  // instantiated while graphcheck was not enabled: nothing recorded to update
   }
   ExecState& state = found->second;
+  (void)reader_.take_unreadable();  // only this update's findings below
   const auto at = state.index.find(node);
   Node* target = nullptr;
   // Copy on write: readers holding the old record keep a consistent one.
@@ -202,7 +220,12 @@ void GraphCapture::update_exec_node(CUgraphExec exec, CUgraphNode node, Update&&
                 " had a node updated that its record does not hold (a conditional body created "
                 "before graphcheck was enabled?); that node's addresses in the record are stale");
   }
+  const std::uint64_t id = target->id;
   update(*target, at->second);
+  state.unreadable.erase(id);  // the node's new parameters decide
+  for (UnreadableNode& unreadable : reader_.take_unreadable()) {
+    state.unreadable[unreadable.id] = std::move(unreadable);
+  }
   state.record = std::move(copy);
   ++stats_.exec_updates;
 }
@@ -214,9 +237,7 @@ void GraphCapture::exec_kernel_updated(CUgraphExec exec, CUgraphNode node,
     if (layout == LayoutSource::kFromParams) {
       handle = p.func != nullptr ? KernelHandle{p.func, nullptr} : KernelHandle{nullptr, p.kern};
     }
-    Node fresh = reader_.read_kernel(p, handle);
-    fresh.id = target.id;
-    target = std::move(fresh);
+    target = reader_.read_kernel_or_unreadable(p, handle, target.id);
     location.kernel = handle;
   });
 }
@@ -256,18 +277,66 @@ void GraphCapture::exec_updated(CUgraphExec exec, CUgraph graph) {
     return;
   }
   ExecState& state = found->second;
-  NodeIndex index;
+  NodeIndex update_index;
   auto record = std::make_shared<GraphRecord>();
   record->id = state.record->id;
   record->epoch = epoch_;
-  record->nodes = reader_.read(graph, &index);
-  // cuGraphExecUpdate keeps the exec graph's node identities but takes parameters from
-  // `graph`; later per-node setters name nodes of `graph` (the docs require the same
-  // topology), so the index is replaced too.
+  record->nodes = reader_.read(graph, &update_index);
+  // cuGraphExecUpdate keeps the exec graph's nodes and gives each the parameters of the node
+  // of `graph` it pairs with. Later per-node setters still name nodes of the graph the exec
+  // graph was instantiated from (cuda.h, cuGraphExecKernelNodeSetParams: "from the graph
+  // from which graphExec was instantiated"), so the index keeps those keys and each key's
+  // node takes the update graph's node at the same position. CUDA pairs by topology (edge
+  // order); graphs built the same way (a recapture of the same code) list their nodes in
+  // the same order, which is what position pairing assumes [verify on a GPU]. The exec
+  // graph's nodes keep their ids.
+  std::vector<UnreadableNode> unreadable = reader_.take_unreadable();
+  std::map<std::uint64_t, std::uint64_t> ids;  // update graph's node id -> exec graph's
+  std::map<std::vector<std::uint32_t>, KernelHandle> kernels;
+  for (const auto& [node, location] : update_index) {
+    kernels.emplace(location.path, location.kernel);
+  }
+  const std::size_t before = count_nodes(state.record->nodes);
+  std::size_t unpaired = 0;
+  for (auto at = state.index.begin(); at != state.index.end();) {
+    const Node* old_node = locate(state.record->nodes, at->second.path);
+    Node* new_node = locate(record->nodes, at->second.path);
+    const auto kernel = kernels.find(at->second.path);
+    if (old_node == nullptr || new_node == nullptr || old_node->type != new_node->type ||
+        kernel == kernels.end()) {
+      at = state.index.erase(at);  // a later setter of this node is reported
+      ++unpaired;
+      continue;
+    }
+    ids[new_node->id] = old_node->id;
+    new_node->id = old_node->id;
+    at->second.kernel = kernel->second;
+    ++at;
+  }
+  // Should the driver also accept the update graph's own handles [verify on a GPU], they
+  // name the same nodes.
+  for (auto& [node, location] : update_index) {
+    state.index.try_emplace(node, std::move(location));
+  }
+  state.unreadable.clear();
+  for (UnreadableNode& node : unreadable) {
+    if (const auto original = ids.find(node.id); original != ids.end()) {
+      node.id = original->second;
+    }
+    state.unreadable[node.id] = std::move(node);
+  }
   state.record = std::move(record);
-  state.index = std::move(index);
-  state.source = graph;
   ++stats_.exec_updates;
+  if (unpaired != 0 || update_index.size() != before) {
+    throw Error("graphcheck: exec graph " + std::to_string(state.record->id) +
+                " was updated (cuGraphExecUpdate) from a graph whose " +
+                std::to_string(update_index.size()) + " nodes do not pair by position with " +
+                "the instantiated graph's " + std::to_string(before) + "; the record holds " +
+                "the update graph's nodes, and per-node updates of the " +
+                std::to_string(unpaired) + " unpaired node handles cannot be followed. Build " +
+                "the update graph in the same order as the instantiated one (capture the " +
+                "same code)");
+  }
 }
 
 }  // namespace graphcheck::cupti

@@ -66,6 +66,7 @@ GraphReader::GraphReader(DriverApi& api, const TensorMapTable& tensor_maps)
     : api_(api), tensor_maps_(tensor_maps) {}
 
 NodeList GraphReader::read(CUgraph graph, NodeIndex* index) {
+  unreadable_.clear();  // what an earlier read that threw left behind
   NodeList nodes;
   std::vector<std::uint32_t> path;
   read_into(graph, nodes, index, path, 0);
@@ -116,7 +117,7 @@ Node GraphReader::read_node(CUgraphNode handle, NodeIndex* index, std::vector<st
       GRAPHCHECK_CU_CHECK(api_, cu_graph_kernel_node_get_params(handle, &params));
       kernel = params.func != nullptr ? KernelHandle{params.func, nullptr}
                                       : KernelHandle{nullptr, params.kern};
-      node = read_kernel(params, kernel);
+      node = read_kernel_or_unreadable(params, kernel, id);
       break;
     }
     case CU_GRAPH_NODE_TYPE_MEMCPY: {

@@ -39,6 +39,14 @@ struct NodeLocation {
 /// @brief Template node handle -> its location in a record (for exec-graph updates).
 using NodeIndex = std::unordered_map<CUgraphNode, NodeLocation>;
 
+/// @brief A kernel node whose arguments could not be read (issue 18): the record holds it
+/// without arguments, so it yields no reference, and the report names it in `warnings`.
+struct UnreadableNode {
+  std::uint64_t id = 0;  ///< cuptiGetGraphNodeId of the node
+  std::string kernel;    ///< its name, where the driver gives one
+  std::string cause;     ///< why its arguments could not be read
+};
+
 /// @brief Where a kernel update's argument layout comes from.
 enum class LayoutSource : std::uint8_t {
   kFromParams,        ///< the func/kern in the new parameters (driver API forms)
@@ -56,7 +64,9 @@ enum class LayoutSource : std::uint8_t {
 /// extent (x + y*pitch + z*height*pitch ...); host and array operands are skipped (unified
 /// ones that cuPointerGetAttribute says are host memory too). Memset: "dst" (write).
 /// Mem alloc: "alloc". Mem free: "dptr" (size 0). Child graphs and conditional bodies
-/// (when registered with `set_conditional_bodies`) are read recursively.
+/// (when registered with `set_conditional_bodies`) are read recursively. A kernel whose
+/// arguments cannot be read is kept without them (`take_unreadable`); other failing driver
+/// calls fail the whole read.
 /// Thread safety: none; the owner serializes. Failing driver calls throw graphcheck::Error.
 class GraphReader {
  public:
@@ -64,9 +74,19 @@ class GraphReader {
 
   /// @brief Reads every node of `graph` (recursively); fills `index` if not null.
   [[nodiscard]] NodeList read(CUgraph graph, NodeIndex* index);
-  /// @brief A kernel node from its parameter struct (id left 0).
+  /// @brief A kernel node from its parameter struct (id left 0). @throws Error when its
+  /// arguments cannot be read.
   [[nodiscard]] Node read_kernel(const CUDA_KERNEL_NODE_PARAMS& params,
                                  const KernelHandle& layout_of);
+  /// @brief As `read_kernel`, with id `id`; a kernel whose arguments cannot be read (a
+  /// cuFuncGetParamInfo error, an unknown `extra` option, a null kernelParams entry, ...)
+  /// becomes a kernel node without arguments, noted for `take_unreadable`.
+  [[nodiscard]] Node read_kernel_or_unreadable(const CUDA_KERNEL_NODE_PARAMS& params,
+                                               const KernelHandle& layout_of, std::uint64_t id);
+  /// @brief The kernel nodes found unreadable since the last call (`read` starts afresh).
+  [[nodiscard]] std::vector<UnreadableNode> take_unreadable() {
+    return std::exchange(unreadable_, {});
+  }
   [[nodiscard]] std::vector<Operand> memcpy_operands(const CUDA_MEMCPY3D& copy);
   [[nodiscard]] static Operand memset_operand(const CUDA_MEMSET_NODE_PARAMS& memset);
 
@@ -81,12 +101,16 @@ class GraphReader {
   Node read_node(CUgraphNode node, NodeIndex* index, std::vector<std::uint32_t>& path, int depth,
                  KernelHandle& kernel);
   const KernelLayout& layout(const KernelHandle& kernel);
+  CUresult param_info(const KernelHandle& kernel, std::size_t index, std::size_t* offset,
+                      std::size_t* size);
+  std::string kernel_name(const KernelHandle& kernel);
   void add_tensor_map_operands(Node& node) const;
 
   DriverApi& api_;
   const TensorMapTable& tensor_maps_;
   std::unordered_map<const void*, KernelLayout> layouts_;
   std::unordered_map<CUgraphNode, std::vector<CUgraph>> conditional_bodies_;
+  std::vector<UnreadableNode> unreadable_;
 };
 
 }  // namespace graphcheck::cupti

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "cupti/graph_reader.h"
 
@@ -31,6 +32,24 @@ std::uintptr_t option(void* entry) { return reinterpret_cast<std::uintptr_t>(ent
 
 }  // namespace
 
+CUresult GraphReader::param_info(const KernelHandle& kernel, std::size_t index, std::size_t* offset,
+                                 std::size_t* size) {
+  return kernel.func != nullptr ? api_.cu_func_get_param_info(kernel.func, index, offset, size)
+                                : api_.cu_kernel_get_param_info(kernel.kern, index, offset, size);
+}
+
+std::string GraphReader::kernel_name(const KernelHandle& kernel) {
+  const char* name = nullptr;
+  CUresult named = kernel.func != nullptr ? api_.cu_func_get_name(&name, kernel.func)
+                                          : api_.cu_kernel_get_name(&name, kernel.kern);
+  if (named != CUDA_SUCCESS && kernel.func != nullptr) {
+    // A CUkernel in `func` (see layout()) may be named only by cuKernelGetName.
+    named = api_.cu_kernel_get_name(&name, reinterpret_cast<CUkernel>(kernel.func));
+  }
+  // A missing name does not stop the check: the finding still names node and argument.
+  return named == CUDA_SUCCESS && name != nullptr ? demangle(name) : "unnamed_kernel";
+}
+
 const KernelLayout& GraphReader::layout(const KernelHandle& kernel) {
   const void* key = kernel.func != nullptr ? static_cast<const void*>(kernel.func)
                                            : static_cast<const void*>(kernel.kern);
@@ -42,18 +61,28 @@ const KernelLayout& GraphReader::layout(const KernelHandle& kernel) {
     return found->second;
   }
   KernelLayout layout;
+  KernelHandle query = kernel;
   for (std::size_t index = 0;; ++index) {
     std::size_t offset = 0;
     std::size_t size = 0;
-    const CUresult result = kernel.func != nullptr
-                                ? api_.cu_func_get_param_info(kernel.func, index, &offset, &size)
-                                : api_.cu_kernel_get_param_info(kernel.kern, index, &offset, &size);
+    CUresult result = param_info(query, index, &offset, &size);
+    if (index == 0 && query.func != nullptr && result != CUDA_SUCCESS &&
+        result != CUDA_ERROR_INVALID_VALUE) {
+      // Library-managed kernels (cudaGetKernel, cuBLAS) put a CUkernel cast to CUfunction in
+      // the node, which cuFuncGetParamInfo may refuse: ask cuKernelGetParamInfo [verify].
+      const KernelHandle as_kernel{nullptr, reinterpret_cast<CUkernel>(query.func)};
+      const CUresult retried = param_info(as_kernel, index, &offset, &size);
+      if (retried == CUDA_SUCCESS || retried == CUDA_ERROR_INVALID_VALUE) {
+        query = as_kernel;
+        result = retried;
+      }
+    }
     if (result == CUDA_ERROR_INVALID_VALUE) {
       break;  // past the last argument
     }
     if (result != CUDA_SUCCESS) {
       detail::throw_cu_error(api_, result,
-                             kernel.func != nullptr
+                             query.func != nullptr
                                  ? "cu_func_get_param_info(func, index, &offset, &size)"
                                  : "cu_kernel_get_param_info(kern, index, &offset, &size)",
                              __FILE__, __LINE__);
@@ -64,11 +93,7 @@ const KernelLayout& GraphReader::layout(const KernelHandle& kernel) {
     }
     layout.params.emplace_back(offset, size);
   }
-  const char* name = nullptr;
-  const CUresult named = kernel.func != nullptr ? api_.cu_func_get_name(&name, kernel.func)
-                                                : api_.cu_kernel_get_name(&name, kernel.kern);
-  // A missing name does not stop the check: the finding still names node and argument.
-  layout.name = named == CUDA_SUCCESS && name != nullptr ? demangle(name) : "unnamed_kernel";
+  layout.name = kernel_name(query);
   return layouts_.emplace(key, std::move(layout)).first->second;
 }
 
@@ -135,6 +160,29 @@ Node GraphReader::read_kernel(const CUDA_KERNEL_NODE_PARAMS& params,
   }
   add_tensor_map_operands(node);
   return node;
+}
+
+Node GraphReader::read_kernel_or_unreadable(const CUDA_KERNEL_NODE_PARAMS& params,
+                                            const KernelHandle& layout_of, std::uint64_t id) {
+  try {
+    Node node = read_kernel(params, layout_of);
+    node.id = id;
+    return node;
+  } catch (const Error& error) {
+    // One kernel graphcheck cannot read must not leave the rest of its graph unchecked.
+    Node node;
+    node.id = id;
+    node.type = NodeType::kKernel;
+    if (layout_of.func != nullptr || layout_of.kern != nullptr) {
+      node.name = kernel_name(layout_of);
+    }
+    std::string cause = error.what();
+    if (constexpr std::string_view kPrefix = "graphcheck: "; cause.starts_with(kPrefix)) {
+      cause.erase(0, kPrefix.size());
+    }
+    unreadable_.push_back(UnreadableNode{id, node.name, std::move(cause)});
+    return node;
+  }
 }
 
 void GraphReader::add_tensor_map_operands(Node& node) const {

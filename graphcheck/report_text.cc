@@ -306,13 +306,31 @@ std::string to_text(const Report& report) {
     }
   }
 
-  if (!report.warnings.empty()) {
+  // Backends add "not checked: ..." lines (nodes whose addresses could not be read, the
+  // CUPTI backend's kernels with unreadable arguments); the others are the checker's own
+  // overlap warnings (docs/report-format.md).
+  constexpr std::string_view kNotChecked = "not checked: ";
+  std::vector<std::string_view> overlaps;
+  std::vector<std::string_view> unchecked;
+  for (const std::string& warning : report.warnings) {
+    (std::string_view(warning).starts_with(kNotChecked) ? unchecked : overlaps).push_back(warning);
+  }
+  if (!overlaps.empty()) {
     out += fmt::format(
         "\noverlap warnings ({}): address ranges covered by spans of different "
         "owners, resolved as shown\n",
-        report.warnings.size());
-    for (const std::string& warning : report.warnings) {
+        overlaps.size());
+    for (const std::string_view warning : overlaps) {
       out += fmt::format("  {}\n", warning);
+    }
+  }
+  if (!unchecked.empty()) {
+    out += fmt::format(
+        "\nnodes not checked ({}): their addresses could not be read; their references are "
+        "missing from the counts above\n",
+        unchecked.size());
+    for (const std::string_view warning : unchecked) {
+      out += fmt::format("  {}\n", warning.substr(kNotChecked.size()));
     }
   }
   const bool stale_fails =

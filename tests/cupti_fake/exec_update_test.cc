@@ -145,21 +145,112 @@ TEST_F(ExecUpdateTest, RuntimeKernelUpdatesUseThePreviousKernelsLayout) {
 
 TEST_F(ExecUpdateTest, WholeGraphUpdateRereadsTheSourceGraph) {
   CUgraph replacement = api_.add_graph(3);
-  CUgraphNode moved = api_.add_node(replacement, kernel_node(1, scale_, new_params_.data()));
+  api_.add_node(replacement, kernel_node(11, scale_, new_params_.data()));
+  FakeNode memset;
+  memset.type = CU_GRAPH_NODE_TYPE_MEMSET;
+  memset.id = 12;
+  memset.memset = {0x5000, 0, 0, 1, 16, 1};
+  api_.add_node(replacement, memset);
   cuGraphExecUpdate_v2_params call{exec_, replacement, nullptr};
   api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2, &call);
   ASSERT_EQ(callback_error(), "");
   const auto record = capture_.exec_graph(exec_);
   EXPECT_EQ(record->id, 90U);
-  ASSERT_EQ(record->nodes.size(), 1U);
+  ASSERT_EQ(record->nodes.size(), 2U);
   EXPECT_EQ(record->nodes[0].params.at(0).bytes, bytes_of(new_pointer_));
-  // Later per-node updates name the nodes of the graph it was updated from.
+  EXPECT_THAT(record->nodes[1].operands, ElementsAre(Operand{"dst", 0x5000, 16, Access::kWrite}));
+  // The exec graph's nodes keep their identities: the ids of the instantiated graph's nodes.
+  EXPECT_EQ(record->nodes[0].id, 1U);
+  EXPECT_EQ(record->nodes[1].id, 2U);
+}
+
+// cuda.h (cuGraphExecKernelNodeSetParams): hNode is a node "from the graph from which
+// graphExec was instantiated", also after cuGraphExecUpdate; issue 18 item 1.
+TEST_F(ExecUpdateTest, SettersAfterAWholeGraphUpdateNameTheInstantiatedGraphsNodes) {
+  CUgraph replacement = api_.add_graph(3);
+  api_.add_node(replacement, kernel_node(11, scale_, new_params_.data()));
+  FakeNode memset;
+  memset.type = CU_GRAPH_NODE_TYPE_MEMSET;
+  memset.id = 12;
+  memset.memset = {0x5000, 0, 0, 1, 16, 1};
+  api_.add_node(replacement, memset);
+  cuGraphExecUpdate_v2_params call{exec_, replacement, nullptr};
+  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2, &call);
+  ASSERT_EQ(callback_error(), "");
+
   CUDA_KERNEL_NODE_PARAMS params{};
   params.func = scale_;
   params.kernelParams = old_params_.data();
-  set_kernel(params, moved);
+  set_kernel(params, kernel_);
   ASSERT_EQ(callback_error(), "");
   EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(old_pointer_));
+  EXPECT_EQ(node(0).id, 1U);
+
+  CUDA_MEMSET_NODE_PARAMS fresh{0x6000, 0, 0, 1, 8, 1};
+  cuGraphExecMemsetNodeSetParams_params set_memset{exec_, memset_, &fresh, nullptr};
+  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemsetNodeSetParams,
+           &set_memset);
+  ASSERT_EQ(callback_error(), "");
+  EXPECT_THAT(node(1).operands, ElementsAre(Operand{"dst", 0x6000, 8, Access::kWrite}));
+
+  // The runtime form takes its layout from the node's kernel as the update left it.
+  cudaKernelNodeParams runtime{};
+  runtime.func = reinterpret_cast<void*>(0x1234);  // a host stub, not a CUfunction
+  runtime.kernelParams = new_params_.data();
+  cudaGraphExecKernelNodeSetParams_v10010_params runtime_call{exec_, kernel_, &runtime};
+  api_exit(CUPTI_CB_DOMAIN_RUNTIME_API,
+           CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &runtime_call);
+  ASSERT_EQ(callback_error(), "");
+  EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(new_pointer_));
+  EXPECT_EQ(capture_.stats().exec_updates, 4U);
+}
+
+// Should the driver also take the update graph's handles [verify on a GPU], they resolve too;
+// a second update pairs with the first one's nodes.
+TEST_F(ExecUpdateTest, UpdateGraphHandlesResolveAndASecondUpdatePairsAgain) {
+  CUgraph first = api_.add_graph(3);
+  CUgraphNode first_kernel = api_.add_node(first, kernel_node(11, scale_, new_params_.data()));
+  api_.add_node(first, api_.node_of(memset_));
+  cuGraphExecUpdate_v2_params call{exec_, first, nullptr};
+  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2, &call);
+  CUDA_KERNEL_NODE_PARAMS params{};
+  params.func = scale_;
+  params.kernelParams = old_params_.data();
+  set_kernel(params, first_kernel);
+  ASSERT_EQ(callback_error(), "");
+  EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(old_pointer_));
+
+  CUgraph second = api_.add_graph(4);
+  api_.add_node(second, kernel_node(21, scale_, new_params_.data()));
+  api_.add_node(second, api_.node_of(memset_));
+  cuGraphExecUpdate_v2_params again{exec_, second, nullptr};
+  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2, &again);
+  ASSERT_EQ(callback_error(), "");
+  EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(new_pointer_));
+  set_kernel(params, kernel_);
+  ASSERT_EQ(callback_error(), "");
+  EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(old_pointer_));
+  EXPECT_EQ(node(0).id, 1U);
+}
+
+TEST_F(ExecUpdateTest, AnUpdateGraphWhoseNodesDoNotPairByPositionIsReported) {
+  CUgraph replacement = api_.add_graph(3);
+  FakeNode memset;
+  memset.type = CU_GRAPH_NODE_TYPE_MEMSET;
+  memset.id = 12;
+  memset.memset = {0x5000, 0, 0, 1, 16, 1};
+  api_.add_node(replacement, memset);
+  api_.add_node(replacement, kernel_node(11, scale_, new_params_.data()));
+  cuGraphExecUpdate_v2_params call{exec_, replacement, nullptr};
+  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2, &call);
+  EXPECT_THAT(callback_error(), HasSubstr("do not pair by position with the instantiated graph's"));
+  // The record holds what the update graph says; the unpaired nodes take no setter.
+  EXPECT_EQ(node(0).type, NodeType::kMemset);
+  CUDA_KERNEL_NODE_PARAMS params{};
+  params.func = scale_;
+  params.kernelParams = old_params_.data();
+  set_kernel(params, kernel_);
+  EXPECT_THAT(callback_error(), HasSubstr("had a node updated that its record does not hold"));
 }
 
 TEST_F(ExecUpdateTest, NodesInsideChildGraphsAreUpdatedInPlace) {

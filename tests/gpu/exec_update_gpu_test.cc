@@ -1,9 +1,10 @@
 // The gpu tier (label gpu; skips without a device). UNVERIFIED: written and compiled without
 // a GPU. Updates of an instantiated graph on a real driver: cudaGraphExecUpdate to a graph
 // with other pointers, then per-node setters through a node of the new graph and through a
-// node of the graph the exec was instantiated from. cuda.h says only that the nodes are
-// "paired"; whichever handle the driver accepts, graphcheck's record must follow, and the
-// outcome of each is written to callback_counts.txt (docs/gpu-check.md, [verify]).
+// node of the graph the exec was instantiated from. cuda.h documents the second
+// (cuGraphExecKernelNodeSetParams: "from the graph from which graphExec was instantiated");
+// whichever handle the driver accepts, graphcheck's record must follow, and the outcome of
+// each is written to callback_counts.txt (docs/gpu-check.md, [verify]).
 #include <cuda_runtime.h>  // the typed cudaMalloc overloads
 #include <gtest/gtest.h>
 

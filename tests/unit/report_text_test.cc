@@ -122,5 +122,18 @@ TEST(TextReport, WithoutFindingsSaysSoAndListsWarningsAndStaleGlobs) {
   EXPECT_TRUE(to_text(report).ends_with("lost 0)\nfindings: 0\n"));
 }
 
+// Backends' "not checked: " warnings (the CUPTI backend's unreadable kernels) get their own
+// section, apart from the checker's overlap warnings (issue 18 item 3).
+TEST(TextReport, NodesNotCheckedAreListedApartFromOverlapWarnings) {
+  Report report = report_with({});
+  report.warnings = {
+      "not checked: graph 40 node 1 (kernel gemm): its arguments could not be "
+      "read: kernel gemm: kernelParams[1] is null"};
+  const std::string text = to_text(report);
+  EXPECT_THAT(text, Not(HasSubstr("overlap warnings")));
+  EXPECT_THAT(text, HasSubstr("\nnodes not checked (1): their addresses could not be read"));
+  EXPECT_THAT(text, HasSubstr("\n  graph 40 node 1 (kernel gemm): its arguments could not"));
+}
+
 }  // namespace
 }  // namespace graphcheck

@@ -1,0 +1,120 @@
+// Graph memory across graphs (issue 18 item 5): cuMemFreeAsync inside a stream capture adds a
+// free node and frees nothing yet; it must be passed a graph allocation (cuda.h,
+// cuMemFreeAsync), which may come from an earlier graph's alloc node. Such a free is
+// legitimate: its address is graph memory (verdict `graph`), never `dangling`.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "cupti/backend.h"
+#include "cupti_fake/fake_driver.h"
+
+namespace graphcheck::cupti {
+namespace {
+
+using testing::FakeDriver;
+using testing::FakeNode;
+
+constexpr CUdeviceptr kGraphMemory = 0x7f0000400000;
+
+class GraphMemoryTest : public ::testing::Test {
+ protected:
+  GraphMemoryTest() {
+    BackendOptions options;
+    options.session.log = [this](std::string_view text) { log_ << text; };
+    backend_ = std::make_unique<Backend>(api_, std::move(options));
+  }
+  void call(CUpti_CallbackId cbid, const void* params) {
+    CUresult result = CUDA_SUCCESS;
+    CUpti_CallbackData data{};
+    data.functionParams = params;
+    data.callbackSite = CUPTI_API_ENTER;
+    backend_->dispatcher().on_callback(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+    data.callbackSite = CUPTI_API_EXIT;
+    data.functionReturnValue = &result;
+    backend_->dispatcher().on_callback(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+  }
+  void begin_capture() {
+    cuStreamBeginCapture_v2_params params{stream_, CU_STREAM_CAPTURE_MODE_GLOBAL};
+    call(CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, &params);
+  }
+  void end_capture(CUgraph graph) {
+    cuStreamEndCapture_params params{stream_, &graph};
+    call(CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, &params);
+  }
+  void instantiate(CUgraphExec exec, CUgraph graph) {
+    CUpti_GraphData created{};
+    created.graph = graph;
+    created.graphExec = exec;
+    const CUpti_ResourceData resource{nullptr, {nullptr}, &created};
+    backend_->dispatcher().on_callback(CUPTI_CB_DOMAIN_RESOURCE,
+                                       CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, &resource);
+    cuGraphInstantiateWithFlags_params params{&exec, graph, 0};
+    call(CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &params);
+  }
+
+  FakeDriver api_;
+  std::ostringstream log_;
+  std::unique_ptr<Backend> backend_;
+  CUstream stream_ = reinterpret_cast<CUstream>(0x5);
+  CUdeviceptr argument_ = kGraphMemory;
+  void* args_[1] = {&argument_};
+};
+
+TEST_F(GraphMemoryTest, AGraphFreeingAnEarlierGraphsAllocationHasNoFinding) {
+  // Graph 1 allocates (cudaMallocAsync in the capture: an alloc node) and does not free.
+  begin_capture();
+  CUdeviceptr out = kGraphMemory;
+  cuMemAllocAsync_params alloc{&out, 4096, stream_};
+  call(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, &alloc);
+  CUgraph first = api_.add_graph(1);
+  FakeNode alloc_node;
+  alloc_node.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  alloc_node.id = 1;
+  alloc_node.alloc.dptr = kGraphMemory;
+  alloc_node.alloc.bytesize = 4096;
+  api_.add_node(first, alloc_node);
+  end_capture(first);
+  instantiate(api_.add_exec(11), first);
+
+  // Graph 2, captured before graph 1 ever ran, reads the memory and frees it.
+  begin_capture();
+  cuMemFreeAsync_params free{kGraphMemory, stream_};
+  call(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, &free);
+  CUgraph second = api_.add_graph(2);
+  FakeNode kernel;
+  kernel.type = CU_GRAPH_NODE_TYPE_KERNEL;
+  kernel.id = 2;
+  kernel.kernel.func = api_.add_function("consume", {{0, 8}});
+  kernel.kernel.kernelParams = args_;
+  api_.add_node(second, kernel);
+  FakeNode free_node;
+  free_node.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+  free_node.id = 3;
+  free_node.freed = kGraphMemory;
+  api_.add_node(second, free_node);
+  end_capture(second);
+  instantiate(api_.add_exec(12), second);
+  ASSERT_TRUE(backend_->dispatcher().take_error().ok());
+
+  const Report report = backend_->session().check_now("now");
+  EXPECT_TRUE(report.findings.empty()) << to_text(report);
+  // The alloc range, the kernel's word and the free node's address are graph memory.
+  EXPECT_EQ(report.summary.count(Verdict::kGraph), 3U);
+  EXPECT_EQ(report.summary.count(Verdict::kDangling), 0U);
+}
+
+TEST_F(GraphMemoryTest, AFreeOutsideACaptureStillEndsTheAllocation) {
+  CUdeviceptr out = kGraphMemory;
+  cuMemAllocAsync_params alloc{&out, 4096, stream_};
+  call(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, &alloc);
+  EXPECT_EQ(backend_->tracker().allocations().size(), 1U);
+  cuMemFreeAsync_params free{kGraphMemory, stream_};
+  call(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, &free);
+  EXPECT_TRUE(backend_->tracker().allocations().empty());
+}
+
+}  // namespace
+}  // namespace graphcheck::cupti
