@@ -140,8 +140,7 @@ libtorch::ReplayOps parse_replay_ops(const std::string& value) {
   if (value == "drop") {
     return libtorch::ReplayOps::kDrop;
   }
-  throw py::value_error("CaptureWindow: replay_ops must be 'keep' or 'drop', got '" + value +
-                        "'");
+  throw py::value_error("CaptureWindow: replay_ops must be 'keep' or 'drop', got '" + value + "'");
 }
 
 // The window as a Python object: closed explicitly (`close`, idempotent), on the thread that

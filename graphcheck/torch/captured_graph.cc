@@ -6,10 +6,10 @@
 #include <graphcheck/error.h>
 #include <graphcheck/torch/captured_graph.h>
 #include <graphcheck/torch/registry.h>
-#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <algorithm>
 #include <string_view>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <unordered_set>
 #include <utility>
 

@@ -90,10 +90,6 @@ def capture_warm_up(worker: Any) -> CheckResult | None:
     active = graphcheck.current_watch()
     if active is None:
         return None
-    notes = [
-        f"vLLM's CPU worker captures no CUDA graphs: graph {{id}} is the CPU twin of one, the "
-        f"model runner's own dummy batch ({DUMMY_TOKENS} tokens) captured in the ATen window"
-    ]
     start = time.perf_counter()
     try:
         forward = EngineForward(worker.model_runner, worker.get_model())
@@ -102,7 +98,10 @@ def capture_warm_up(worker: Any) -> CheckResult | None:
         return None
     capture = forward.capture(active)
     graph = next((g.id for g in active.graphs if g.capture is capture), 0)
-    notes[0] = notes[0].format(id=graph)
+    notes = [
+        f"vLLM's CPU worker captures no CUDA graphs: graph {graph} is the CPU twin of one, the "
+        f"model runner's own dummy batch ({DUMMY_TOKENS} tokens) captured in the ATen window"
+    ]
     mode = compiled_mode(worker)
     if mode is not None:
         notes.append(
