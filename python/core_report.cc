@@ -4,6 +4,7 @@
 #include <graphcheck/check_session.h>
 #include <graphcheck/checker.h>
 #include <graphcheck/report.h>
+#include <graphcheck/report_html.h>
 #include <graphcheck/snapshot.h>
 #include <graphcheck/verdict.h>
 
@@ -142,7 +143,7 @@ void bind_report_type(py::module_& m) {
   py::class_<Report>(m, "Report",
                      "The result of checking a snapshot's graphs in one epoch (read-only). "
                      "str(report) is the text report; to_json() the JSON report (format "
-                     "version 1).")
+                     "version 1); to_html() one HTML page.")
       .def_property_readonly(
           "epoch", [](const Report& self) { return to_py_str(self.epoch); }, "The epoch checked.")
       .def_property_readonly(
@@ -167,6 +168,16 @@ void bind_report_type(py::module_& m) {
           "to_json", [](const Report& self, int indent) { return to_json(self, indent); },
           py::arg("indent") = 2,
           "The JSON report (format version 1); one line when indent is negative.")
+      .def(
+          "to_html",
+          [](const Report& self, const Snapshot* snapshot) {
+            return to_py_str(to_html(self, snapshot));
+          },
+          py::arg("snapshot") = py::none(),
+          "The report as one self-contained HTML page (inline CSS and JS, nothing fetched): "
+          "counts, findings grouped by owner and by fix, stale allowlist entries; given the "
+          "Snapshot the report was checked from, also an address-space map per graph and epoch "
+          "(docs/report-format.md, 'HTML report'). Write it to a .html file and open it.")
       .def("__str__", [](const Report& self) { return to_py_str(to_text(self)); })
       .def("__eq__", [](const Report& a, const Report& b) { return a == b; })
       .def("__repr__", [](const Report& self) {

@@ -1,8 +1,9 @@
 // `graphcheck check SNAPSHOT`: reads a snapshot, checks every graph in one epoch and prints
-// the report (text or JSON) to stdout or a file.
+// the report (text, JSON or a self-contained HTML page) to stdout or a file.
 #include <graphcheck/checker.h>
 #include <graphcheck/error.h>
 #include <graphcheck/report.h>
+#include <graphcheck/report_html.h>
 #include <graphcheck/snapshot.h>
 
 #include <CLI/CLI.hpp>
@@ -52,7 +53,15 @@ int run_check(const CheckArgs& args) {
     options.allow.insert(options.allow.end(), globs.begin(), globs.end());
   }
   Report report = check(snapshot, options);
-  std::string text = args.format == "json" ? to_json(report) + "\n" : to_text(report);
+  std::string text;
+  if (args.format == "json") {
+    text = to_json(report) + "\n";
+  } else if (args.format == "html") {
+    // The page draws the snapshot's address space, so it gets the snapshot too.
+    text = to_html(report, &snapshot);
+  } else {
+    text = to_text(report);
+  }
   write_output(text, args.output);
   return report.failed() ? kExitFindings : kExitClean;
 }
@@ -87,8 +96,11 @@ void add_check_command(CLI::App& app, Action& run) {
   command->add_flag("--keep-stale-allow", args->keep_stale_allow,
                     "List allowlist globs that match the owner of no reference in any epoch, "
                     "but do not fail the check for them");
-  command->add_option("--format", args->format, "Report format: text (default) or json")
-      ->check(CLI::IsMember({"text", "json"}))
+  command
+      ->add_option("--format", args->format,
+                   "Report format: text (default), json, or html (one self-contained page with "
+                   "an address-space map; best with --output FILE.html)")
+      ->check(CLI::IsMember({"text", "json", "html"}))
       ->type_name("FORMAT");
   command
       ->add_option("--output", args->output, "Write the report to FILE instead of standard output")

@@ -269,6 +269,8 @@ class Report(metaclass=_pybind11_type):
         """True if no findings."""
     def to_json(self, indent: int = 2) -> str:
         """The JSON report (format version 1); one line when indent is negative."""
+    def to_html(self, snapshot: Snapshot | None = None) -> str:
+        """One self-contained HTML page; with the snapshot, an address-space map too."""
     def __eq__(self, other: Report) -> bool: ...  # type: ignore[override]
     __hash__: ClassVar[None]  # type: ignore[assignment]
 

@@ -265,6 +265,22 @@ def test_report_json_round_trips(data_dir: Path) -> None:
         assert len(doc["findings"]) == len(report.findings)
 
 
+def test_report_html_embeds_the_report_and_the_map(data_dir: Path) -> None:
+    snapshot = graphcheck.read_snapshot(data_dir / "decode_step.json")
+    report = graphcheck.check(snapshot)
+    page = report.to_html(snapshot)
+    assert page.startswith("<!DOCTYPE html>")
+    start = page.index('id="graphcheck-data">') + len('id="graphcheck-data">')
+    data = json.loads(page[start : page.index("</script>", start)])
+    assert graphcheck.parse_report(json.dumps(data["report"])) == report
+    refs = sum(len(graph["refs"]) for graph in data["snapshot"]["graphs"])
+    assert refs == report.summary["references"]
+    # Without the snapshot: counts and findings only, no map data.
+    bare = report.to_html()
+    start = bare.index('id="graphcheck-data">') + len('id="graphcheck-data">')
+    assert json.loads(bare[start : bare.index("</script>", start)])["snapshot"] is None
+
+
 def test_report_json_fields_match_the_finding() -> None:
     report = graphcheck.check(small_snapshot())
     first = json.loads(report.to_json())["findings"][0]

@@ -1,0 +1,106 @@
+"""A generated snapshot with one 10,000-node graph, for the browser tier's load test.
+
+Capture and after_reload epochs: 250 layers of parameters in a weights pool, a KV cache, a
+workspace no span covers (unregistered), a scratch allocation freed after capture (dangling),
+and three layers rebound by the reload (stale, drawn as arrows on the map).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+WEIGHTS = 0x7F2000000000
+KV = 0x7F6000000000
+DEFAULT = 0x7F7000000000
+MOVED = 0x7F4000000000
+LAYERS = 250
+PER_LAYER = 4
+NODES = 10_000
+MOVED_LAYERS = (3, 97, 201)
+
+
+def word(address: int) -> str:
+    return address.to_bytes(8, "little").hex()
+
+
+def param_span(layer: int, index: int, base: int = WEIGHTS) -> dict[str, Any]:
+    size = 1 << 20
+    begin = base + (layer * PER_LAYER + index) * size
+    name = f"model.layers.{layer}.w{index}"
+    return {"begin": hex(begin), "size": size, "kind": "parameter", "name": name}
+
+
+def epoch(label: str, *, reloaded: bool) -> dict[str, Any]:
+    spans = []
+    for layer in range(LAYERS):
+        for index in range(PER_LAYER):
+            moved = reloaded and layer in MOVED_LAYERS
+            spans.append(param_span(layer, index, MOVED if moved else WEIGHTS))
+    spans.append(
+        {
+            "begin": hex(KV),
+            "size": 1 << 30,
+            "kind": "runtime",
+            "name": "kv_cache",
+            "reason": "KV cache",
+        }
+    )
+    weights = LAYERS * PER_LAYER << 20
+    allocations = [
+        {"begin": hex(WEIGHTS), "size": weights, "pool": "weights", "generation": 1},
+        {"begin": hex(KV), "size": 1 << 30, "pool": "default", "generation": 1},
+        {
+            "begin": hex(DEFAULT),
+            "size": 4096,
+            "pool": "default",
+            "generation": 1,
+            "label": "model.quant_method.workspace",
+        },
+    ]
+    if reloaded:
+        moved_size = len(MOVED_LAYERS) * PER_LAYER << 20
+        allocations.append(
+            {"begin": hex(MOVED), "size": moved_size, "pool": "weights", "generation": 1}
+        )
+    else:
+        allocations.append(
+            {
+                "begin": hex(DEFAULT + 0x100000),
+                "size": 65536,
+                "pool": "default",
+                "generation": 1,
+                "label": "scratch",
+            }
+        )
+    return {"label": label, "spans": spans, "allocations": allocations}
+
+
+def node(index: int) -> dict[str, Any]:
+    layer = (index // 40) % LAYERS
+    weight = WEIGHTS + (layer * PER_LAYER + index % PER_LAYER) * (1 << 20) + 256 * (index % 7)
+    params = [
+        {"offset": 0, "size": 8, "hex": word(weight)},
+        {"offset": 8, "size": 16, "hex": word(KV + 4096 * index) + word(index)},
+    ]
+    if index % 1000 == 0:
+        params.append({"offset": 24, "size": 8, "hex": word(DEFAULT + 64)})
+    if index % 2500 == 1:
+        params.append({"offset": 32, "size": 8, "hex": word(DEFAULT + 0x100000 + 128)})
+    return {"id": index, "type": "kernel", "name": f"gemm_kernel_{index % 13}", "params": params}
+
+
+def big_snapshot() -> dict[str, Any]:
+    return {
+        "format": "graphcheck-snapshot",
+        "version": 1,
+        "producer": {"backend": "synthetic", "tool": "tests/browser/big_snapshot.py"},
+        "epochs": [epoch("capture", reloaded=False), epoch("after_reload", reloaded=True)],
+        "graphs": [{"id": 1, "epoch": "capture", "nodes": [node(i) for i in range(NODES)]}],
+        "allow": [],
+    }
+
+
+def write_big_snapshot(path: Path) -> None:
+    path.write_text(json.dumps(big_snapshot()), encoding="utf-8")

@@ -1,0 +1,193 @@
+"""The browser tier: headless Chromium opens HTML reports and the test reads what they show.
+
+For each case, `graphcheck check --format json` and `--format html` run on one snapshot;
+Chromium loads the page from disk (--dump-dom runs its scripts first), and the counts the
+page wrote into its elements (count-<verdict>, count-references, ...) must equal the JSON
+report's; #page-errors must be empty and #page-ready say "ready". A screenshot of each page
+is saved in the output folder. Cases: snapshots from tests/data, the demo's legacy and
+registered snapshots when graphcheck-demo is built, and a generated 10,000-node graph.
+
+usage: browser_check.py --cli GRAPHCHECK --browser CHROMIUM --data TESTS_DATA --out DIR
+                        CASE...   (CASE: a file name in --data, demo or big)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from big_snapshot import write_big_snapshot
+
+VERDICTS = (
+    "registered",
+    "runtime",
+    "graph",
+    "input",
+    "allowed",
+    "unregistered",
+    "dangling",
+    "stale",
+    "lost",
+)
+# A page that takes longer than this to load and draw is not "responsive".
+LOAD_SECONDS_LIMIT = 60.0
+
+
+class IdText(HTMLParser):
+    """The text inside every element with an id (nested elements' text included)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: dict[str, str] = {}
+        self._open: list[tuple[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("br", "meta", "input", "img", "link"):
+            return
+        ident = dict(attrs).get("id")
+        self._open.append((tag, ident))
+        if ident:
+            self.texts.setdefault(ident, "")
+
+    def handle_endtag(self, tag: str) -> None:
+        while self._open:
+            if self._open.pop()[0] == tag:
+                break
+
+    def handle_data(self, data: str) -> None:
+        for _, ident in self._open:
+            if ident:
+                self.texts[ident] += data
+
+
+def run_cli(cli: str, snapshot: Path, fmt: str, output: Path) -> None:
+    done = subprocess.run(
+        [cli, "check", str(snapshot), "--format", fmt, "--output", str(output)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode not in (0, 1):
+        raise SystemExit(
+            f"graphcheck check {snapshot} --format {fmt}: exit "
+            f"{done.returncode}: {done.stderr.strip()}"
+        )
+
+
+def chromium(browser: str, page: Path, *extra: str) -> str:
+    with tempfile.TemporaryDirectory() as profile:
+        done = subprocess.run(
+            [
+                browser,
+                "--headless",
+                "--disable-gpu",
+                "--no-sandbox",
+                "--no-first-run",
+                f"--user-data-dir={profile}",
+                "--window-size=1280,1000",
+                "--hide-scrollbars",
+                *extra,
+                page.resolve().as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise SystemExit(
+            f"{browser} failed on {page} (exit {done.returncode}): {done.stderr.strip()[-2000:]}"
+        )
+    return done.stdout
+
+
+def expected_counts(report: dict[str, Any]) -> dict[str, str]:
+    summary = report["summary"]
+    counts = {f"count-{v}": str(summary[v]) for v in VERDICTS}
+    counts.update(
+        {
+            "count-references": str(summary["references"]),
+            "count-graphs": str(summary["graphs"]),
+            "count-nodes": str(summary["nodes"]),
+            "count-findings": str(len(report["findings"])),
+            "count-stale-allow": str(len(report["stale_allow"])),
+            # The map draws every reference the checker judged.
+            "count-map-references": str(summary["references"]),
+            "count-map-graphs": str(summary["graphs"]),
+        }
+    )
+    return counts
+
+
+def check_case(args: argparse.Namespace, name: str, snapshot: Path) -> list[str]:
+    report_path = args.out / f"{name}.json"
+    page = args.out / f"{name}.html"
+    run_cli(args.cli, snapshot, "json", report_path)
+    run_cli(args.cli, snapshot, "html", page)
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    started = time.monotonic()
+    dom = chromium(args.browser, page, "--dump-dom")
+    seconds = time.monotonic() - started
+    chromium(args.browser, page, f"--screenshot={(args.out / f'{name}.png').resolve()}")
+    parser = IdText()
+    parser.feed(dom)
+    shown = parser.texts
+    problems = []
+    if shown.get("page-errors", "").strip():
+        problems.append(f"page errors: {shown['page-errors'].strip()}")
+    if shown.get("page-ready", "").strip() != "ready":
+        problems.append("the page never marked #page-ready (its script did not finish)")
+    for ident, want in expected_counts(report).items():
+        got = shown.get(ident, "<missing>").strip()
+        if got != want:
+            problems.append(f"#{ident}: the page shows {got}, the JSON report says {want}")
+    if seconds > LOAD_SECONDS_LIMIT:
+        problems.append(f"loading took {seconds:.1f} s (limit {LOAD_SECONDS_LIMIT:.0f} s)")
+    print(
+        f"{name}: {report['summary']['references']} references, "
+        f"{len(report['findings'])} findings, {shown.get('count-map-arrows', '?')} arrows; "
+        f"loaded in {seconds:.1f} s; {'FAIL' if problems else 'ok'}"
+    )
+    return [f"{name}: {p}" for p in problems]
+
+
+def cases(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    out: list[tuple[str, Path]] = []
+    for case in args.cases:
+        if case == "big":
+            path = args.out / "big_10k.snapshot.json"
+            write_big_snapshot(path)
+            out.append(("big_10k", path))
+        elif case == "demo":
+            demo = args.out / "demo"
+            subprocess.run([args.cli, "demo", "--out", str(demo)], check=True, capture_output=True)
+            out += [(f"demo_{v}", demo / f"{v}.json") for v in ("legacy", "registered")]
+        else:
+            out.append((Path(case).stem, args.data / case))
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cli", required=True)
+    parser.add_argument("--browser", required=True)
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("cases", nargs="+")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    problems = [p for name, path in cases(args) for p in check_case(args, name, path)]
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
