@@ -6,6 +6,7 @@
 // executable, graphcheck-demo, so that `graphcheck check` does not link LibTorch.
 #include <graphcheck/error.h>
 #include <graphcheck/report.h>
+#include <graphcheck/report_html.h>
 #include <graphcheck/snapshot.h>
 #include <graphcheck/torch/graph_replay.h>
 #include <graphcheck/torch/reference_model.h>
@@ -130,6 +131,10 @@ int run_demo(const DemoArgs& args) {
       steps.append(steps.empty() ? "" : ", ").append(step_json(step));
     }
     write_snapshot(result.snapshot, out / (name + ".json"));
+    // The page of the last step (the rebinding reload) draws every epoch of the story.
+    if (!result.steps.empty()) {
+      write_text(out / (name + ".html"), to_html(result.steps.back().report, &result.snapshot));
+    }
     summary.append(first_variant ? "" : ", ").append("\"").append(name);
     summary.append(R"(": {"steps": [)").append(steps).append("]}");
     first_variant = false;
@@ -137,7 +142,9 @@ int run_demo(const DemoArgs& args) {
   write_text(out / "summary.json", summary + "}}\n");
   std::cout << "wrote " << args.out << "/legacy.json, " << args.out << "/registered.json and "
             << args.out << "/summary.json; check one with `graphcheck check " << args.out
-            << "/legacy.json --epoch after_wake_l2_reload`\n";
+            << "/legacy.json --epoch after_wake_l2_reload`; open " << args.out
+            << "/legacy.html and " << args.out
+            << "/registered.html in a browser for each story's memory map\n";
   return 0;
 }
 

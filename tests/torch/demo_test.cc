@@ -51,6 +51,11 @@ nlohmann::json read_json(const fs::path& path) {
   return nlohmann::json::parse(file);
 }
 
+std::string read_text(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
 // One `graphcheck demo` run shared by the tests that read its output (it takes seconds).
 class DemoRun : public ::testing::Test {
  protected:
@@ -82,6 +87,14 @@ TEST_F(DemoRun, WritesSnapshotsWhoseCheckedCountsMatchTheSummary) {
     const fs::path snapshot = dir / (variant + ".json");
     ASSERT_TRUE(fs::exists(snapshot)) << snapshot;
     EXPECT_EQ(read_snapshot(snapshot).producer.backend, "aten");
+    // The page of the story's last step, the same as `graphcheck check --format html` makes.
+    const fs::path page = dir / (variant + ".html");
+    ASSERT_TRUE(fs::exists(page)) << page;
+    const RunResult html = run("check '" + snapshot.string() +
+                               "' --epoch after_reload_rebind --format html --output '" +
+                               (dir / (variant + ".check.html")).string() + "'");
+    EXPECT_EQ(html.status, 1) << html.out;  // the rebinding reload's findings
+    EXPECT_EQ(read_text(page), read_text(dir / (variant + ".check.html")));
     const auto& steps = summary.at("variants").at(variant).at("steps");
     ASSERT_EQ(steps.size(), 4U) << variant;
     for (const auto& step : steps) {

@@ -1,6 +1,6 @@
 // Running the built `graphcheck` tool from a test: the command line quoted for the shell,
 // stdout captured, stderr through a file, and the exit status. For tests that drive the CLI
-// end to end (cli_report_test.cc).
+// end to end (cli_test.cc, cli_report_test.cc, report_html_test.cc).
 #ifndef GRAPHCHECK_TESTS_UNIT_CLI_RUN_HELPERS_H_
 #define GRAPHCHECK_TESTS_UNIT_CLI_RUN_HELPERS_H_
 
@@ -43,14 +43,17 @@ inline std::string shell_quote(const std::string& arg) {
   return out + "'";
 }
 
-/// Runs `program ARGS...` with stdin from /dev/null; stderr goes through `err_path`.
+/// Runs `program ARGS...` with stdin from `stdin_path` (empty: /dev/null); stderr goes
+/// through `err_path`.
 inline RunResult run_program(const std::string& program, const std::vector<std::string>& args,
-                             const std::filesystem::path& err_path) {
+                             const std::filesystem::path& err_path,
+                             const std::string& stdin_path = "") {
   std::string command = shell_quote(program);
   for (const std::string& arg : args) {
     command += " " + shell_quote(arg);
   }
-  command += " 2>" + shell_quote(err_path.string()) + " </dev/null";
+  command += " 2>" + shell_quote(err_path.string());
+  command += " <" + shell_quote(stdin_path.empty() ? "/dev/null" : stdin_path);
   RunResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) {

@@ -7,17 +7,16 @@
 #include <graphcheck/report.h>
 #include <graphcheck/snapshot.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
+
+#include "unit/cli_run_helpers.h"
 
 namespace graphcheck {
 namespace {
@@ -28,29 +27,9 @@ using ::testing::StartsWith;
 
 fs::path data_dir() { return GRAPHCHECK_TEST_DATA_DIR; }
 
-struct RunResult {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_text(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
-}
-
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << text;
-}
-
-std::string quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) {
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  }
-  return out + "'";
-}
+using testing_cli::read_text;
+using testing_cli::RunResult;
+using testing_cli::write_text;
 
 std::size_t count_lines(const std::string& text) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
@@ -79,28 +58,7 @@ class CliTest : public ::testing::Test {
   // Runs `program ARGS...` (optionally with `stdin_path` as standard input).
   RunResult run_program(const std::string& program, const std::vector<std::string>& args,
                         const std::string& stdin_path = "") {
-    std::string command = quote(program);
-    for (const std::string& arg : args) {
-      command += " " + quote(arg);
-    }
-    const fs::path err_path = dir_ / "stderr.txt";
-    command += " 2>" + quote(err_path.string());
-    command += " <" + quote(stdin_path.empty() ? "/dev/null" : stdin_path);
-    RunResult result;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (pipe == nullptr) {
-      ADD_FAILURE() << "popen failed: " << command;
-      return result;
-    }
-    std::array<char, 4096> buffer{};
-    std::size_t n = 0;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
-      result.out.append(buffer.data(), n);
-    }
-    int status = ::pclose(pipe);
-    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    result.err = read_text(err_path);
-    return result;
+    return testing_cli::run_program(program, args, dir_ / "stderr.txt", stdin_path);
   }
 
   static std::string data(const std::string& name) { return (data_dir() / name).string(); }
@@ -332,7 +290,8 @@ TEST_F(CliTest, VersionPrintsTheProjectVersion) {
 // The libraries the dynamic loader maps for `program`, dependencies of dependencies included
 // (glibc's loader lists them and exits when LD_TRACE_LOADED_OBJECTS is set; this is `ldd`).
 std::string loaded_libraries(const std::string& program) {
-  const std::string command = "LD_TRACE_LOADED_OBJECTS=1 " + quote(program) + " 2>&1";
+  const std::string command =
+      "LD_TRACE_LOADED_OBJECTS=1 " + testing_cli::shell_quote(program) + " 2>&1";
   std::string out;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) {
