@@ -108,6 +108,13 @@ def test_files_one_pair_per_check_point_sorting_by_time(tmp_path: Path) -> None:
     index = [json.loads(line) for line in (out / "index.jsonl").read_text().splitlines()]
     assert [e["label"] for e in index] == ["capture", "after wake/level 2"]
     assert index[1]["summary"]["lost"] == 34 and index[1]["files"] == result.files
+    # Each check point's page (the report embedded, the graph's map) and one index page.
+    page = Path(result.files["report_html"]).read_text()
+    assert page.startswith("<!DOCTYPE html>") or page.lower().startswith("<!doctype html>")
+    assert '"lost":34' in page.replace(" ", "") and "after wake/level 2" in page
+    listing = (out / "index.html").read_text()
+    assert listing.count("<tr><td>") == 2 and "lost 34" in listing
+    assert f'href="{Path(result.files["report_html"]).name}"' in listing
     # The graph's snapshot holds every epoch so far: the CLI reproduces the check.
     snapshot = graphcheck.read_snapshot(result.files["snapshot:1"])
     assert [e.label for e in snapshot.epochs] == ["capture", "after wake/level 2"]

@@ -8,12 +8,16 @@ order (graph ids are unique in a watch), a glob stale only when it matched
 nothing in any graph. :class:`ReportWriter` writes each check point's JSON and
 text report, one pair per check point, named by time so that the last one
 sorts last, appends a line to ``index.jsonl`` and rewrites each graph's
-snapshot (all its epochs so far). :func:`log_result` logs a check point as its mode says.
+snapshot (all its epochs so far), and writes each check point's self-contained HTML page
+(``Report.to_html``, with the graph's memory map when it checked one graph) and
+``index.html`` linking every check point of the folder. :func:`log_result` logs a check
+point as its mode says.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import logging
 import os
@@ -32,6 +36,7 @@ __all__ = [
     "CheckResult",
     "FindingsError",
     "ReportWriter",
+    "index_page",
     "log_result",
     "merge_reports",
     "safe_label",
@@ -227,9 +232,13 @@ class ReportWriter:
         files = {
             "report_json": str(self.folder / f"{stem}.report.json"),
             "report_text": str(self.folder / f"{stem}.report.txt"),
+            "report_html": str(self.folder / f"{stem}.report.html"),
         }
         _atomic_write(files["report_json"], result.report.to_json() + "\n")
         _atomic_write(files["report_text"], result.text() + "\n")
+        # The page draws one graph's memory map: with one graph checked, its snapshot.
+        one = snapshots[0][1].snapshot if len(snapshots) == 1 else None
+        _atomic_write(files["report_html"], result.report.to_html(one))
         for graph_id, capture in snapshots:
             path = str(self.folder / f"p{result.pid}-graph{graph_id}.snapshot.json")
             capture.save(path + ".tmp")
@@ -238,13 +247,59 @@ class ReportWriter:
         entry = {**dataclasses.replace(result, files=files).to_dict()}
         with open(self.folder / "index.jsonl", "a", encoding="utf-8") as index:
             index.write(json.dumps(entry) + "\n")
+        _atomic_write(str(self.folder / "index.html"), index_page(self.folder))
         return files
 
 
 def _atomic_write(path: str, text: str) -> None:
-    with open(path + ".tmp", "w", encoding="utf-8") as out:
+    # Per process: every process of a server writes into the same folder.
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as out:
         out.write(text)
-    os.replace(path + ".tmp", path)
+    os.replace(tmp, path)
+
+
+def index_page(folder: Path) -> str:
+    """``index.html``: every check point of ``folder`` (all processes), linking its pages.
+
+    Made from ``index.jsonl`` as it is now, so whichever process writes last lists them all.
+    """
+    rows = []
+    for line in (folder / "index.jsonl").read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # another process is appending this line right now
+        summary = entry.get("summary", {})
+        counts = ", ".join(
+            f"{v} {summary[v]}" for v in _core.FINDING_VERDICTS if summary.get(v)
+        ) or ("census " + str(len(entry.get("census", []))) if entry.get("census") else "clean")
+        links = " ".join(
+            f'<a href="{html.escape(Path(path).name)}">{kind.removeprefix("report_")}</a>'
+            for kind, path in entry.get("files", {}).items()
+            if kind.startswith("report_")
+        )
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(entry.get("time", 0)))
+        who = entry.get("role") or f"pid {entry.get('pid', '?')}"
+        rows.append(
+            (
+                entry.get("time", 0),
+                f"<tr><td>{stamp}</td><td>{html.escape(who)}</td>"
+                f"<td>#{entry.get('seq', '?')}</td><td>{html.escape(str(entry.get('label', '')))}"
+                f"</td><td>{summary.get('references', 0)}</td><td>{html.escape(counts)}</td>"
+                f"<td>{links}</td></tr>",
+            )
+        )
+    body = "\n".join(row for _, row in sorted(rows, key=lambda r: r[0]))
+    return (
+        '<!doctype html>\n<html><head><meta charset="utf-8"><title>graphcheck watch</title>'
+        "<style>body{font-family:sans-serif;margin:2em}td,th{padding:.2em .8em;"
+        "text-align:left}tr:nth-child(even){background:#f4f4f4}</style></head><body>"
+        f"<h1>graphcheck watch: {html.escape(str(folder))}</h1>"
+        "<table><tr><th>time (UTC)</th><th>process</th><th>check point</th><th>label</th>"
+        f"<th>references</th><th>findings</th><th>report</th></tr>\n{body}\n</table>"
+        "</body></html>\n"
+    )
 
 
 def log_result(result: CheckResult, mode: str) -> None:
