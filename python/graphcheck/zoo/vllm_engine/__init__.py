@@ -13,7 +13,7 @@ in-place reload and checks and replays again
 (:mod:`~graphcheck.zoo.vllm_engine.worker`). Memory torch does not own (the
 oneDNN handles of the CPU linear layers and the emptied weight parameters
 they replace) is its own kind of finding
-(:mod:`~graphcheck.zoo.vllm_engine.foreign`). See docs/vllm-zoo.md.
+(:mod:`~graphcheck.integrations._vllm_foreign`). See docs/vllm-zoo.md.
 
 Importing this package imports neither vLLM nor torch.
 """

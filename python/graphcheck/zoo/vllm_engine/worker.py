@@ -4,7 +4,7 @@
 weights through vLLM's engine (``LLM(...)`` in this process: load,
 ``process_weights_after_loading``, KV cache, warm-up: what the CPU worker
 serves), takes the census (memory torch does not own split out by
-:mod:`~graphcheck.zoo.vllm_engine.foreign`), then hands over to
+:mod:`~graphcheck.integrations._vllm_foreign`), then hands over to
 :mod:`~graphcheck.zoo.vllm_engine.steps` for the capture and the reload.
 Every failure is recorded in the result (exception class and first line),
 never raised; ``emit(result)`` runs after each phase so that the runner keeps
