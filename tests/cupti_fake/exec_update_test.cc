@@ -21,11 +21,7 @@ class ExecUpdateTest : public CaptureTest {
  protected:
   ExecUpdateTest() {
     kernel_ = api_.add_node(graph_, kernel_node(1, scale_, old_params_.data()));
-    FakeNode memset;
-    memset.type = CU_GRAPH_NODE_TYPE_MEMSET;
-    memset.id = 2;
-    memset.memset = {0x1000, 0, 0, 1, 64, 1};
-    memset_ = api_.add_node(graph_, memset);
+    memset_ = api_.add_node(graph_, memset_node(2, 0x1000, 64));
     instantiate(exec_, graph_);
     EXPECT_EQ(callback_error(), "");
   }
@@ -36,6 +32,19 @@ class ExecUpdateTest : public CaptureTest {
              &call, result);
   }
   const Node& node(std::size_t i) { return capture_.exec_graph(exec_)->nodes.at(i); }
+  // A 1-D memset node (width `bytes`, byte elements) with the given id and destination.
+  static FakeNode memset_node(std::uint64_t id, std::uint64_t dst, std::size_t bytes) {
+    FakeNode memset;
+    memset.type = CU_GRAPH_NODE_TYPE_MEMSET;
+    memset.id = id;
+    memset.memset = {dst, 0, 0, 1, bytes, 1};
+    return memset;
+  }
+  // cuGraphExecUpdate_v2 of the exec graph with the whole of `update`.
+  void update_whole(CUgraph update) {
+    cuGraphExecUpdate_v2_params call{exec_, update, nullptr};
+    api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2, &call);
+  }
 
   CUfunction scale_ = api_.add_function("scale", {{0, 8}});
   std::uint64_t old_pointer_ = 0x7f0000000000;
@@ -146,13 +155,8 @@ TEST_F(ExecUpdateTest, RuntimeKernelUpdatesUseThePreviousKernelsLayout) {
 TEST_F(ExecUpdateTest, WholeGraphUpdateRereadsTheSourceGraph) {
   CUgraph replacement = api_.add_graph(3);
   api_.add_node(replacement, kernel_node(11, scale_, new_params_.data()));
-  FakeNode memset;
-  memset.type = CU_GRAPH_NODE_TYPE_MEMSET;
-  memset.id = 12;
-  memset.memset = {0x5000, 0, 0, 1, 16, 1};
-  api_.add_node(replacement, memset);
-  cuGraphExecUpdate_v2_params call{exec_, replacement, nullptr};
-  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2, &call);
+  api_.add_node(replacement, memset_node(12, 0x5000, 16));
+  update_whole(replacement);
   ASSERT_EQ(callback_error(), "");
   const auto record = capture_.exec_graph(exec_);
   EXPECT_EQ(record->id, 90U);
@@ -169,13 +173,8 @@ TEST_F(ExecUpdateTest, WholeGraphUpdateRereadsTheSourceGraph) {
 TEST_F(ExecUpdateTest, SettersAfterAWholeGraphUpdateNameTheInstantiatedGraphsNodes) {
   CUgraph replacement = api_.add_graph(3);
   api_.add_node(replacement, kernel_node(11, scale_, new_params_.data()));
-  FakeNode memset;
-  memset.type = CU_GRAPH_NODE_TYPE_MEMSET;
-  memset.id = 12;
-  memset.memset = {0x5000, 0, 0, 1, 16, 1};
-  api_.add_node(replacement, memset);
-  cuGraphExecUpdate_v2_params call{exec_, replacement, nullptr};
-  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2, &call);
+  api_.add_node(replacement, memset_node(12, 0x5000, 16));
+  update_whole(replacement);
   ASSERT_EQ(callback_error(), "");
 
   CUDA_KERNEL_NODE_PARAMS params{};
@@ -211,8 +210,7 @@ TEST_F(ExecUpdateTest, UpdateGraphHandlesResolveAndASecondUpdatePairsAgain) {
   CUgraph first = api_.add_graph(3);
   CUgraphNode first_kernel = api_.add_node(first, kernel_node(11, scale_, new_params_.data()));
   api_.add_node(first, api_.node_of(memset_));
-  cuGraphExecUpdate_v2_params call{exec_, first, nullptr};
-  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2, &call);
+  update_whole(first);
   CUDA_KERNEL_NODE_PARAMS params{};
   params.func = scale_;
   params.kernelParams = old_params_.data();
@@ -223,8 +221,7 @@ TEST_F(ExecUpdateTest, UpdateGraphHandlesResolveAndASecondUpdatePairsAgain) {
   CUgraph second = api_.add_graph(4);
   api_.add_node(second, kernel_node(21, scale_, new_params_.data()));
   api_.add_node(second, api_.node_of(memset_));
-  cuGraphExecUpdate_v2_params again{exec_, second, nullptr};
-  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2, &again);
+  update_whole(second);
   ASSERT_EQ(callback_error(), "");
   EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(new_pointer_));
   set_kernel(params, kernel_);
@@ -235,14 +232,9 @@ TEST_F(ExecUpdateTest, UpdateGraphHandlesResolveAndASecondUpdatePairsAgain) {
 
 TEST_F(ExecUpdateTest, AnUpdateGraphWhoseNodesDoNotPairByPositionIsReported) {
   CUgraph replacement = api_.add_graph(3);
-  FakeNode memset;
-  memset.type = CU_GRAPH_NODE_TYPE_MEMSET;
-  memset.id = 12;
-  memset.memset = {0x5000, 0, 0, 1, 16, 1};
-  api_.add_node(replacement, memset);
+  api_.add_node(replacement, memset_node(12, 0x5000, 16));
   api_.add_node(replacement, kernel_node(11, scale_, new_params_.data()));
-  cuGraphExecUpdate_v2_params call{exec_, replacement, nullptr};
-  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2, &call);
+  update_whole(replacement);
   EXPECT_THAT(callback_error(), HasSubstr("do not pair by position with the instantiated graph's"));
   // The record holds what the update graph says; the unpaired nodes take no setter.
   EXPECT_EQ(node(0).type, NodeType::kMemset);

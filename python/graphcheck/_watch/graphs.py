@@ -12,7 +12,8 @@ from typing import Any
 import torch
 
 from graphcheck import _core, _torch
-from graphcheck._capture import Capture, ModelRegistry
+from graphcheck._capture import Capture
+from graphcheck._model_registry import ModelRegistry
 from graphcheck._watch.registry import ModelSource, RegistryCache
 from graphcheck.arena import WeightsArena
 

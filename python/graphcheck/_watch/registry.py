@@ -6,7 +6,7 @@ capture's device), and its registry comes from a :class:`RegistryCache` shared b
 of the watch: an engine captures dozens of graphs of one model, and the census behind the
 registry is computed once per check point, not once per graph.
 
-The registry is :func:`graphcheck._capture.model_registry`'s (parameters, buffers, census
+The registry is :func:`graphcheck._model_registry.model_registry`'s (parameters, buffers, census
 paths, engine state as runtime spans) plus, on CUDA, the allocation's Python frame from the
 caching allocator's history as the label of memory the census does not reach.
 """
@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 import torch
 
-from graphcheck._capture import EngineState, ModelRegistry, model_registry
 from graphcheck._errors import GraphcheckTypeError
+from graphcheck._model_registry import EngineState, ModelRegistry, model_registry
 
 __all__ = [
     "ModelGetter",

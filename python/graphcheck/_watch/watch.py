@@ -28,14 +28,10 @@ from typing import Any
 import torch
 
 from graphcheck import _core, _torch
-from graphcheck._capture import (
-    ENGINE_STATE_REASON,
-    EngineState,
-    capture_arguments,
-    record_forward,
-)
+from graphcheck._capture import capture_arguments, record_forward
 from graphcheck._census import census
 from graphcheck._errors import GraphcheckValueError
+from graphcheck._model_registry import ENGINE_STATE_REASON, EngineState
 from graphcheck._watch.cuda_hooks import AllocatorHistory, CaptureHooks, capture_device
 from graphcheck._watch.graphs import WatchedCapture, WatchedGraph, watched_capture
 from graphcheck._watch.output import (
@@ -357,8 +353,9 @@ class Watch:
         """
         start = time.perf_counter()
         with self._lock:
-            model = ModelSource(list(self._models.items())).resolve() if self._models else None
-        if model is None:
+            source = ModelSource(list(self._models.items())) if self._models else None
+        model = source.resolve() if source is not None else None
+        if source is None or model is None:
             return None
         found = census(model, allow=self.allow)
         lines = tuple(
@@ -374,7 +371,7 @@ class Watch:
                 (),
                 time=time.time(),
                 pid=os.getpid(),
-                model=ModelSource(list(self._models.items())).describe(),
+                model=source.describe(),
                 role=self.role,
                 census=lines,
                 seconds=time.perf_counter() - start,

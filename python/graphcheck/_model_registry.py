@@ -1,0 +1,119 @@
+"""The registry of a model: what it says about memory now, as a capture's epoch takes it.
+
+Shared by :func:`graphcheck.capture` (``graphcheck._capture``) and the watch's registry cache
+(``graphcheck._watch.registry``), which computes it once per check point for every graph of a
+model. The registry is the model's parameters and buffers (wrapper subclasses flattened), the
+runtime state its census finds by attribute name, the census paths of its unregistered
+tensors (as labels) and the storages engine objects hold outside it (:class:`EngineState`,
+as runtime ranges).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import weakref
+from collections.abc import Callable, Iterable
+
+import torch
+
+from graphcheck._census import census
+from graphcheck._utils import named_storage_leaves
+
+__all__ = ["ENGINE_STATE_REASON", "EngineState", "ModelRegistry", "model_registry"]
+
+#: The reason engine state is exempt (runtime) unless an engine plugin gives another.
+ENGINE_STATE_REASON = (
+    "held by the engine outside the model (static graph inputs, KV caches, scratch): the "
+    "engine refills it, the contract does not cover it"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineState:
+    """An engine object whose tensors outside the model are runtime state (weakly held).
+
+    Attributes:
+        name: the prefix of its tensors' paths (``model_runner``).
+        ref: returns the object, or None once it was freed.
+        reason: why its tensors are exempt.
+    """
+
+    name: str
+    ref: Callable[[], object]
+    reason: str
+
+    @classmethod
+    def of(cls, name: str, obj: object, reason: str = ENGINE_STATE_REASON) -> EngineState:
+        """``obj`` as engine state named ``name``: weakly held where its type allows it."""
+        try:
+            ref: Callable[[], object] = weakref.ref(obj)
+        except TypeError:  # no __weakref__ slot (a dict, a tuple): held strongly
+            ref = functools.partial(_same, obj)
+        return cls(name, ref, reason)
+
+
+def _same(obj: object) -> object:
+    return obj
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelRegistry:
+    """What the model says about memory now, as ``CaptureRecord.epoch`` takes it.
+
+    Attributes:
+        parameters: the parameters by module path (wrapper subclasses flattened).
+        buffers: the buffers by module path.
+        runtime_ranges: ``(begin, end, name, reason)`` of the runtime state the census found
+            by attribute name and of the engine state.
+        labels: ``(begin, end, label)`` naming memory the registry does not cover (census
+            paths of unregistered tensors; the watch adds allocation frames).
+    """
+
+    parameters: list[tuple[str, torch.Tensor]]
+    buffers: list[tuple[str, torch.Tensor]]
+    runtime_ranges: list[tuple[int, int, str, str]]
+    labels: list[tuple[int, int, str]]
+
+
+def model_registry(model: torch.nn.Module, engine_states: Iterable[EngineState]) -> ModelRegistry:
+    """The registry of ``model`` now: its tensors, census paths and the engine state's ranges.
+
+    The census of ``model`` names its unregistered tensors (labels) and its runtime state by
+    attribute name; each live engine state adds the storages reachable from it as runtime
+    ranges named ``name.path``, except those the model's census found unregistered: an engine
+    object that holds the model never hides a finding of it.
+    """
+    found = census(model)
+    reached = (*found.entries, *found.allowed)
+    runtime = [(e.storage_begin, e.storage_end, e.path, e.reason) for e in found.exempt]
+    unregistered = {(e.storage_begin, e.storage_end) for e in reached}
+    for state in engine_states:
+        obj = state.ref()
+        if obj is not None:
+            runtime += _engine_ranges(obj, state, unregistered)
+    return ModelRegistry(
+        named_storage_leaves(model.named_parameters()),
+        named_storage_leaves(model.named_buffers()),
+        runtime,
+        [(e.storage_begin, e.storage_end, e.path) for e in reached],
+    )
+
+
+def _engine_ranges(
+    obj: object, state: EngineState, unregistered: set[tuple[int, int]]
+) -> list[tuple[int, int, str, str]]:
+    """Storages reachable from an engine object, as runtime ranges named ``name.path``.
+
+    The walk reaches the model too (a runner holds it): its parameters and buffers get spans
+    first (registered tensors take precedence), and storages the model's census found
+    unregistered are left out.
+    """
+    holder = torch.nn.Module()
+    holder.__dict__[state.name] = obj
+    found = census(holder, runtime_attrs={state.name: state.reason})
+    return [
+        (e.storage_begin, e.storage_end, e.path, state.reason)
+        for e in (*found.exempt, *found.entries)
+        if (e.storage_begin, e.storage_end) not in unregistered
+    ]
