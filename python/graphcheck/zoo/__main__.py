@@ -69,6 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", metavar="FILE", help="write the per-architecture report here")
     p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write the same report as one self-contained HTML page (summary, a sortable "
+        "table of the architectures, each linked to its findings)",
+    )
+    p.add_argument(
         "--allow",
         action="append",
         default=[],
@@ -159,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     evaluation = rep.evaluate(results, entries)
     summary = rep.summarize(results, evaluation, wall, args.jobs)
     print(rep.format_table(summary, version, chosen.name))
-    if args.json:
+    if args.json or args.html:
         import torch
 
         extra = {
@@ -176,7 +182,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
         }
         doc = rep.to_json(results, evaluation, summary, version, extra, engine=chosen.name)
-        rep.write_json(args.json, doc)
+        if args.json:
+            rep.write_json(args.json, doc)
+        if args.html:
+            from graphcheck.zoo.report_html import write_html
+
+            write_html(args.html, doc)
     if args.write_allowlist:
         rep.write_allowlist(args.write_allowlist, results, version, engine=chosen.name)
     bad = any(evaluation.new.values()) or any(evaluation.capture_new.values()) or evaluation.stale
