@@ -7,8 +7,14 @@ report's; #page-errors must be empty and #page-ready say "ready". A screenshot o
 is saved in the output folder. Cases: snapshots from tests/data, the demo's legacy and
 registered snapshots when graphcheck-demo is built, and a generated 10,000-node graph.
 
+The zoo's page (python -m graphcheck.zoo --html) is checked the same way from a zoo JSON
+document (zoo_pages.py): its summary figures and row counts against the document, once
+unfiltered and once per filter (?only=findings, failures, new), and a generated corpus of
+1,600 architectures must load within the time limit.
+
 usage: browser_check.py --cli GRAPHCHECK --browser CHROMIUM --data TESTS_DATA --out DIR
-                        CASE...   (CASE: a file name in --data, demo or big)
+                        CASE...   (CASE: a file name in --data, demo, big, zoo/FILE (a zoo
+                                   JSON document in --data) or zoo_big)
 """
 
 from __future__ import annotations
@@ -23,10 +29,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import zoo_pages
 from big_snapshot import write_big_snapshot
 
 # A page that takes longer than this to load and draw is not "responsive".
 LOAD_SECONDS_LIMIT = 60.0
+# Rows of the generated zoo corpus: about the full transformers corpus (1,597 in 5.24.0).
+ZOO_BIG_ROWS = 1600
 
 
 class IdText(HTMLParser):
@@ -70,7 +79,7 @@ def run_cli(cli: str, snapshot: Path, fmt: str, output: Path) -> None:
         )
 
 
-def chromium(browser: str, page: Path, *extra: str) -> str:
+def chromium(browser: str, page: Path, *extra: str, query: str = "") -> str:
     with tempfile.TemporaryDirectory() as profile:
         done = subprocess.run(
             [
@@ -83,7 +92,7 @@ def chromium(browser: str, page: Path, *extra: str) -> str:
                 "--window-size=1280,1000",
                 "--hide-scrollbars",
                 *extra,
-                page.resolve().as_uri(),
+                page.resolve().as_uri() + query,
             ],
             capture_output=True,
             text=True,
@@ -117,16 +126,15 @@ def expected_counts(report: dict[str, Any]) -> dict[str, str]:
     return counts
 
 
-def check_case(args: argparse.Namespace, name: str, snapshot: Path) -> list[str]:
-    report_path = args.out / f"{name}.json"
-    page = args.out / f"{name}.html"
-    run_cli(args.cli, snapshot, "json", report_path)
-    run_cli(args.cli, snapshot, "html", page)
-    report = json.loads(report_path.read_text(encoding="utf-8"))
+def load_page(
+    browser: str, page: Path, expected: dict[str, str], query: str = ""
+) -> tuple[dict[str, str], float, list[str]]:
+    """Loads ``page`` (with ``query``): the text of every element with an id, the seconds the
+    load took, and the problems: page errors, no #page-ready, an id whose text is not the
+    expected one, a load past the limit."""
     started = time.monotonic()
-    dom = chromium(args.browser, page, "--dump-dom")
+    dom = chromium(browser, page, "--dump-dom", query=query)
     seconds = time.monotonic() - started
-    chromium(args.browser, page, f"--screenshot={(args.out / f'{name}.png').resolve()}")
     parser = IdText()
     parser.feed(dom)
     shown = parser.texts
@@ -135,12 +143,27 @@ def check_case(args: argparse.Namespace, name: str, snapshot: Path) -> list[str]
         problems.append(f"page errors: {shown['page-errors'].strip()}")
     if shown.get("page-ready", "").strip() != "ready":
         problems.append("the page never marked #page-ready (its script did not finish)")
-    for ident, want in expected_counts(report).items():
+    for ident, want in expected.items():
         got = shown.get(ident, "<missing>").strip()
         if got != want:
-            problems.append(f"#{ident}: the page shows {got}, the JSON report says {want}")
+            problems.append(f"#{ident}{query}: the page shows {got}, the JSON report says {want}")
     if seconds > LOAD_SECONDS_LIMIT:
         problems.append(f"loading took {seconds:.1f} s (limit {LOAD_SECONDS_LIMIT:.0f} s)")
+    return shown, seconds, problems
+
+
+def screenshot(args: argparse.Namespace, page: Path, name: str) -> None:
+    chromium(args.browser, page, f"--screenshot={(args.out / f'{name}.png').resolve()}")
+
+
+def check_case(args: argparse.Namespace, name: str, snapshot: Path) -> list[str]:
+    report_path = args.out / f"{name}.json"
+    page = args.out / f"{name}.html"
+    run_cli(args.cli, snapshot, "json", report_path)
+    run_cli(args.cli, snapshot, "html", page)
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    shown, seconds, problems = load_page(args.browser, page, expected_counts(report))
+    screenshot(args, page, name)
     print(
         f"{name}: {report['summary']['references']} references, "
         f"{len(report['findings'])} findings, {shown.get('count-map-arrows', '?')} arrows; "
@@ -149,9 +172,46 @@ def check_case(args: argparse.Namespace, name: str, snapshot: Path) -> list[str]
     return [f"{name}: {p}" for p in problems]
 
 
+def check_zoo_case(args: argparse.Namespace, name: str, doc: dict[str, Any]) -> list[str]:
+    page = args.out / f"{name}.html"
+    zoo_pages.write_page(doc, page)
+    expected = zoo_pages.expected_counts(doc)
+    _, seconds, problems = load_page(args.browser, page, expected)
+    screenshot(args, page, name)
+    # Each filter once, through the query the page reads (a big corpus: the plain load only).
+    if len(doc["architectures"]) < ZOO_BIG_ROWS:
+        for only in zoo_pages.FILTERS:
+            want = {"count-rows-shown": expected[f"count-rows-{only}"]}
+            problems += load_page(args.browser, page, want, query=f"?only={only}")[2]
+    print(
+        f"{name}: {expected['count-rows']} architectures, "
+        + ", ".join(f"{only} {expected[f'count-rows-{only}']}" for only in zoo_pages.FILTERS)
+        + f"; loaded in {seconds:.1f} s; {'FAIL' if problems else 'ok'}"
+    )
+    return [f"{name}: {p}" for p in problems]
+
+
+def zoo_document(args: argparse.Namespace, file: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((args.data / file).read_text(encoding="utf-8"))
+    return doc
+
+
+def zoo_cases(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
+    out: list[tuple[str, dict[str, Any]]] = []
+    for case in args.cases:
+        if case.startswith("zoo/"):
+            out.append((f"zoo_{Path(case).stem}", zoo_document(args, case)))
+        elif case == "zoo_big":
+            small = zoo_document(args, "zoo/transformers_small.json")
+            out.append(("zoo_big", zoo_pages.big_corpus(small, ZOO_BIG_ROWS)))
+    return out
+
+
 def cases(args: argparse.Namespace) -> list[tuple[str, Path]]:
     out: list[tuple[str, Path]] = []
     for case in args.cases:
+        if case.startswith("zoo/") or case == "zoo_big":
+            continue
         if case == "big":
             path = args.out / "big_10k.snapshot.json"
             write_big_snapshot(path)
@@ -175,6 +235,7 @@ def main() -> int:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     problems = [p for name, path in cases(args) for p in check_case(args, name, path)]
+    problems += [p for name, doc in zoo_cases(args) for p in check_zoo_case(args, name, doc)]
     for problem in problems:
         print(problem, file=sys.stderr)
     return 1 if problems else 0
