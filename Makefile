@@ -52,9 +52,11 @@ bench: build
 	build/bin/graphcheck_torch_bench
 	build/bin/graphcheck_cupti_bench
 
-# Every architecture the pinned transformers ships (about 10-15 minutes on 2 cores).
+# Every architecture the pinned transformers ships (about 10-15 minutes on 2 cores); the
+# report as JSON and as a page (build/zoo.json, build/zoo.html).
 zoo: build
-	cd build && $(VENV)/bin/python -m graphcheck.zoo --jobs $(JOBS) --baseline --json zoo.json
+	cd build && $(VENV)/bin/python -m graphcheck.zoo --jobs $(JOBS) --baseline --json zoo.json \
+	  --html zoo.html
 
 # Every architecture vLLM registers, built by vLLM's own engine on the CPU, in the vLLM
 # environment (scripts/bootstrap.sh vllm, made on first use; docs/vllm-zoo.md).
@@ -62,7 +64,7 @@ vllm-zoo: build
 	@venv=$$(scripts/bootstrap.sh vllm | tail -n 1) && \
 	  cmake -DPYTHON=$$venv/bin/python -DBUILD_DIR=build -P cmake/GraphcheckPythonInstall.cmake && \
 	  cd build && $$venv/bin/python -m graphcheck.zoo --engine vllm --jobs $(JOBS) --baseline \
-	    --json vllm-zoo.json
+	    --json vllm-zoo.json --html vllm-zoo.html
 
 clean:
 	rm -rf build build-asan build-debug
