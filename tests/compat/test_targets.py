@@ -81,6 +81,8 @@ def test_issue_hook_points_are_covered_for_the_newest_releases() -> None:
         "Worker.wake_up": T.Action.NEW_EPOCH,
         "Worker.reload_weights": T.Action.NEW_EPOCH,
         "Worker.finish_weight_update": T.Action.NEW_EPOCH,
+        # Issue 18: the graphs of vLLM's memory profiling are not watched.
+        "Worker.determine_available_memory": T.Action.PROFILE_CAPTURES,
         # The CPU build's worker (issue 19: the flag's CPU mode).
         "CPUWorker.compile_or_warm_up_model": T.Action.CHECK_CAPTURE,
         "CPUWorker.wake_up": T.Action.NEW_EPOCH,

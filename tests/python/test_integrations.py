@@ -66,6 +66,17 @@ class Worker:
     def get_model(self):
         return self.model_runner.model
 
+    def determine_available_memory(self) -> int:
+        # vLLM's memory profiling: graphs captured against a minimal KV cache no registry
+        # knows (kept alive here, so that only the profiling window keeps them unwatched).
+        model = self.model_runner.model
+        inputs = reference_inputs(model, 4)
+        kv_cache = torch.zeros(64)
+        self.model_runner.profiled = [
+            capture_fake(model, **inputs), capture_fake(lambda: kv_cache + 1)
+        ]
+        return 1 << 30
+
     def compile_or_warm_up_model(self) -> float:
         model = self.model_runner.model
         # The runner's static inputs exist before the first capture (vLLM allocates them at
@@ -243,7 +254,8 @@ def test_vllm_plugin_checks_capture_wake_and_reloads(
     with caplog.at_level(logging.INFO, logger="graphcheck.integrations"):
         module = vllm_worker_module(tmp_path)
     patched = (
-        "vllm.worker.load_model, vllm.worker.compile_or_warm_up_model, vllm.worker.wake_up, "
+        "vllm.worker.load_model, vllm.worker.compile_or_warm_up_model, "
+        "vllm.worker.determine_available_memory, vllm.worker.wake_up, "
         "vllm.worker.reload_weights, vllm.worker.finish_weight_update"
     )
     assert f"vllm 0.33.0: patched {patched}" in caplog.text
@@ -258,9 +270,16 @@ def test_vllm_plugin_checks_capture_wake_and_reloads(
         f"census: {len(PLANTED)} unregistered storage(s)"
         in Path(load.files["report_text"]).read_text()
     )
+    # The graphs vLLM captures to measure memory are not watched, though still alive.
+    assert worker.determine_available_memory() == 1 << 30
+    assert watch.graphs == [] and [r.label for r in watch.results] == ["load"]
     worker.compile_or_warm_up_model()
     capture = watch.last
     assert capture.label == "capture" and capture.graphs == (1, 2)
+    assert capture.notes == (
+        "2 graph(s) captured during vllm.worker.determine_available_memory (the engine's "
+        "memory profiling, freed before it serves) were not watched",
+    )
     assert owners(capture.report) == {"unregistered": PLANTED}
     # The runner's static inputs are engine state, not findings; the files are written.
     assert capture.report.summary["runtime"] > 0

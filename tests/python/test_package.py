@@ -48,7 +48,7 @@ GRAPHCHECK_ALL = {
 
 INTEGRATIONS_ALL = {
     # events an engine reports
-    "model_loaded", "graphs_captured", "new_epoch", "tags_label",
+    "model_loaded", "graphs_captured", "new_epoch", "tags_label", "profiling_captures",
     # patching an engine's methods
     "AfterHook", "PatchPoint", "PatchReport", "patch_methods", "points_from_targets",
     "resolve_method", "run_hook", "signature_problems", "engine_version",
@@ -98,7 +98,8 @@ def test_integrations_import_neither_torch_nor_an_engine() -> None:
 WATCH = PACKAGE / "_watch"
 # Down this order only (the subpackage's docstring): a module imports none listed before it.
 WATCH_ORDER = [
-    "process", "watch", "graphs", "registry", "cuda_hooks", "output", "import_hook", "settings",
+    "process", "watch", "graphs", "registry", "cuda_hooks", "output", "profiling", "import_hook",
+    "settings",
 ]  # fmt: skip
 
 

@@ -205,3 +205,32 @@ def test_allocator_frames_label_what_the_census_does_not_reach() -> None:
     # Census paths win: a frame label overlapping a census range is dropped.
     taken = [(4000, 4200, "model.x")]
     assert outside(allocator_sites(snapshot), taken) == [(32768, 32832, label)]
+
+
+def test_captures_inside_a_profiling_window_are_not_watched() -> None:
+    watch = fake_watch(model=torch.nn.Linear(4, 4))
+    model = torch.nn.Linear(4, 4)  # not the watched model: its weights would be findings
+    with watch.profiling("engine.profile"), watch.profiling("inner"):
+        first = capture_fake(model, input=torch.ones(1, 4))
+        second = capture_fake(model, input=torch.ones(2, 4))
+    assert first.captured and second.captured
+    assert watch.graphs == [] and watch.results == []
+    watched = capture_fake(model, input=torch.ones(1, 4))
+    assert [g.id for g in watch.graphs] == [1] and watched.captured
+    # The outermost window names the step; its note goes to the next check point only.
+    assert watch.last.notes == (
+        "2 graph(s) captured during engine.profile (the engine's memory profiling, freed "
+        "before it serves) were not watched",
+    )
+    assert not watch.last.ok
+    capture_fake(model, input=torch.ones(1, 4))
+    assert watch.last.notes == ()
+
+
+def test_profiling_captures_without_a_watch_does_nothing() -> None:
+    from graphcheck import integrations
+
+    assert graphcheck.current_watch() is None
+    with integrations.profiling_captures("engine.profile"):
+        graph = capture_fake(torch.nn.Linear(4, 4), input=torch.ones(1, 4))
+    assert graph.captured and graphcheck.current_watch() is None

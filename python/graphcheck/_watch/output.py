@@ -23,7 +23,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,11 +31,13 @@ from graphcheck import _core
 
 if TYPE_CHECKING:
     from graphcheck._capture import Capture
+    from graphcheck._census import CensusEntry
 
 __all__ = [
     "CheckResult",
     "FindingsError",
     "ReportWriter",
+    "census_lines",
     "index_page",
     "log_result",
     "merge_reports",
@@ -299,6 +301,15 @@ def index_page(folder: Path) -> str:
         "<table><tr><th>time (UTC)</th><th>process</th><th>check point</th><th>label</th>"
         f"<th>references</th><th>findings</th><th>report</th></tr>\n{body}\n</table>"
         "</body></html>\n"
+    )
+
+
+def census_lines(entries: Iterable[CensusEntry]) -> tuple[str, ...]:
+    """A census point's lines: ``path: (shape) dtype``, with the aliases when there are any."""
+    return tuple(
+        f"{e.path}: {tuple(e.shape)} {str(e.dtype).removeprefix('torch.')}"
+        + (f" (aliases: {', '.join(e.aliases)})" if e.aliases else "")
+        for e in entries
     )
 
 

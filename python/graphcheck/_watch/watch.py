@@ -38,9 +38,11 @@ from graphcheck._watch.output import (
     CheckResult,
     FindingsError,
     ReportWriter,
+    census_lines,
     log_result,
     merge_reports,
 )
+from graphcheck._watch.profiling import ProfilingCaptures
 from graphcheck._watch.registry import ModelGetter, ModelSource, RegistryCache, weak_getter
 from graphcheck._watch.settings import MODES
 from graphcheck.arena import WeightsArena
@@ -106,6 +108,7 @@ class Watch:
         self._open = {}
         self._device_of = device_of
         self._on_close = on_close
+        self._profiling = ProfilingCaptures()
         self._history = AllocatorHistory()
         if allocator_history:
             self._history.enable()
@@ -250,8 +253,17 @@ class Watch:
 
     # ------------------------------------------------------------- CUDA capture
 
+    def profiling(self, what: str) -> contextlib.AbstractContextManager[None]:
+        """A window whose CUDA captures are the engine's memory profiling: none is recorded.
+
+        ``with watch.profiling("vllm.worker.determine_available_memory"): ...``; the next check
+        point notes how many graphs were captured there (``what`` names the step). Windows
+        nest and are process-wide (:class:`~graphcheck._watch.profiling.ProfilingCaptures`).
+        """
+        return self._profiling.window(what)
+
     def _capture_begins(self, graph: object) -> None:
-        if self.closed:
+        if self.closed or self._profiling.skip():
             return
         device = self._device_of(graph)
         with self._lock:
@@ -357,12 +369,7 @@ class Watch:
         model = source.resolve() if source is not None else None
         if source is None or model is None:
             return None
-        found = census(model, allow=self.allow)
-        lines = tuple(
-            f"{e.path}: {tuple(e.shape)} {str(e.dtype).removeprefix('torch.')}"
-            + (f" (aliases: {', '.join(e.aliases)})" if e.aliases else "")
-            for e in found.entries
-        )
+        lines = census_lines(census(model, allow=self.allow).entries)
         with self._lock:
             result = CheckResult(
                 next(self._seq),
@@ -436,6 +443,7 @@ class Watch:
                 checked.append(graph)
             if not checked and not skipped:
                 return None
+            notes += self._profiling.take_notes()
             report = merge_reports(reports, label, "capture")
             model = "; ".join(dict.fromkeys(g.capture.source.describe() for g in checked))
             result = CheckResult(

@@ -6,7 +6,8 @@ usually from hooks run after its own methods:
 - :func:`model_loaded`: the model to check (a module or a getter) and the engine objects whose
   other tensors are runtime state (a model runner's static inputs, KV caches);
 - :func:`graphs_captured`: the engine captured its CUDA graphs; check them (``capture``);
-- :func:`new_epoch`: a wake-up or a weight reload ended; check every graph again.
+- :func:`new_epoch`: a wake-up or a weight reload ended; check every graph again;
+- :func:`profiling_captures`: graphs captured inside only measure memory; none is watched.
 
 :func:`patch_methods` wraps an engine's methods by name with such hooks (:class:`PatchPoint`
 says where and what, :class:`PatchReport` what was patched and what could not be found);
@@ -35,6 +36,7 @@ from graphcheck.integrations._wiring import (
     new_epoch,
     patch_methods,
     points_from_targets,
+    profiling_captures,
     resolve_method,
     run_hook,
     signature_problems,
@@ -73,6 +75,7 @@ __all__ = [
     "patch_methods",
     "points_from_targets",
     "pos",
+    "profiling_captures",
     "resolve_method",
     "run_hook",
     "settings_from",

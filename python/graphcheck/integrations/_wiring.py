@@ -12,7 +12,10 @@ hook reports one of three events to the process's watch (:func:`graphcheck.watch
   from then on graphs are checked together when the engine says it captured them;
 - :func:`graphs_captured`: every graph captured since the last check point is checked in its
   capture epoch (the ``capture`` check point);
-- :func:`new_epoch`: a wake-up or a weight reload ended; every graph is checked in a new epoch.
+- :func:`new_epoch`: a wake-up or a weight reload ended; every graph is checked in a new epoch;
+- :func:`profiling_captures`: around a method that captures graphs only to measure memory
+  (vLLM's memory profiling), the watch records none of them (a point whose action is
+  ``PROFILE_CAPTURES`` is wrapped in it, then its AFTER hook runs).
 
 :func:`patch_methods` wraps methods by name (from :mod:`graphcheck.integrations.targets`
 entries or the example server's own list), compares each live signature with the parameters the
@@ -28,6 +31,7 @@ they happen, so an engine process that never turns graphcheck on pays nothing fo
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib
@@ -67,6 +71,7 @@ __all__ = [
     "new_epoch",
     "patch_methods",
     "points_from_targets",
+    "profiling_captures",
     "resolve_method",
     "run_hook",
     "signature_problems",
@@ -246,6 +251,20 @@ def _after(function: Callable[..., Any], point: PatchPoint, hook: AfterHook) -> 
     return wrapper
 
 
+def _profiling(
+    function: Callable[..., Any], point: PatchPoint, hook: AfterHook
+) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with profiling_captures(point.key):
+            result = function(*args, **kwargs)
+        run_hook(hook, point, result, args, kwargs)
+        return result
+
+    setattr(wrapper, _PATCHED, point.key)
+    return wrapper
+
+
 def patch_methods(
     module: ModuleType | str,
     points: Sequence[PatchPoint],
@@ -253,6 +272,9 @@ def patch_methods(
     report: PatchReport,
 ) -> list[Callable[[], None]]:
     """Wraps each point's method in ``module`` with the hook ``hooks(point)`` returns.
+
+    The hook runs after the method; a ``PROFILE_CAPTURES`` point's method also runs inside
+    :func:`profiling_captures`.
 
     A method that is missing or whose parameters differ from ``point.params`` is reported,
     not patched. Each patch is verified (the class attribute is the wrapper afterwards). When
@@ -277,7 +299,8 @@ def patch_methods(
             report.patched.append(point.key)
             continue
         raw = owner.__dict__.get(name)
-        wrapper = _after(function, point, hook)
+        wrap = _profiling if point.action is Action.PROFILE_CAPTURES else _after
+        wrapper = wrap(function, point, hook)
         with _LOCK:
             setattr(owner, name, classmethod(wrapper) if isinstance(raw, classmethod) else wrapper)
         undo.append(functools.partial(_restore, owner, name, raw))
@@ -368,6 +391,17 @@ def new_epoch(label: str, *, notes: Iterable[str] = ()) -> CheckResult | None:
     """
     active = graphcheck.current_watch()
     return active.checkpoint(label, notes=notes) if active is not None else None
+
+
+def profiling_captures(what: str) -> contextlib.AbstractContextManager[None]:
+    """Graphs captured inside the ``with`` block only measure memory: none is watched.
+
+    ``what`` names the engine's step (``vllm.worker.determine_available_memory``); the next
+    check point notes how many graphs were captured there. Does nothing when no watch runs.
+    Process-wide while open (:meth:`graphcheck._watch.watch.Watch.profiling`).
+    """
+    active = graphcheck.current_watch()
+    return active.profiling(what) if active is not None else contextlib.nullcontext()
 
 
 def tags_label(base: str, tags: object) -> str:

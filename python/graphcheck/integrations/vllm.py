@@ -17,6 +17,9 @@ patched and what it could not find:
 - after ``Worker.compile_or_warm_up_model`` (both model runners capture there, Model Runner
   V2's full graphs included, which vLLM's own address assertion never sees): every graph
   captured is checked (``capture``);
+- around ``Worker.determine_available_memory``: the graphs vLLM captures there to measure
+  memory (``profile_cudagraph_memory``, freed with their minimal KV cache before the real
+  capture) are not watched, and the capture check point notes how many there were;
 - after ``Worker.wake_up`` (``after_wake``, with the tags), ``Worker.reload_weights``
   (``after_reload``) and ``Worker.finish_weight_update`` (``after_weight_update``): a new
   epoch is checked.
@@ -179,6 +182,13 @@ def _hook(point: _wiring.PatchPoint) -> _wiring.AfterHook | None:
                 _wiring.graphs_captured()
 
         return captured
+    if point.action is Action.PROFILE_CAPTURES:
+
+        def profiled(result: Any, worker: Any, *args: Any, **kwargs: Any) -> None:
+            if settings_for(worker) is not None:
+                log.debug("graphcheck: %s returned %r", point.key, result)
+
+        return profiled
     if point.action is Action.NEW_EPOCH:
 
         def epoch(result: Any, worker: Any, *args: Any, **kwargs: Any) -> None:

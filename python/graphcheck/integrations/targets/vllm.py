@@ -206,6 +206,34 @@ VLLM_TARGETS: tuple[Target, ...] = (
         "manager.",
         seen="vllm/compilation/breakable_cudagraph.py:180",
     ),
+    # Memory profiling: graphs captured only to measure what the real captures will take.
+    MethodTarget(
+        key="vllm.worker.determine_available_memory",
+        framework=_V,
+        point="profile",
+        module=_VLLM_WORKER,
+        qualname="Worker.determine_available_memory",
+        params=(SELF,),
+        action=Action.PROFILE_CAPTURES,
+        need=_OPT,
+        why="Profiles memory before the KV cache exists, capturing graphs into a temporary "
+        "pool against a minimal KV cache it frees afterwards: the watch records none of them "
+        "(no check against freed memory, nothing of graphcheck's in vLLM's estimate).",
+        seen="vllm/v1/worker/gpu_worker.py:641",
+    ),
+    CallTarget(
+        key="vllm.worker.profiling_captures",
+        framework=_V,
+        point="profile",
+        module=_VLLM_WORKER,
+        function="Worker.determine_available_memory",
+        callee="self.model_runner.profile_cudagraph_memory",
+        action=Action.CAPTURE_SITE,
+        need=_OPT,
+        why="The profiling captures happen in the runner's profile_cudagraph_memory (both "
+        "runners), called from determine_available_memory.",
+        seen="vllm/v1/worker/gpu_worker.py:717",
+    ),
     # The CPU build (the flag's CPU mode, docs/server.md): CPUWorker overrides the warm-up and
     # the sleep methods; the model, the reloads and get_model are Worker's.
     MethodTarget(

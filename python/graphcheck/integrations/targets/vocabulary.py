@@ -73,6 +73,10 @@ class Action(enum.Enum):
     watched graph is checked against it."""
     READ = "read"
     """The plugin calls or reads it (model accessor, configuration, hook API)."""
+    PROFILE_CAPTURES = "profile-captures"
+    """Patched: graphs captured while it runs only measure memory (vLLM's
+    ``profile_cudagraph_memory``) and are freed before the engine serves; the watch records
+    none of them."""
     CAPTURE_SITE = "capture-site"
     """Not patched: the engine captures graphs here, and ``graphcheck.watch``'s hook on
     ``torch.cuda.CUDAGraph`` capture must see it."""
@@ -80,7 +84,12 @@ class Action(enum.Enum):
     @property
     def patched(self) -> bool:
         """Whether the plugin wraps the target (as opposed to reading or relying on it)."""
-        return self in (Action.REGISTER_MODEL, Action.CHECK_CAPTURE, Action.NEW_EPOCH)
+        return self in (
+            Action.REGISTER_MODEL,
+            Action.CHECK_CAPTURE,
+            Action.NEW_EPOCH,
+            Action.PROFILE_CAPTURES,
+        )
 
 
 class ParamKind(enum.Enum):
