@@ -18,7 +18,25 @@ __global__ void axpy_kernel(float a, const float* x, float* y, int n) {
   }
 }
 
+// __grid_constant__: the descriptor stays in the kernel's parameter space (as TMA needs),
+// which is the form a TMA kernel passes it in.
+__global__ void tma_kernel(const __grid_constant__ CUtensorMap map, float* out) {
+  (void)map;
+  if (threadIdx.x == 0 && blockIdx.x == 0) {
+    out[0] = 1.0F;
+  }
+}
+
 }  // namespace
+
+const void* struct_kernel_entry() { return reinterpret_cast<const void*>(&struct_kernel); }
+
+cudaError_t launch_tma_kernel(const CUtensorMap& map, float* out, cudaStream_t stream) {
+  // clang-format off
+  tma_kernel<<<1, 32, 0, stream>>>(map, out);
+  // clang-format on
+  return cudaGetLastError();
+}
 
 cudaError_t launch_struct_kernel(const Pointers& pointers, cudaStream_t stream) {
   const int blocks = (pointers.n + 255) / 256;

@@ -4,6 +4,7 @@
 #ifndef GRAPHCHECK_TESTS_GPU_GPU_KERNELS_H_
 #define GRAPHCHECK_TESTS_GPU_GPU_KERNELS_H_
 
+#include <cuda.h>  // CUtensorMap
 #include <cuda_runtime_api.h>
 
 namespace graphcheck::gpu_testing {
@@ -28,6 +29,16 @@ cudaError_t capture_struct_kernel(const Pointers& pointers, cudaStream_t stream,
 /// A one-block kernel "axpy_kernel(float, const float*, float*, int)": the unit of the
 /// 1,000-node benchmark graph.
 cudaError_t launch_axpy_kernel(float a, const float* x, float* y, int n, cudaStream_t stream);
+
+/// The host stub of struct_kernel(Pointers), for the launch styles that name a kernel by its
+/// entry (cudaLaunchKernelExC, cudaGetKernel, cudaGetFuncBySymbol, cudaGraphAddKernelNode).
+const void* struct_kernel_entry();
+
+/// A kernel taking a TMA descriptor as a `__grid_constant__` argument and `out` after it
+/// ("tma_kernel(CUtensorMap, float*)"): it writes out[0] = 1 and never dereferences the
+/// descriptor, so it runs on any GPU; what graphcheck must see is the descriptor's global
+/// address among the node's operands.
+cudaError_t launch_tma_kernel(const CUtensorMap& map, float* out, cudaStream_t stream);
 
 }  // namespace graphcheck::gpu_testing
 

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -107,6 +108,17 @@ inline void print_callback_counts(cupti::Backend& backend, std::string_view labe
        << " allocation_events=" << backend.tracker().events()
        << " launches_seen=" << backend.launch_hook().launches() << "\n";
   report_observation(line.str());
+}
+
+/// The verdict of the finding at `address` (a kernel argument word or an operand's begin),
+/// or nullopt when the report has none there (an ok-class verdict is not a finding).
+inline std::optional<Verdict> verdict_at(const Report& report, Address address) {
+  for (const Finding& finding : report.findings) {
+    if (finding.address == address) {
+      return finding.verdict;
+    }
+  }
+  return std::nullopt;
 }
 
 /// The real driver table and a subscribed backend (capture, tracking, session).

@@ -22,15 +22,6 @@ using ::testing::HasSubstr;
 constexpr int kElements = 1024;
 constexpr std::size_t kBytes = kElements * sizeof(float);
 
-std::optional<Verdict> verdict_at(const Report& report, Address address) {
-  for (const Finding& finding : report.findings) {
-    if (finding.address == address) {
-      return finding.verdict;
-    }
-  }
-  return std::nullopt;
-}
-
 // Captures `p` into a graph on a fresh stream and instantiates it.
 cudaGraphExec_t capture(const Pointers& p, cudaStream_t stream) {
   cudaGraph_t graph = nullptr;

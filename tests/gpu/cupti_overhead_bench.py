@@ -1,0 +1,210 @@
+"""CUPTI capture overhead on the reference model (issue 18 section 5). UNVERIFIED: no GPU yet.
+
+scripts/gpu-check.sh runs it twice, in two processes: once plain and once under
+``CUDA_INJECTION64_PATH=libgraphcheck_inject.so`` (the CUPTI backend attached to the whole
+process, ``GRAPHCHECK_CHECK=exit``), then ``--compare`` puts the two side by side. Each run
+builds the model on the GPU, captures one forward with ``torch.cuda.graph`` ``--captures``
+times (capture end includes the instantiate, which is where graphcheck reads the graph) and
+replays the last graph ``--replays`` times. Writes one JSON file per run; prints one line.
+
+The model: the Python reference model (``graphcheck.reference``, registered variant) when the
+graphcheck package imports under this Python; otherwise (a bare GPU machine, whose Python and
+torch are not the ones the package's compiled modules were built for) a decoder of the same
+structure written here in plain torch, and the JSON says so (``model``). What the comparison
+measures is graphcheck's cost per captured node, which depends on the node kinds, not on
+whose module produced them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+HIDDEN, LAYERS, HEAD_DIM, VOCAB, POSITIONS, TOKENS = 1024, 8, 64, 4096, 256, 16
+
+
+class Decoder(torch.nn.Module):
+    """The reference model's structure in plain torch (float weights, no quantization)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        lin = torch.nn.Linear
+        self.embed = torch.nn.Embedding(VOCAB, HIDDEN)
+        self.layers = torch.nn.ModuleList(
+            torch.nn.ModuleDict(
+                {
+                    "qkv": lin(HIDDEN, 3 * HIDDEN, bias=False),
+                    "o": lin(HIDDEN, HIDDEN, bias=False),
+                    "gate_up": lin(HIDDEN, 4 * HIDDEN, bias=False),
+                    "down": lin(2 * HIDDEN, HIDDEN, bias=False),
+                }
+            )
+            for _ in range(LAYERS)
+        )
+        self.head = lin(HIDDEN, VOCAB, bias=False)
+        inv = 1.0 / 10000 ** (torch.arange(0, HEAD_DIM, 2).float() / HEAD_DIM)
+        angles = torch.outer(torch.arange(POSITIONS).float(), inv)
+        self.register_buffer("cos_sin", torch.cat([angles.cos(), angles.sin()], -1))
+
+    @staticmethod
+    def norm(x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+    def rope(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        half = HEAD_DIM // 2
+        cs = self.cos_sin.index_select(0, positions).unsqueeze(1)
+        x1, x2 = x[..., :half], x[..., half:]
+        cos, sin = cs[..., :half], cs[..., half:]
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        x = self.embed(input_ids)
+        heads = HIDDEN // HEAD_DIM
+        for layer in self.layers:
+            q, k, v = layer["qkv"](self.norm(x)).view(-1, 3, heads, HEAD_DIM).unbind(1)
+            q, k = self.rope(q, positions), self.rope(k, positions)
+            a = F.scaled_dot_product_attention(
+                q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), is_causal=True
+            )
+            x = x + layer["o"](a.transpose(0, 1).reshape(-1, HIDDEN))
+            gate, up = layer["gate_up"](self.norm(x)).chunk(2, -1)
+            x = x + layer["down"](F.silu(gate) * up)
+        return self.head(self.norm(x))
+
+
+def build() -> tuple[torch.nn.Module, dict[str, torch.Tensor], str]:
+    """The model on the GPU, its static inputs, and which model it is."""
+    try:
+        from graphcheck.contract import register_held_tensors
+        from graphcheck.reference import (
+            ReferenceConfig,
+            ReferenceModel,
+            make_checkpoint,
+            reference_inputs,
+        )
+    except Exception as error:  # any import failure means: not this Python
+        torch.manual_seed(0)
+        model = Decoder().cuda().eval()
+        ids = torch.arange(TOKENS, device="cuda").mul(13).remainder(VOCAB)
+        static = {"input_ids": ids, "positions": torch.arange(TOKENS, device="cuda")}
+        why = f"{type(error).__name__}: {error}"
+        return model, static, f"reference-shaped decoder (graphcheck.reference: {why})"
+    # As tests/gpu/watch_smoke.py builds it: the checkpoint comes from the CPU.
+    config = ReferenceConfig(
+        hidden=HIDDEN, layers=LAYERS, head_dim=HEAD_DIM, vocab=VOCAB, max_positions=POSITIONS
+    )
+    with torch.device("meta"):
+        shapes = ReferenceModel(config)
+    weights = make_checkpoint(shapes, 0)
+    with torch.device("cuda"):
+        model = ReferenceModel(config)
+        with torch.no_grad():
+            for name, parameter in model.named_parameters():
+                parameter.copy_(weights[name])
+        model.process_weights_after_loading()
+        register_held_tensors(model)
+        model.allocate_runtime_state()
+    static = {k: v.cuda() for k, v in reference_inputs(model, TOKENS).items()}
+    return model.eval(), static, "graphcheck.reference (registered)"
+
+
+def measure(captures: int, replays: int) -> dict[str, Any]:
+    model, static, name = build()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), torch.no_grad():
+        for _ in range(3):  # warm-up off the capture: cuBLAS handles, workspaces
+            model(**static)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    capture_ms = []
+    graph = torch.cuda.CUDAGraph()
+    for _ in range(captures):
+        graph = torch.cuda.CUDAGraph()
+        start = time.perf_counter()
+        with torch.cuda.graph(graph), torch.no_grad():
+            model(**static)
+        torch.cuda.synchronize()
+        capture_ms.append((time.perf_counter() - start) * 1e3)
+    for _ in range(3):
+        graph.replay()
+    torch.cuda.synchronize()
+    replay_us = []
+    for _ in range(replays):
+        start = time.perf_counter()
+        graph.replay()
+        torch.cuda.synchronize()
+        replay_us.append((time.perf_counter() - start) * 1e6)
+    start = time.perf_counter()
+    for _ in range(replays):
+        graph.replay()
+    torch.cuda.synchronize()
+    queued_us = (time.perf_counter() - start) * 1e6 / replays
+    injection = os.environ.get("CUDA_INJECTION64_PATH", "")
+    globals()["kept_graph"] = graph  # alive until exit: the injection's exit check sees it
+    return {
+        "mode": "graphcheck" if "graphcheck" in injection else "plain",
+        "injection": injection,
+        "model": name,
+        "tokens": TOKENS,
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name(),
+        "capture_ms": capture_ms,
+        # The first capture also pays one-time costs (the graph pool, CUPTI's first reads).
+        "capture_ms_median_after_first": statistics.median(capture_ms[1:] or capture_ms),
+        "replay_us_median": statistics.median(replay_us),
+        "replay_us_queued": queued_us,
+    }
+
+
+def compare(plain_path: Path, checked_path: Path) -> dict[str, Any]:
+    plain = json.loads(plain_path.read_text())
+    checked = json.loads(checked_path.read_text())
+    result: dict[str, Any] = {"plain": plain, "graphcheck": checked, "ratio": {}}
+    for key in ("capture_ms_median_after_first", "replay_us_median", "replay_us_queued"):
+        result["ratio"][key] = checked[key] / plain[key] if plain[key] else None
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="the JSON file to write")
+    parser.add_argument("--captures", type=int, default=5)
+    parser.add_argument("--replays", type=int, default=200)
+    parser.add_argument("--compare", type=Path, nargs=2, metavar=("PLAIN", "GRAPHCHECK"))
+    args = parser.parse_args()
+    if args.compare:
+        result = compare(*args.compare)
+        p, c, r = result["plain"], result["graphcheck"], result["ratio"]
+        print(
+            f"cupti_overhead: {p['model']}: capture {p['capture_ms_median_after_first']:.2f} ms"
+            f" plain, {c['capture_ms_median_after_first']:.2f} ms with graphcheck"
+            f" (x{r['capture_ms_median_after_first']:.2f}); replay {p['replay_us_median']:.1f}"
+            f" us plain, {c['replay_us_median']:.1f} us with graphcheck"
+        )
+    elif not torch.cuda.is_available():
+        print("cupti_overhead: SKIP (no CUDA device)")
+        return 0
+    else:
+        result = measure(args.captures, args.replays)
+        capture = result["capture_ms_median_after_first"]
+        print(
+            f"cupti_overhead {result['mode']}: capture {capture:.2f} ms, replay"
+            f" {result['replay_us_median']:.1f} us ({result['model']})"
+        )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
