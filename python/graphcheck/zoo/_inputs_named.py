@@ -154,7 +154,9 @@ def _past(b: Builder, name: str) -> Any:
 
 def _perceiver_inputs(b: Builder) -> Any:
     """Perceiver's ``inputs``: what its input preprocessor takes (ids, an image, or embeddings)."""
-    preprocessor = type(getattr(b.model, "input_preprocessor", None)).__name__
+    # The heads wrap PerceiverModel (``model.perceiver``): the first preprocessor found is its own.
+    found = (getattr(m, "input_preprocessor", None) for m in b.model.modules())
+    preprocessor = type(next((p for p in found if p is not None), None)).__name__
     if "Text" in preprocessor:
         return b.token_ids((1, SEQ_LEN))
     if "Image" in preprocessor:
