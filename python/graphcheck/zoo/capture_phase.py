@@ -51,6 +51,7 @@ def run_capture_phase(
     factory: Callable[[], Any],
     make_inputs: Callable[[Any], dict[str, Any]],
     result: dict[str, Any],
+    seed: int | None = None,
 ) -> None:
     """Fills ``result["capture"]``, ``result["steps"]`` and ``result["capture_status"]``.
 
@@ -59,6 +60,9 @@ def run_capture_phase(
     arguments. Without the API both entries are ``None`` and the status says
     so. With it, ``check_graph_replay`` (issue 9 §6) runs the steps; the
     capture summary and its unregistered owners come from the first step.
+    ``seed`` seeds the generators before each replay and each eager forward
+    (``check_graph_replay(seed=...)``), so that a forward that draws random
+    numbers (MAE masking, VITS noise, ...) is compared with the same draws.
     """
     api = capture_api()
     if api is None:
@@ -67,7 +71,7 @@ def run_capture_phase(
         result["capture_status"] = CAPTURE_UNAVAILABLE
         return
     try:
-        run = api.check_graph_replay(factory, make_inputs, second_checkpoint=factory)
+        run = api.check_graph_replay(factory, make_inputs, second_checkpoint=factory, seed=seed)
     except Exception as exc:  # a finding-free failure of the phase is a result, not a crash
         result["capture"] = None
         result["steps"] = None

@@ -1,8 +1,15 @@
-"""Inputs for the warm-up forward: token ids, pixel values or input features.
+"""Inputs for the warm-up forward, from the model's main input, signature and config.
 
-The zoo runs a forward only for models whose main input (``main_input_name``)
-is one of :data:`MAIN_INPUTS`; :func:`make_inputs` builds it from the tiny
-config, deterministically (a generator seeded by the caller).
+The zoo runs a forward for models whose main input (``main_input_name``) is one
+of :data:`MAIN_INPUTS`; :func:`make_inputs` builds it from the tiny config,
+deterministically (a generator seeded by the caller), then every argument the
+forward's signature requires (and the companions a main input needs: a time
+series' features and masks, a trajectory's actions and rewards) by name
+(:mod:`graphcheck.zoo._inputs_named`). A model may need more than one try:
+:func:`input_attempts` says how many input sets there are, in order (the plain
+one; every modality the signature names, for dual encoders and multimodal
+models; raw audio with a channel dimension), and the worker keeps the first
+that runs.
 """
 
 from __future__ import annotations
@@ -12,19 +19,47 @@ from typing import Any
 
 import torch
 
+from graphcheck.zoo._inputs_named import Builder, grid_patches, naflex_patches, named_input
 from graphcheck.zoo.tiny_config import LOW_IDS, RESERVED_IDS, VOCAB
 
 __all__ = [
     "MAIN_INPUTS",
     "SEQ_LEN",
-    "accepts_pixels",
+    "input_attempts",
     "make_inputs",
     "prepare_model",
     "special_token_ids",
 ]
 
-#: Main inputs the zoo makes (``input_values`` is raw audio: input features in the wide sense).
-MAIN_INPUTS = ("input_ids", "pixel_values", "input_features", "input_values")
+#: Main inputs the zoo makes (``input_values`` is raw audio: input features in the wide sense;
+#: the others by name, :mod:`graphcheck.zoo._inputs_named`).
+MAIN_INPUTS = (
+    "input_ids",
+    "pixel_values",
+    "input_features",
+    "input_values",
+    "pixel_values_videos",
+    "past_values",
+    "inputs",
+    "latents",
+    "audio_mel",
+    "flattened_patches",
+    "states",
+)
+#: What a main input brings along when the signature names it: a series' past and future
+#: features and masks (the seq2seq forecasters need the future as decoder input), a
+#: trajectory's other streams. Static features only where the config counts some.
+COMPANIONS = {
+    "past_values": (
+        "past_time_features",
+        "past_observed_mask",
+        "future_values",
+        "future_time_features",
+        "static_categorical_features",
+        "static_real_features",
+    ),
+    "states": ("actions", "rewards", "returns_to_go", "timesteps", "attention_mask"),
+}
 SEQ_LEN = 16
 DECODER_LEN = 8
 #: One second at 16 kHz: long enough for the x-vector heads' dilated convolutions.
@@ -143,49 +178,180 @@ def _input_values(config: Any, g: torch.Generator) -> torch.Tensor:
     return torch.randn((1, AUDIO_SAMPLES), generator=g)
 
 
-def _accepts(model: torch.nn.Module, name: str) -> bool:
+def _video(config: Any, g: torch.Generator) -> torch.Tensor:
+    """``pixel_values_videos``: (batch, frames, channels, height, width)."""
+    cfg = _vision_config(config)
+    h, w = _image_hw(cfg)
+    crop = getattr(cfg, "crop_size", None)
+    if isinstance(crop, int) and crop > 0:
+        h = w = crop  # V-JEPA 2 names its frame size crop_size
+    channels = getattr(cfg, "num_channels", None) or getattr(cfg, "in_chans", None) or 3
+    tubelet = getattr(cfg, "tubelet_size", None) or 1
+    if isinstance(tubelet, (list, tuple)):
+        tubelet = tubelet[0]  # VideoPrism: (time, height, width)
+    # num_frames sizes learned position tables (VideoPrism); V-JEPA 2's frames_per_clip (64) is
+    # a training clip length its rotary positions do not need: two tubelets are enough.
+    frames = getattr(cfg, "num_frames", None) or 2 * int(tubelet)
+    return torch.randn((1, max(int(frames), int(tubelet)), channels, h, w), generator=g)
+
+
+def _flattened_patches(config: Any, g: torch.Generator) -> torch.Tensor:
+    """Pix2Struct's patches: row and column (1-based) then the patch's pixels."""
+    cfg = getattr(config, "vision_config", None) or config
+    width = int(getattr(cfg, "patch_embed_hidden_size", 0) or 3 * 16 * 16)
+    index = torch.arange(SEQ_LEN, dtype=torch.float32)
+    rows, cols = (index // 4 + 1).unsqueeze(-1), (index % 4 + 1).unsqueeze(-1)
+    return torch.cat([rows, cols, torch.randn((SEQ_LEN, width), generator=g)], -1).unsqueeze(0)
+
+
+def _audio_mel(config: Any, g: torch.Generator) -> torch.Tensor:
+    """Gemma 3n's audio encoder input: (batch, frames, mel features)."""
+    features = getattr(config, "input_feat_size", None) or getattr(config, "num_mel_bins", None)
+    return torch.randn((1, 4 * SEQ_LEN, int(features or 128)), generator=g)
+
+
+def _parameters(model: torch.nn.Module) -> dict[str, inspect.Parameter]:
     try:
-        params = inspect.signature(model.forward).parameters
+        return dict(inspect.signature(model.forward).parameters)
     except (TypeError, ValueError):
-        return False
+        return {}
+
+
+def _required(params: dict[str, inspect.Parameter]) -> list[str]:
+    return [
+        name
+        for name, p in params.items()
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+
+
+def _accepts(model: torch.nn.Module, name: str) -> bool:
+    params = _parameters(model)
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
+#: The modalities a second try adds when the signature names them (dual encoders, VLMs,
+#: audio-text models whose forward needs both sides, LXMERT's region features, the
+#: document models' word boxes).
+MODALITIES = (
+    "input_ids",
+    "pixel_values",
+    "input_values",
+    "input_features",
+    "visual_feats",
+    "visual_pos",
+    "bbox",
+)
+
+
+def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
+    """The input sets to try, in order, for :func:`make_inputs`'s ``attempt``.
+
+    ``plain``; ``modalities`` where the signature names another modality;
+    ``patch_images`` (a vision tower's patches as small images) where it takes
+    a patch grid; ``audio_channel`` (raw audio as (batch, 1, samples)) for
+    audio models.
+    """
+    params = _parameters(model)
+    attempts = ["plain"]
+    if any(m in params and m != main_input for m in MODALITIES):
+        attempts.append("modalities")
+    if "grid_thw" in params or "image_grid_thw" in params:
+        attempts.append("patch_images")
+    if main_input == "input_values":
+        attempts.append("audio_channel")
+    return attempts
+
+
+def _ids(model: torch.nn.Module, config: Any, g: torch.Generator) -> dict[str, Any]:
+    name = type(model).__name__
+    shape: tuple[int, ...] = (1, SEQ_LEN)
+    codebooks = getattr(config, "num_codebooks", None)
+    if name.endswith("ForMultipleChoice"):
+        shape = (1, 2, SEQ_LEN)
+    elif isinstance(codebooks, int) and codebooks > 1 and name.startswith("Musicgen"):
+        shape = (codebooks, SEQ_LEN)  # one row per codebook (MusicGen's decoder)
+    ids = _token_ids(model, config, shape, g)
+    eos = getattr(config, "eos_token_id", None)
+    if name.endswith("ForSequenceClassification") and isinstance(eos, int):
+        ids[..., -1] = eos  # BART-style heads pool the hidden state at </s>
+    inputs: dict[str, Any] = {"input_ids": ids}
+    if _accepts(model, "attention_mask"):
+        inputs["attention_mask"] = torch.ones_like(ids)
+    return inputs
+
+
+def _main(
+    model: torch.nn.Module, name: str, g: torch.Generator, b: Builder, attempt: str
+) -> dict[str, Any]:
+    """The main input ``name`` (and the attention mask of token ids); empty without a rule."""
+    config = model.config
+    if name == "input_ids":
+        return _ids(model, config, g)
+    if name == "pixel_values":
+        return {"pixel_values": _pixel_values(config, g)}
+    if name == "input_features":
+        return {"input_features": _input_features(config, g)}
+    if name == "input_values":
+        values = _input_values(config, g)
+        if attempt == "audio_channel" and values.dim() == 2:
+            values = values.unsqueeze(1)  # codecs and CTC heads that take (batch, 1, samples)
+        return {"input_values": values}
+    if name == "pixel_values_videos":
+        return {"pixel_values_videos": _video(config, g)}
+    if name == "flattened_patches":
+        return {"flattened_patches": _flattened_patches(config, g)}
+    if name == "audio_mel":
+        return {"audio_mel": _audio_mel(config, g)}
+    value = named_input(b, name)
+    return {} if value is None else {name: value}
+
+
 def make_inputs(
-    model: torch.nn.Module, main_input: str, g: torch.Generator, *, with_pixels: bool = False
+    model: torch.nn.Module, main_input: str, g: torch.Generator, *, attempt: str = "plain"
 ) -> dict[str, Any]:
     """The keyword arguments of one forward of ``model`` whose main input is ``main_input``.
 
-    ``with_pixels`` adds ``pixel_values`` to token ids (dual encoders such as
-    CLIP need both). Raises ``ValueError`` for a main input outside
-    :data:`MAIN_INPUTS`.
+    ``attempt`` is one of :func:`input_attempts`. Arguments the signature
+    requires are added by name; a Qwen-VL-style vision tower (which requires
+    ``grid_thw``) gets flattened patches instead of its main input. Raises
+    ``ValueError`` for a main input outside :data:`MAIN_INPUTS`.
     """
+    if main_input not in MAIN_INPUTS:
+        raise ValueError(f"no inputs for main input {main_input!r}; expected one of {MAIN_INPUTS}")
     config = model.config
     name = type(model).__name__
-    if main_input == "input_ids":
-        shape: tuple[int, ...] = (1, SEQ_LEN)
-        codebooks = getattr(config, "num_codebooks", None)
-        if name.endswith("ForMultipleChoice"):
-            shape = (1, 2, SEQ_LEN)
-        elif isinstance(codebooks, int) and codebooks > 1 and name.startswith("Musicgen"):
-            shape = (codebooks, SEQ_LEN)  # one row per codebook (MusicGen's decoder)
-        ids = _token_ids(model, config, shape, g)
-        eos = getattr(config, "eos_token_id", None)
-        if name.endswith("ForSequenceClassification") and isinstance(eos, int):
-            ids[..., -1] = eos  # BART-style heads pool the hidden state at </s>
-        inputs: dict[str, Any] = {"input_ids": ids}
-        if _accepts(model, "attention_mask"):
-            inputs["attention_mask"] = torch.ones_like(ids)
-        if with_pixels:
-            inputs["pixel_values"] = _pixel_values(config, g)
-    elif main_input == "pixel_values":
-        inputs = {"pixel_values": _pixel_values(config, g)}
-    elif main_input == "input_features":
-        inputs = {"input_features": _input_features(config, g)}
-    elif main_input == "input_values":
-        inputs = {"input_values": _input_values(config, g)}
-    else:
-        raise ValueError(f"no inputs for main input {main_input!r}; expected one of {MAIN_INPUTS}")
+    params = _parameters(model)
+    required = _required(params)
+    inputs: dict[str, Any] = {}
+    b = Builder(model, g, inputs, lambda shape: _token_ids(model, config, shape, g))
+    grid = next((n for n in ("grid_thw", "image_grid_thw") if n in required), None)
+    if grid is not None:
+        patches, thw = grid_patches(b, images=attempt == "patch_images")
+        inputs["hidden_states" if "hidden_states" in required else "pixel_values"] = patches
+        inputs[grid] = thw
+    elif main_input in params or not required:
+        inputs.update(_main(model, main_input, g, b, attempt))
+    for companion in COMPANIONS.get(main_input, ()):
+        if companion not in params or companion in inputs:
+            continue
+        if companion.startswith("future_") and "past_time_features" not in params:
+            continue  # only the seq2seq forecasters take the future as decoder input
+        value = named_input(b, companion)
+        if isinstance(value, torch.Tensor) and (value.numel() > 0 or "static" not in companion):
+            inputs[companion] = value  # static features only where the config counts some
+    extra = [m for m in MODALITIES if m in params] if attempt == "modalities" else []
+    for arg in [*required, *extra]:
+        if arg not in inputs:
+            inputs.update(_main(model, arg, g, b, attempt) if arg in MAIN_INPUTS else {})
+        if arg not in inputs and (value := named_input(b, arg)) is not None:
+            inputs[arg] = value
+    naflex = [n for n in ("spatial_shapes", "pixel_position_ids") if n in params]
+    if naflex and "pixel_values" in inputs:
+        naflex_inputs = naflex_patches(b)  # patch sequences, not an image tensor
+        for key in ("pixel_values", "pixel_attention_mask", *naflex):
+            if key in params:
+                inputs[key] = naflex_inputs[key]
     derives_decoder = name.endswith("ForSequenceClassification")
     if (
         getattr(config, "is_encoder_decoder", False)
@@ -194,14 +360,6 @@ def make_inputs(
     ):
         inputs["decoder_input_ids"] = _token_ids(model, config, (1, DECODER_LEN), g)
     return inputs
-
-
-def accepts_pixels(model: torch.nn.Module) -> bool:
-    """True when the forward takes ``pixel_values`` by name (a second try adds them)."""
-    try:
-        return "pixel_values" in inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def prepare_model(model: torch.nn.Module) -> None:

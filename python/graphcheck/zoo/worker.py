@@ -23,7 +23,15 @@ from graphcheck.zoo._util import error_line
 from graphcheck.zoo.capture_phase import CAPTURE_UNAVAILABLE, capture_api, run_capture_phase
 from graphcheck.zoo.catalog import Arch
 
-__all__ = ["MAX_PARAMETERS", "census_entries", "new_result", "run_architecture"]
+__all__ = ["MAX_PARAMETERS", "NOT_INSTALLABLE", "census_entries", "new_result", "run_architecture"]
+
+#: Packages transformers asks for that cannot be installed here (scripts/versions.env): a build
+#: that fails for want of one names this reason instead of transformers' install hint.
+NOT_INSTALLABLE = {
+    "natten": "PyPI serves only sources, and its releases since 0.20 no longer export "
+    "natten2dqkrpb/natten2dav, which transformers' DiNAT imports",
+    "detectron2": "not on PyPI (built from its repository against a local torch)",
+}
 
 #: A level whose model would hold more parameters than this is skipped (memory guard).
 MAX_PARAMETERS = 150_000_000
@@ -191,32 +199,33 @@ def _census(model: Any) -> tuple[list[dict[str, Any]], float]:
     return entries, time.perf_counter() - t0
 
 
-def _forward(model: Any, main_input: str, seed: int) -> bool:
-    """Runs one forward; returns whether it needed ``pixel_values`` beside the token ids.
+def _forward(model: Any, main_input: str, seed: int) -> tuple[str, list[str]]:
+    """Runs one forward; returns the input set that ran and its argument names.
 
-    A model whose main input is token ids but whose forward needs an image as
-    well (CLIP-style dual encoders) gets a second try with ``pixel_values``;
-    the first error is raised when that fails too.
+    The input sets of :func:`graphcheck.zoo.inputs.input_attempts` are tried
+    in order (a dual encoder such as CLIP needs ``pixel_values`` beside its
+    token ids, a codec raw audio with a channel dimension); the first error is
+    raised when none runs.
     """
     import torch
 
-    from graphcheck.zoo.inputs import accepts_pixels, make_inputs, prepare_model
+    from graphcheck.zoo.inputs import input_attempts, make_inputs, prepare_model
 
     prepare_model(model)
+    first: Exception | None = None
     with torch.no_grad():
-        try:
-            model(**make_inputs(model, main_input, torch.Generator().manual_seed(seed)))
-            return False
-        except Exception as exc:
-            if main_input != "input_ids" or not accepts_pixels(model):
-                raise
-            first = exc
-        try:
-            g = torch.Generator().manual_seed(seed)
-            model(**make_inputs(model, main_input, g, with_pixels=True))
-        except Exception:
-            raise first from None
-        return True
+        for attempt in input_attempts(model, main_input):
+            try:
+                inputs = make_inputs(
+                    model, main_input, torch.Generator().manual_seed(seed), attempt=attempt
+                )
+                model(**inputs)
+            except Exception as exc:
+                first = first or exc
+                continue
+            return attempt, list(inputs)
+    assert first is not None  # input_attempts is never empty
+    raise first
 
 
 def run_architecture(arch: Arch, emit: Callable[[Result], None] | None = None) -> Result:
@@ -268,7 +277,7 @@ def run_architecture(arch: Arch, emit: Callable[[Result], None] | None = None) -
     result["main_input"] = kept.main_input
     result["forward"]["eligible"] = kept.eligible
     result["forward"]["ran"] = kept.forward_ran
-    result["forward"]["inputs"] = [kept.main_input] + (["pixel_values"] if kept.with_pixels else [])
+    result["forward"]["inputs"] = kept.inputs or ([kept.main_input] if kept.main_input else [])
     if kept.eligible and not kept.forward_ran:
         errors = [a["forward_error"] for a in result["attempts"] if a["forward_error"]]
         result["forward"]["error"] = errors[0] if errors else ""
@@ -286,13 +295,15 @@ def run_architecture(arch: Arch, emit: Callable[[Result], None] | None = None) -
         result["capture_status"] = (
             "not run: the warm-up forward did not run"
             if kept.eligible
-            else f"not run: main input {kept.main_input!r} is not token ids, pixel values "
-            "or input features"
+            else f"not run: main input {kept.main_input!r} has no input rule (zoo/inputs.py)"
         )
     return result
 
 
 def _build_failed(result: Result) -> Result:
+    for package, why in NOT_INSTALLABLE.items():
+        if f"requires the {package} library" in result["error"]:
+            result["error"] = f"{package}: not installable here ({why})"
     if capture_api() is not None:
         result["capture_status"] = "not run: the build failed"
     return result
@@ -307,7 +318,8 @@ class _Level:
         self.main_input = main_input
         self.eligible = eligible
         self.forward_ran = False
-        self.with_pixels = False
+        self.attempt = "plain"
+        self.inputs: list[str] = []
         self.static: list[dict[str, Any]] = []
         self.after: list[dict[str, Any]] = []
 
@@ -332,6 +344,8 @@ def _try_level(
     finally:
         seconds["build"] += time.perf_counter() - t0
     main_input = getattr(model, "main_input_name", None)
+    if isinstance(main_input, (list, tuple)) and main_input:
+        main_input = main_input[0]  # OneFormer names two: pixel values and its task tokens
     main_input = main_input if isinstance(main_input, str) else None
     current = _Level(level, model, main_input, main_input in MAIN_INPUTS)
     try:
@@ -344,7 +358,7 @@ def _try_level(
         return current
     t1 = time.perf_counter()
     try:
-        current.with_pixels = _forward(model, main_input, seed)
+        current.attempt, current.inputs = _forward(model, main_input, seed)
     except Exception as exc:
         attempt["forward_error"] = error_line(exc)
         return current
@@ -378,10 +392,10 @@ def _capture(
 
     def inputs(model: Any) -> dict[str, Any]:
         g = torch.Generator().manual_seed(seed)
-        return make_inputs(model, str(kept.main_input), g, with_pixels=kept.with_pixels)
+        return make_inputs(model, str(kept.main_input), g, attempt=kept.attempt)
 
     t0 = time.perf_counter()
-    run_capture_phase(factory, inputs, result)
+    run_capture_phase(factory, inputs, result, seed=seed)
     if result["capture"] is not None:
         # check_graph_replay runs the capture and its steps together: the time is the sum.
         result["seconds"]["capture"] = time.perf_counter() - t0
