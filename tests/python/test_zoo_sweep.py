@@ -163,6 +163,31 @@ def test_sweep_counts_and_table_row() -> None:
     assert row == "3 options (2 names) of 2 model types, 4 values: 4 variants, 3 built; 1 presets"
 
 
+def test_class_entries_cover_variants() -> None:
+    def built(*paths: str) -> dict[str, Any]:
+        site = {"owner": "m.C", "attribute": "x", "file": "f.py"}
+        return {
+            "status": "built",
+            "findings": [{"path": p, "aliases": [], "site": site} for p in paths],
+        }
+
+    results = {
+        "M": built("pad"),
+        "M@rope_type=dynamic": built("pad", "rotary_emb.max_seq_len_cached"),
+        "MX@rope_type=dynamic": built("pad"),  # another class: M's entry does not reach it
+        "N@alibi=True": built(),
+    }
+    entries = [
+        rep.AllowEntry("M", "pad"),
+        rep.AllowEntry("*@rope_type=dynamic", "*max_seq_len_cached"),
+        rep.AllowEntry("N", "gone"),
+    ]
+    ev = rep.evaluate(results, entries)
+    assert ev.allowed["M@rope_type=dynamic"] == ["pad", "rotary_emb.max_seq_len_cached"]
+    assert ev.new["MX@rope_type=dynamic"] == ["pad"]
+    assert [str(e) for e in ev.stale] == ["N:gone"]  # a variant of N built: it could match
+
+
 # ------------------------------------------------------------ real transformers
 
 
@@ -244,7 +269,8 @@ def test_corpus_names_and_selection(corpus: list[Arch]) -> None:
     from graphcheck.zoo.subset import SUBSET
 
     named = {e.arch for e in rep.read_zoo_allowlist(BASELINE)} | set(SUBSET)
-    assert {n for n in named if "@" in n} <= names
+    assert {n for n in named if "@" in n and "*" not in n} <= names
+    assert all(filter_architectures(corpus, [n]) for n in named if "*" in n)
 
 
 @needs_transformers

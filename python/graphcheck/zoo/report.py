@@ -2,7 +2,7 @@
 
 The allowlist's format, reading and writing are :mod:`graphcheck.zoo.allowlist`
 (its names stay importable from here). An entry applies to the architectures
-its ``Arch`` matches among those that ran. It is *stale* when one of them
+its ``Arch`` matches among those that ran, and to their variants. It is *stale* when one of them
 built, nothing matched it, and it could have matched (a fixed site must leave
 the baseline); otherwise an unmatched entry is *unverified* (nothing to compare
 with).
@@ -70,7 +70,9 @@ def _capture_ran(result: Result) -> bool:
 def evaluate(results: Mapping[str, Result], entries: Sequence[AllowEntry]) -> Evaluation:
     """Matches every built architecture's census findings and capture owners against ``entries``.
 
-    An entry is stale when an architecture it names built, nothing of it
+    An entry applies to the architectures its glob names and to their variants
+    (``MimiModel:...`` covers ``MimiModel@rope_type=dynamic``). It is stale when
+    an architecture it applies to built, nothing of it
     matched, and the entry could have matched: a census path entry always, an
     allocation label (:func:`is_allocation_label`) only where the capture ran.
     """
@@ -80,7 +82,11 @@ def evaluate(results: Mapping[str, Result], entries: Sequence[AllowEntry]) -> Ev
     applies: dict[int, list[str]] = defaultdict(list)
     compiled = [(i, e, glob_regex(e.path)) for i, e in enumerate(entries)]
     for name, result in results.items():
-        mine = [(i, e, rx) for i, e, rx in compiled if fnmatch.fnmatchcase(name, e.arch)]
+        # An entry naming a class covers its variants too: the same class code, other options.
+        own = (name, name.partition("@")[0])
+        mine = [
+            (i, e, rx) for i, e, rx in compiled if any(fnmatch.fnmatchcase(n, e.arch) for n in own)
+        ]
         for i, _, _ in mine:
             applies[i].append(name)
         if result.get("status") != "built":

@@ -1,8 +1,10 @@
-"""The fixed subset that the test suite runs (``--subset``): 46 architectures across families.
+"""The fixed subset that the test suite runs (``--subset``): 50 architectures across families.
 
 Each family holds architectures that build, run their warm-up forward, and
 (for several) keep unregistered tensors that the baseline allowlist lists, so
 that the subset fails on a new finding and on a stale baseline entry alike.
+Thirteen are variants swept from the configs (:mod:`graphcheck.zoo.sweep`):
+rope types, position embedding types and attention kinds; one is a preset.
 It runs in about a minute on two cores (`make test`, tests/python/test_zoo.py).
 """
 
@@ -21,6 +23,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "Phi3Model@rope_type=longrope",
         "Gemma3TextModel@rope_type=linear",
         "FalconModel@alibi=True",
+        "Qwen3Model@rope_type=yarn",
         "GPTNeoXForCausalLM",
         "OPTForCausalLM",
     ),
@@ -28,6 +31,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "MixtralForCausalLM",
         "Qwen3MoeForCausalLM",
         "DeepseekV3ForCausalLM",
+        "DeepseekV3Model@rope_type=yarn",
         "GptOssForCausalLM",
     ),
     "hybrid or state-space": (
@@ -37,6 +41,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "RecurrentGemmaForCausalLM",
         "Qwen3NextForCausalLM",
         "FalconH1ForCausalLM",
+        "GraniteMoeHybridModel@position_embedding_type=rope",
     ),
     "encoder": (
         "BertModel",
@@ -44,6 +49,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "DebertaV2Model@relative",
         "EsmModel@position_embedding_type=rotary",
         "ModernBertModel",
+        "BigBirdModel@attention_type=original_full",
     ),
     "encoder-decoder": (
         "T5ForConditionalGeneration",
