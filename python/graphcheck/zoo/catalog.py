@@ -3,9 +3,11 @@
 :func:`enumerate_architectures` reads every ``MODEL_*_MAPPING_NAMES`` table of
 ``transformers.models.auto.modeling_auto`` at run time (nothing is hard-coded:
 a new release brings its new classes), deduplicates the class names, and adds
-the ``Arch@variant`` entries of :mod:`graphcheck.zoo.variants`. It reads names
-only; no model module is imported here, so enumerating costs the import of the
-auto tables, not of 500 model files.
+the ``Arch@variant`` entries of :mod:`graphcheck.zoo.variants` to each base
+model class: the hand-written presets and the variants swept from the configs
+(:mod:`graphcheck.zoo.sweep`). No model module is imported here: the sweep
+reads the modeling sources with ``ast`` and instantiates only config classes
+(tens of seconds for the corpus, cached per transformers version).
 """
 
 from __future__ import annotations
@@ -114,15 +116,21 @@ def enumerate_architectures(*, with_variants: bool = True) -> list[Arch]:
                 task = _task(table)
                 if task not in tasks_of.setdefault(cls_name, []):
                     tasks_of[cls_name].append(task)
-    archs: list[Arch] = []
+    classes = [
+        (cls_name, _best_model_type(cls_name, candidates), tuple(tasks_of[cls_name]))
+        for cls_name, candidates in model_types_of.items()
+    ]
     if with_variants:
+        from graphcheck.zoo.sweep import prime
         from graphcheck.zoo.variants import variants_for
-    for cls_name, candidates in model_types_of.items():
-        model_type = _best_model_type(cls_name, candidates)
-        tasks = tuple(tasks_of[cls_name])
+
+        # One pass over the corpus (or its cache) rather than one per class.
+        prime((cls_name, model_type) for cls_name, model_type, tasks in classes if "base" in tasks)
+    archs: list[Arch] = []
+    for cls_name, model_type, tasks in classes:
         archs.append(Arch(cls_name, cls_name, model_type, "", tasks))
         if with_variants and "base" in tasks:
-            for variant in variants_for(model_type):
+            for variant in variants_for(model_type, cls_name):
                 archs.append(Arch(f"{cls_name}@{variant}", cls_name, model_type, variant, tasks))
     return archs
 

@@ -1,18 +1,11 @@
-"""The zoo's outputs: the baseline allowlist, the validation table and the JSON report.
+"""The zoo's outputs: the allowlist evaluation, the validation table and the JSON report.
 
-Allowlist format (``--allow``, ``--write-allowlist``): one entry per line,
-``Arch:path-glob``; blank lines and lines starting with ``#`` are comments.
-``Arch`` is an architecture name or an fnmatch glob over names
-(``LlamaModel@rope_*``, ``*``); ``path-glob`` is a census path glob as
-:func:`graphcheck.census` takes it (``*`` and ``?``, brackets literal:
-``experts[*].weight``). The file the tool writes groups the entries by
-architecture, one glob per site, each under a comment naming the class and
-attribute that keep the tensor and the file that defines it.
-
-An entry applies to the architectures its ``Arch`` matches among those that
-ran. It is *stale* when every one of them built and no finding of theirs
-matched it (a fixed site must leave the baseline); it is *unverified* when
-none of them built (nothing to compare with).
+The allowlist's format, reading and writing are :mod:`graphcheck.zoo.allowlist`
+(its names stay importable from here). An entry applies to the architectures
+its ``Arch`` matches among those that ran, and to their variants. It is *stale* when one of them
+built, nothing matched it, and it could have matched (a fixed site must leave
+the baseline); otherwise an unmatched entry is *unverified* (nothing to compare
+with).
 """
 
 from __future__ import annotations
@@ -22,16 +15,26 @@ import fnmatch
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from graphcheck._utils import glob_regex
+from graphcheck.zoo.allowlist import (
+    AllowEntry,
+    allowlist_text,
+    is_allocation_label,
+    read_zoo_allowlist,
+    site_globs,
+    write_allowlist,
+)
 from graphcheck.zoo.sites import generalize
+from graphcheck.zoo.sweep import sweep_counts
 
 __all__ = [
     "AllowEntry",
     "Evaluation",
+    "allowlist_text",
     "evaluate",
     "is_allocation_label",
     "format_table",
@@ -42,40 +45,6 @@ __all__ = [
 ]
 
 Result = dict[str, Any]
-
-
-@dataclasses.dataclass(frozen=True)
-class AllowEntry:
-    """One allowlist line: architecture glob, census path glob, and where it was read."""
-
-    arch: str
-    path: str
-    line: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.arch}:{self.path}"
-
-
-def read_zoo_allowlist(path: str | Path) -> list[AllowEntry]:
-    """Parses a zoo allowlist file. Raises ``ValueError`` naming the file and line of a bad entry.
-
-    The zoo's format (``Arch:path-glob`` lines, the module docstring), not the one glob per
-    line that :func:`graphcheck.read_allowlist` reads for the checker.
-    """
-    entries: list[AllowEntry] = []
-    text = Path(path).read_text(encoding="utf-8")
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        arch, sep, glob = line.partition(":")
-        if not sep or not arch.strip() or not glob.strip():
-            raise ValueError(
-                f"{path}:{number}: expected 'Arch:path-glob' (e.g. "
-                f"'EsmModel@rotary:encoder.layer.*.rotary_embeddings._cos_cached'), found {line!r}"
-            )
-        entries.append(AllowEntry(arch.strip(), glob.strip(), number))
-    return entries
 
 
 @dataclasses.dataclass
@@ -94,15 +63,6 @@ class Evaluation:
     capture_new: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
 
-def is_allocation_label(glob: str) -> bool:
-    """True for a capture's allocation label (``aten:aten::view``, ``file.py:12 in f``).
-
-    A census path has a ``:`` only inside a ``['key']``; an allocation label
-    has one outside brackets. Only a capture can match such an entry.
-    """
-    return ":" in re.sub(r"\[[^\]]*\]", "", glob)
-
-
 def _capture_ran(result: Result) -> bool:
     return isinstance(result.get("capture"), dict)
 
@@ -110,7 +70,9 @@ def _capture_ran(result: Result) -> bool:
 def evaluate(results: Mapping[str, Result], entries: Sequence[AllowEntry]) -> Evaluation:
     """Matches every built architecture's census findings and capture owners against ``entries``.
 
-    An entry is stale when an architecture it names built, nothing of it
+    An entry applies to the architectures its glob names and to their variants
+    (``MimiModel:...`` covers ``MimiModel@rope_type=dynamic``). It is stale when
+    an architecture it applies to built, nothing of it
     matched, and the entry could have matched: a census path entry always, an
     allocation label (:func:`is_allocation_label`) only where the capture ran.
     """
@@ -120,7 +82,11 @@ def evaluate(results: Mapping[str, Result], entries: Sequence[AllowEntry]) -> Ev
     applies: dict[int, list[str]] = defaultdict(list)
     compiled = [(i, e, glob_regex(e.path)) for i, e in enumerate(entries)]
     for name, result in results.items():
-        mine = [(i, e, rx) for i, e, rx in compiled if fnmatch.fnmatchcase(name, e.arch)]
+        # An entry naming a class covers its variants too: the same class code, other options.
+        own = (name, name.partition("@")[0])
+        mine = [
+            (i, e, rx) for i, e, rx in compiled if any(fnmatch.fnmatchcase(n, e.arch) for n in own)
+        ]
         for i, _, _ in mine:
             applies[i].append(name)
         if result.get("status") != "built":
@@ -218,6 +184,7 @@ def summarize(
         "enumerated": len(results),
         "classes": sum(1 for r in results.values() if not r.get("variant")),
         "variants": sum(1 for r in results.values() if r.get("variant")),
+        "sweep": sweep_counts(results),
         "built": len(built),
         "failed": len(failed),
         "levels": dict(Counter(str(results[n].get("level")) for n in built)),
@@ -274,6 +241,16 @@ def _capture_row(statuses: Mapping[str, int]) -> str:
     return f"{ran} ran, {failed} failed, {other} not run"
 
 
+def _sweep_row(sweep: Mapping[str, int] | None) -> str:
+    if not sweep or not (sweep["variants"] or sweep["presets"]):
+        return "none selected"
+    return (
+        f"{sweep['options']} options ({sweep['option_names']} names) of "
+        f"{sweep['model_types']} model types, {sweep['values']} values: "
+        f"{sweep['variants']} variants, {sweep['built']} built; {sweep['presets']} presets"
+    )
+
+
 def format_table(summary: Mapping[str, Any], version: str, engine: str = "transformers") -> str:
     """The validation table (plain text, one figure per row); ``version`` is ``engine``'s."""
     s = summary
@@ -281,6 +258,7 @@ def format_table(summary: Mapping[str, Any], version: str, engine: str = "transf
     rows = [
         (engine, version),
         ("enumerated", f"{s['enumerated']} ({s['classes']} classes + {s['variants']} variants)"),
+        ("swept variants", _sweep_row(s.get("sweep"))),
         (
             "built",
             f"{s['built']} ({_pct(s['built'], s['enumerated'])}); levels "
@@ -393,105 +371,3 @@ def to_json(
 def write_json(path: str | Path, doc: Mapping[str, Any]) -> None:
     """Writes ``doc`` as indented JSON."""
     Path(path).write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n", encoding="utf-8")
-
-
-def site_globs(paths: Iterable[str]) -> list[str]:
-    """The globs covering the paths of one site: one ``prefix*suffix`` by path components.
-
-    Numeric components become ``*`` first (:func:`~graphcheck.zoo.sites.generalize`);
-    paths that still differ keep their common leading and trailing components
-    around one ``*`` (``encoder.a.padding_left`` and ``decoder.b.c.padding_left``
-    give ``*.padding_left``; ``*`` matches across dots). Paths without a common
-    trailing component keep one glob each (a bare ``*`` would allow anything).
-    """
-    globs = sorted({generalize(p) for p in paths})
-    if len(globs) == 1:
-        return globs
-    split = [[part for part in re.split(r"(?=[.\[])", g) if part] for g in globs]
-    head: list[str] = []
-    for column in zip(*split, strict=False):
-        if len(set(column)) != 1:
-            break
-        head.append(column[0])
-    tail: list[str] = []
-    for column in zip(*(parts[len(head) :][::-1] for parts in split), strict=False):
-        if len(set(column)) != 1:
-            break
-        tail.insert(0, column[0])
-    while tail and tail[0] in (".*", "[*]"):
-        tail.pop(0)  # the joining '*' covers them
-    while head and head[-1] in (".*", "[*]", "*"):
-        head.pop()
-    if not tail:
-        return globs
-    rest = [parts[len(head)] for parts in split if len(parts) > len(head)]
-    dot = "." if head and rest and all(part.startswith(".") for part in rest) else ""
-    return ["".join(head) + dot + "*" + "".join(tail)]
-
-
-def allowlist_text(
-    results: Mapping[str, Result],
-    version: str,
-    header: Iterable[str] = (),
-    *,
-    engine: str = "transformers",
-) -> str:
-    """The baseline text: every finding of every built architecture, one glob per site.
-
-    A site is the class that holds the tensor and its attribute; its glob
-    covers every path where that architecture keeps one (all layers).
-    """
-    lines = [
-        f"# graphcheck.zoo baseline allowlist for {engine} {version}",
-        "# Format: Arch:census-path-glob, one glob per site (see docs/zoo.md). Written by",
-        "#   python -m graphcheck.zoo --write-allowlist FILE",
-        *(f"# {h}" for h in header),
-    ]
-    for name, result in results.items():
-        owners = (result.get("capture") or {}).get("unregistered") or []
-        if result.get("status") != "built" or not (result.get("findings") or owners):
-            continue
-        lines += ["", f"# === {name} ({result.get('model_type')})"]
-        by_site: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for f in result["findings"]:
-            site = f.get("site", {})
-            key = (str(site.get("owner", "?")), str(site.get("attribute", "?")))
-            by_site.setdefault(key, []).append(f)
-        written: list[str] = []
-        for (owner, attribute), found in by_site.items():
-            file = found[0].get("site", {}).get("file") or "?"
-            phases = sorted({str(f.get("phase", "static")) for f in found})
-            lines.append(
-                f"# {owner}.{attribute} ({file}): {len(found)} storage(s), {', '.join(phases)}"
-            )
-            globs = site_globs(f["path"] for f in found)
-            written += globs
-            lines += [f"{name}:{g}" for g in globs]
-        lines += _capture_lines(name, result, written)
-    return "\n".join(lines) + "\n"
-
-
-def _capture_lines(name: str, result: Result, written: list[str]) -> list[str]:
-    """Entries for the capture's unregistered owners that no census glob already covers."""
-    patterns = [glob_regex(g) for g in written]
-    owners = (result.get("capture") or {}).get("unregistered") or []
-    extra = sorted({generalize(o) for o in owners if not any(p.fullmatch(o) for p in patterns)})
-    lines: list[str] = []
-    for glob in extra:
-        kind = "allocation label" if is_allocation_label(glob) else "census path"
-        lines.append(f"# unregistered owner at capture ({kind}), not reached by the census")
-        lines.append(f"{name}:{glob}")
-    return lines
-
-
-def write_allowlist(
-    path: str | Path,
-    results: Mapping[str, Result],
-    version: str,
-    header: Iterable[str] = (),
-    *,
-    engine: str = "transformers",
-) -> None:
-    """Writes :func:`allowlist_text` to ``path``."""
-    text = allowlist_text(results, version, header, engine=engine)
-    Path(path).write_text(text, encoding="utf-8")

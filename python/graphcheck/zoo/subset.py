@@ -1,8 +1,10 @@
-"""The fixed subset that the test suite runs (``--subset``): 46 architectures across families.
+"""The fixed subset that the test suite runs (``--subset``): 50 architectures across families.
 
 Each family holds architectures that build, run their warm-up forward, and
 (for several) keep unregistered tensors that the baseline allowlist lists, so
 that the subset fails on a new finding and on a stale baseline entry alike.
+Thirteen are variants swept from the configs (:mod:`graphcheck.zoo.sweep`):
+rope types, position embedding types and attention kinds; one is a preset.
 It runs in about a minute on two cores (`make test`, tests/python/test_zoo.py).
 """
 
@@ -13,14 +15,15 @@ __all__ = ["FAMILIES", "SUBSET"]
 FAMILIES: dict[str, tuple[str, ...]] = {
     "decoder LM": (
         "LlamaForCausalLM",
-        "LlamaModel@rope_llama3",
-        "LlamaModel@rope_dynamic",
+        "LlamaModel@rope_type=llama3",
+        "LlamaModel@rope_type=dynamic",
         "GPT2LMHeadModel",
         "MistralForCausalLM",
         "Qwen2ForCausalLM",
-        "Phi3Model@rope_longrope",
-        "Gemma3TextModel@rope_linear",
-        "FalconModel@alibi",
+        "Phi3Model@rope_type=longrope",
+        "Gemma3TextModel@rope_type=linear",
+        "FalconModel@alibi=True",
+        "Qwen3Model@rope_type=yarn",
         "GPTNeoXForCausalLM",
         "OPTForCausalLM",
     ),
@@ -28,6 +31,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "MixtralForCausalLM",
         "Qwen3MoeForCausalLM",
         "DeepseekV3ForCausalLM",
+        "DeepseekV3Model@rope_type=yarn",
         "GptOssForCausalLM",
     ),
     "hybrid or state-space": (
@@ -37,25 +41,27 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "RecurrentGemmaForCausalLM",
         "Qwen3NextForCausalLM",
         "FalconH1ForCausalLM",
+        "GraniteMoeHybridModel@position_embedding_type=rope",
     ),
     "encoder": (
         "BertModel",
         "RobertaForMaskedLM",
         "DebertaV2Model@relative",
-        "EsmModel@rotary",
+        "EsmModel@position_embedding_type=rotary",
         "ModernBertModel",
+        "BigBirdModel@attention_type=original_full",
     ),
     "encoder-decoder": (
         "T5ForConditionalGeneration",
         "BartForConditionalGeneration",
-        "LongT5Model@tglobal",
+        "LongT5Model@encoder_attention_type=transient-global",
         "MarianMTModel",
     ),
     "vision": (
         "ViTModel",
         "SwinModel",
         "ConvNextModel",
-        "BeitModel@relative_bias",
+        "BeitModel@use_relative_position_bias=True",
         "LevitModel",
         "VideoMAEModel",
         "Dinov2Model",
@@ -69,7 +75,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "audio": (
         "WhisperModel",
         "Wav2Vec2Model",
-        "Wav2Vec2ConformerModel@rotary",
+        "Wav2Vec2ConformerModel@position_embeddings_type=rotary",
         "MimiModel",
         "HubertModel",
     ),

@@ -105,7 +105,7 @@ def _make_config(cls: Any, arch: Arch, base: dict[str, Any], level: str) -> Any:
     def fixups(d: dict[str, Any], lvl: str) -> None:
         apply_fixups(arch, d, lvl)
         if arch.variant:
-            apply_variant(arch.model_type, arch.variant, d)
+            apply_variant(arch.model_type, arch.variant, d, arch.class_name)
 
     config = cls.config_class.from_dict(shrink(base, level, fixups=fixups))
     _fit_derived(config)
