@@ -281,7 +281,10 @@ if compgen -G "${build}/python/graphcheck/_torch*.so" > /dev/null && python3 -c 
     step "watch smoke (${variant})" "watch-smoke-${variant}.log" 90 env PYTHONPATH="${watch_pkg}" \
       python3 "${root}/tests/gpu/watch_smoke.py" --variant "${variant}" --out "${results}/watch"
   done
-  note "NOTE watch smoke: $(cat "${results}"/logs/watch-smoke-*.log 2>/dev/null | grep '^watch_smoke' | tr '\n' ' ')"
+  # The graph's own nodes (issue 18 §1): a cudaMemsetAsync the dispatcher never sees.
+  step "watch reader smoke" watch-reader-smoke.log 60 env PYTHONPATH="${watch_pkg}" \
+    python3 "${root}/tests/gpu/watch_reader_smoke.py" --out "${results}/watch"
+  note "NOTE watch smoke: $(cat "${results}"/logs/watch-*smoke*.log 2>/dev/null | grep '^watch_' | tr '\n' ' ')"
 else
   note "SKIP watch smoke (graphcheck._torch not built or python3 has no torch): the CUDA path of GRAPHCHECK=1 stays unverified"
 fi
