@@ -12,8 +12,8 @@ graph holds it as a memset node. Expected, by construction:
 - the memset is a ``dangling`` finding at that address: no span and no allocation of the
   capture epoch holds the tensor (the dispatcher recorded no storage of it, and nothing
   registered it);
-- a word of the GEMM's arguments lies in the registered weight (at least one ``registered``
-  reference);
+- a word of an elementwise kernel's arguments (``weight * 2``) lies in the registered
+  weight (at least one ``registered`` reference);
 - the replay works (the watch changed nothing in the capture).
 
 Writes ``DIR/reader/`` (the watch's reports and snapshots) and ``DIR/watch-reader-smoke.json``;
@@ -72,6 +72,9 @@ def main() -> int:
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph), torch.no_grad():
         output = model(static)
+        # An elementwise kernel: torch passes its operands' addresses by value in the kernel's
+        # argument struct, so one word lies in the registered weight.
+        scaled = model.weight * 2
         stream = torch.cuda.current_stream().cuda_stream
         memset_rc = memset(hidden.data_ptr(), 1, hidden.nbytes, stream)
     first = watch.last
@@ -79,6 +82,7 @@ def main() -> int:
     torch.cuda.synchronize()
     with torch.no_grad():
         replay_ok = bool(torch.allclose(output, model(static)))
+        replay_ok = replay_ok and bool(torch.equal(scaled, model.weight * 2))
     memset_ran = bool((hidden.view(torch.int32) == 0x01010101).all())
 
     problems: list[str] = []
@@ -113,7 +117,7 @@ def main() -> int:
         if [f.verdict for f in hits] != ["dangling"]:
             problems.append(f"memset findings {[(f.verdict, f.detail) for f in hits]}")
         if first.report.summary["registered"] < 1:
-            problems.append("no registered reference (the weight word of the GEMM)")
+            problems.append("no registered reference (the weight word of weight * 2)")
     if not replay_ok or not memset_ran:
         problems.append(f"replay matches eager: {replay_ok}; memset ran: {memset_ran}")
     summary = {
