@@ -62,7 +62,8 @@ class SystemLoader final : public LibraryLoader {
   X(cu_func_get_name, cuFuncGetName, "cuFuncGetName")                                              \
   X(cu_kernel_get_name, cuKernelGetName, "cuKernelGetName")                                        \
   X(cu_pointer_get_attribute, cuPointerGetAttribute, "cuPointerGetAttribute")                      \
-  X(cu_mem_get_address_range, cuMemGetAddressRange, "cuMemGetAddressRange_v2")
+  X(cu_mem_get_address_range, cuMemGetAddressRange, "cuMemGetAddressRange_v2")                     \
+  X(cu_stream_get_capture_info, cuStreamGetCaptureInfo, "cuStreamGetCaptureInfo_v3")
 
 // (method, C function): looked up by name in libcupti.
 #define GRAPHCHECK_CUPTI_FUNCTIONS(X)              \
@@ -145,6 +146,14 @@ class RealDriverApi final : public DriverApi {
   }
   CUresult cu_mem_get_address_range(CUdeviceptr* base, size_t* size, CUdeviceptr pointer) override {
     return cu_mem_get_address_range_fn(base, size, pointer);
+  }
+  CUresult cu_stream_get_capture_info(CUstream stream, CUstreamCaptureStatus* status,
+                                      cuuint64_t* id, CUgraph* graph,
+                                      const CUgraphNode** dependencies,
+                                      const CUgraphEdgeData** edge_data,
+                                      size_t* dependency_count) override {
+    return cu_stream_get_capture_info_fn(stream, status, id, graph, dependencies, edge_data,
+                                         dependency_count);
   }
 
   CUptiResult cupti_get_result_string(CUptiResult result, const char** text) override {

@@ -71,6 +71,12 @@ class DriverApi {
                                             CUdeviceptr pointer) = 0;
   virtual CUresult cu_mem_get_address_range(CUdeviceptr* base, size_t* size,
                                             CUdeviceptr pointer) = 0;
+  /// `cuStreamGetCaptureInfo` (`_v3` in CUDA 13): the graph a capturing stream captures into.
+  virtual CUresult cu_stream_get_capture_info(CUstream stream, CUstreamCaptureStatus* status,
+                                              cuuint64_t* id, CUgraph* graph,
+                                              const CUgraphNode** dependencies,
+                                              const CUgraphEdgeData** edge_data,
+                                              size_t* dependency_count) = 0;
 
   // --- CUPTI -----------------------------------------------------------------------------
   virtual CUptiResult cupti_get_result_string(CUptiResult result, const char** text) = 0;

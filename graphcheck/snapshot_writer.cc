@@ -300,6 +300,10 @@ std::string to_json(const Snapshot& snapshot) {
     emitter.number(graph.id);
     emitter.key("epoch");
     emitter.string(graph.epoch);
+    if (!graph.reader.empty()) {
+      emitter.key("reader");
+      emitter.string(graph.reader);
+    }
     emitter.key("nodes");
     write_nodes(emitter, graph.nodes);
     emitter.end('}');

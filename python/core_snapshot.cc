@@ -218,6 +218,8 @@ void bind_graph_types(py::module_& m) {
       .def_readwrite("nodes", &GraphRecord::nodes, "The nodes (list[Node]; a copy on read).");
   def_text<GraphRecord>(graph, "epoch", &GraphRecord::epoch,
                         "Label of the epoch the graph was captured in.");
+  def_text<GraphRecord>(graph, "reader", &GraphRecord::reader,
+                        "What read the nodes: 'cuda-graph', 'aten-dispatcher', or '' (not said).");
   graph.def("__eq__", [](const GraphRecord& a, const GraphRecord& b) { return a == b; })
       .def("__repr__", [](const GraphRecord& self) {
         return py::str("GraphRecord(id={}, epoch={!r}, nodes={})")

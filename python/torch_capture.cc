@@ -3,6 +3,7 @@
 // buffers, declared runtime state and inputs), with the census' runtime ranges and labels.
 #include <graphcheck/epoch.h>
 #include <graphcheck/error.h>
+#include <graphcheck/graph.h>
 #include <graphcheck/snapshot.h>
 #include <graphcheck/torch/aten_capture.h>
 #include <graphcheck/torch/captured_graph.h>
@@ -123,6 +124,18 @@ class PyRecord {
     record_.replayable->replay();
   }
 
+  // The same record with the graph's nodes read by another backend (the CUDA graph itself):
+  // the owners (graph spans, inputs, external storages) stay the dispatcher's.
+  [[nodiscard]] std::shared_ptr<PyRecord> with_nodes(NodeList nodes, std::string reader) const {
+    if (reader.empty()) {
+      throw py::value_error("CaptureRecord.with_nodes: reader must name what read the nodes");
+    }
+    libtorch::CaptureRecord record = record_;
+    record.graph.nodes = std::move(nodes);
+    record.graph.reader = std::move(reader);
+    return std::make_shared<PyRecord>(std::move(record), arena_);
+  }
+
   [[nodiscard]] const libtorch::CaptureRecord& record() const { return record_; }
   [[nodiscard]] const libtorch::CapturedGraph* graph() const { return record_.replayable.get(); }
 
@@ -232,6 +245,9 @@ void bind_capture(py::module_& module) {
       py::arg("label"), py::arg("parameters"), py::arg("buffers"), py::arg("runtime"),
       py::arg("inputs"), py::arg("runtime_ranges"), py::arg("labels"));
   record.def("snapshot", &PyRecord::snapshot, py::arg("epochs"));
+  record.def("with_nodes", &PyRecord::with_nodes, py::arg("nodes"), py::arg("reader"));
+  record.def_property_readonly("reader",
+                               [](const PyRecord& self) { return self.record().graph.reader; });
   record.def("replay", &PyRecord::replay, py::call_guard<py::gil_scoped_release>());
   record.def_property_readonly(
       "node_count", [](const PyRecord& self) { return self.record().graph.nodes.size(); });

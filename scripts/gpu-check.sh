@@ -271,6 +271,9 @@ if "${python}" -c 'import graphcheck._torch, torch' 2>/dev/null; then
     step "watch smoke (${variant})" "watch-smoke-${variant}.log" 60 \
       "${python}" "${scripts}/watch_smoke.py" --variant "${variant}" --out "${results}/watch"
   done
+  # The graph's own nodes (issue 18 §1): a cudaMemsetAsync the dispatcher never sees.
+  step "watch reader smoke" watch-reader-smoke.log 60 \
+    "${python}" "${scripts}/watch_reader_smoke.py" --out "${results}/watch"
 else
   note "NOTE watch smoke not run: ${python} cannot import graphcheck._torch (the package is built for the pinned torch); the CUDA path of GRAPHCHECK=1 stays unverified"
 fi

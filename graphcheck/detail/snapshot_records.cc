@@ -184,8 +184,8 @@ SnapshotKind member_kind(SnapshotKind record, std::string_view key) {
                                                           {"allow", K::kAllow}}};
   static constexpr std::array<Member, 3> kEpochMembers = {
       {{"label", K::kScalar}, {"spans", K::kSpans}, {"allocations", K::kAllocations}}};
-  static constexpr std::array<Member, 3> kGraphMembers = {
-      {{"id", K::kScalar}, {"epoch", K::kScalar}, {"nodes", K::kNodes}}};
+  static constexpr std::array<Member, 4> kGraphMembers = {
+      {{"id", K::kScalar}, {"epoch", K::kScalar}, {"reader", K::kScalar}, {"nodes", K::kNodes}}};
   static constexpr std::array<Member, 14> kNodeMembers = {{{"id", K::kScalar},
                                                            {"type", K::kScalar},
                                                            {"name", K::kScalar},
@@ -338,6 +338,9 @@ GraphRecord read_graph(const JsonField& fields, RecordLists& lists) {
   GraphRecord graph;
   graph.id = fields.required("id").as_uint();
   graph.epoch = fields.required("epoch").as_string();
+  if (const auto reader = fields.optional("reader")) {
+    graph.reader = reader->as_string();
+  }
   graph.nodes = required_list<NodeList>(fields, "nodes", lists);
   return graph;
 }

@@ -84,6 +84,7 @@ class Validator {
              "the label of an epoch of this snapshot (" + list_labels(snapshot) + ")",
              quote_text(graph.epoch));
       }
+      check_text(graph.reader, [&] { return path + ".reader"; });
       graph_id_ = graph.id;
       find_repeated_ids(graph.nodes);
       check_nodes(graph.nodes, path + ".nodes", 0);

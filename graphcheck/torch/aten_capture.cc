@@ -272,6 +272,7 @@ CaptureWindow::CaptureWindow(CaptureOptions options)
   state_->thread = std::this_thread::get_id();
   state_->record.graph.id = state_->options.graph_id;
   state_->record.graph.epoch = state_->options.epoch;
+  state_->record.graph.reader = std::string(kReaderAtenDispatcher);
   state_->record.graph.nodes.reserve(1024);
   if (state_->options.replay_ops == ReplayOps::kKeep) {
     state_->recorder = std::make_unique<detail::GraphRecorder>(

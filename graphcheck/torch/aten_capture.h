@@ -58,7 +58,9 @@ struct ExternalStorage {
 /// @brief What a capture window recorded.
 /// Thread safety: a value; the weak references may be queried from any thread.
 struct CaptureRecord {
-  GraphRecord graph;  ///< one `op` node per dispatcher op, in start order (nested ops too)
+  /// One `op` node per dispatcher op, in start order (nested ops too); `reader`
+  /// `kReaderAtenDispatcher`.
+  GraphRecord graph;
   /// Storages produced inside the window (first seen as an output, or allocated while the
   /// window was open), merged into disjoint ranges: memory a CUDA graph would own.
   std::vector<Span> graph_spans;

@@ -79,11 +79,23 @@ struct Node {
   friend bool operator==(const Node&, const Node&) = default;
 };
 
-/// @brief A captured graph: its id, the label of the epoch it was captured in, and its nodes.
+/// @brief The `GraphRecord::reader` of a graph whose nodes were read from the CUDA graph
+/// itself (its kernel, memcpy, memset, alloc and free nodes, through the driver).
+inline constexpr std::string_view kReaderCudaGraph = "cuda-graph";
+/// @brief The `GraphRecord::reader` of a graph whose nodes are the ATen dispatcher ops a
+/// capture window recorded (kernels launched outside the dispatcher are not in it).
+inline constexpr std::string_view kReaderAtenDispatcher = "aten-dispatcher";
+
+/// @brief A captured graph: its id, the label of the epoch it was captured in, its nodes, and
+/// what read them.
 struct GraphRecord {
   std::uint64_t id = 0;
   std::string epoch;
   NodeList nodes;
+  /// What read the nodes: `kReaderCudaGraph`, `kReaderAtenDispatcher`, or empty when the
+  /// producer did not say (the snapshot's `producer.backend` did). Snapshot key `reader`.
+  /// Initialized so that `GraphRecord{id, epoch, nodes}` stays a complete initializer.
+  std::string reader{};
   friend bool operator==(const GraphRecord&, const GraphRecord&) = default;
 };
 

@@ -176,6 +176,7 @@ class GraphRecord(metaclass=_pybind11_type):
     id: int
     epoch: str
     nodes: list[Node]
+    reader: str
     def __init__(self, id: int, epoch: str, nodes: Sequence[Node] = ...) -> None: ...
     def __eq__(self, other: GraphRecord) -> bool: ...  # type: ignore[override]
     __hash__: ClassVar[None]  # type: ignore[assignment]

@@ -75,6 +75,9 @@ class FakeDriver : public DriverApi {
     execs_.push_back(FakeExec{id});
     return reinterpret_cast<CUgraphExec>(&execs_.back());
   }
+  /// Makes `stream` a stream capturing into `graph` (`cuStreamGetCaptureInfo` reports it
+  /// active); `graph` null: not capturing.
+  void set_capturing(CUstream stream, CUgraph graph) { capturing_[stream] = graph; }
   static FakeGraph& graph_of(CUgraph graph) { return *reinterpret_cast<FakeGraph*>(graph); }
   static FakeNode& node_of(CUgraphNode node) { return *reinterpret_cast<FakeNode*>(node); }
 
@@ -215,6 +218,38 @@ class FakeDriver : public DriverApi {
     if (auto r = injected("cu_mem_get_address_range")) return *r;
     return CUDA_ERROR_NOT_FOUND;
   }
+  CUresult cu_stream_get_capture_info(CUstream stream, CUstreamCaptureStatus* status,
+                                      cuuint64_t* id, CUgraph* graph,
+                                      const CUgraphNode** dependencies,
+                                      const CUgraphEdgeData** edge_data,
+                                      size_t* dependency_count) override {
+    if (auto r = injected("cu_stream_get_capture_info")) return *r;
+    if (status == nullptr) {
+      return CUDA_ERROR_INVALID_VALUE;  // the only required output
+    }
+    const auto found = capturing_.find(stream);
+    const CUgraph captured = found == capturing_.end() ? nullptr : found->second;
+    *status = captured != nullptr ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    if (captured == nullptr) {
+      return CUDA_SUCCESS;  // the other outputs are valid only for an active capture
+    }
+    if (id != nullptr) {
+      *id = graph_of(captured).id;
+    }
+    if (graph != nullptr) {
+      *graph = captured;
+    }
+    if (dependencies != nullptr) {
+      *dependencies = nullptr;
+    }
+    if (edge_data != nullptr) {
+      *edge_data = nullptr;
+    }
+    if (dependency_count != nullptr) {
+      *dependency_count = 0;
+    }
+    return CUDA_SUCCESS;
+  }
 
   CUptiResult cupti_get_result_string(CUptiResult result, const char** text) override {
     switch (result) {
@@ -332,6 +367,7 @@ class FakeDriver : public DriverApi {
   std::deque<FakeNode> nodes_;
   std::deque<FakeKernel> kernels_;
   std::deque<FakeExec> execs_;
+  std::map<CUstream, CUgraph> capturing_;
 };
 
 // --- constructed CUPTI callback data ---------------------------------------------------

@@ -65,6 +65,22 @@ TEST(SnapshotRead, OptionalPartsTakeTheirDefaults) {
   EXPECT_TRUE(snapshot.graphs[0].nodes.empty());
 }
 
+// Which backend read a graph (issue 18): optional, written only when said.
+TEST(SnapshotRead, AGraphSaysWhatReadItsNodesWhenItSays) {
+  EXPECT_EQ(parse_snapshot(with_nodes("")).graphs[0].reader, "");
+  Snapshot snapshot = parse_snapshot(with_nodes(""));
+  EXPECT_THAT(to_json(snapshot), ::testing::Not(HasSubstr("reader")));
+  snapshot.graphs[0].reader = std::string(kReaderCudaGraph);
+  const std::string json = to_json(snapshot);
+  EXPECT_THAT(json, HasSubstr(R"("epoch": "capture",
+   "reader": "cuda-graph",
+   "nodes")"));
+  EXPECT_EQ(parse_snapshot(json), snapshot);
+  std::string number = json;
+  number.replace(number.find(R"("cuda-graph")"), 12, "7");
+  EXPECT_THAT(error_of(number), HasSubstr("graphs[0].reader: expected a string, found 7"));
+}
+
 TEST(SnapshotRead, IgnoresUnknownKeysEverywhere) {
   const Node node = only_node(R"({"id": 0, "type": "memset", "dst": "0x40", "size": 8,
                                   "future": {"x": [1, 2]}})");

@@ -12,6 +12,9 @@ in a fresh interpreter and checks that no module imports one above it):
 - :mod:`.registry`: where a graph's model comes from and the registry shared by the graphs
   of a watch;
 - :mod:`.cuda_hooks`: the hooks on CUDA graph capture and the caching allocator's history;
+- :mod:`.cuda_capture`: the captures between ``capture_begin`` and ``capture_end``, and
+  which backend reads each graph's nodes (the CUDA graph itself through ``graphcheck._cuda``,
+  or the ATen dispatcher's ops);
 - :mod:`.output`: a check point's result, merged report, files and error;
 - :mod:`.import_hook`: what the ``graphcheck_watch.pth`` line calls (waits for ``import
   torch``, then starts the watch through :mod:`.process`);

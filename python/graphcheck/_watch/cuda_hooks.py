@@ -11,8 +11,13 @@ hooks: the wrapping is what runs there.
 
 The watch opens the ATen capture window right after ``capture_begin``
 succeeded, on the capturing thread (the window is thread-local, as a stream
-capture is), and finishes it right after ``capture_end`` succeeded; a
-``capture_end`` that raises closes the window and nothing is recorded. The
+capture is), reads the graph's own nodes right before ``capture_end`` (the
+``on_ending`` hook: the graph under capture is complete then, and destroyed by
+``capture_end`` under torch's default ``keep_graph=False``), and finishes the
+window right after ``capture_end`` succeeded; a ``capture_end`` that raises
+closes the window and nothing is recorded. With global capture hooks,
+``on_ending`` runs in the end hook, right before ``on_end``, whenever torch
+calls it. The
 CUDA path has not run on a GPU (unverified); the CPU tier drives these
 hooks with a stand-in graph class.
 
@@ -68,7 +73,9 @@ def _graph_argument(args: tuple[Any, ...], kwargs: dict[str, Any], graph_class: 
 class CaptureHooks:
     """Calls ``on_begin(graph)`` after each capture begins and ``on_end(graph)`` after it ends.
 
-    ``on_abort(graph)`` runs when ``capture_end`` raised. ``graph_class`` is
+    ``on_abort(graph)`` runs when ``capture_end`` raised; ``on_ending(graph)`` (optional)
+    right before ``capture_end`` runs, and never raises out of the hook (a failure is
+    logged). ``graph_class`` is
     the class whose methods are wrapped (default ``torch.cuda.CUDAGraph``);
     ``hooks_module`` the module probed for global capture hooks (default
     ``torch.cuda.graphs``; ``None`` probes nothing). The hooks never raise
@@ -84,12 +91,14 @@ class CaptureHooks:
         on_end: Hook,
         on_abort: Hook,
         *,
+        on_ending: Hook | None = None,
         graph_class: type | None = None,
         hooks_module: Any = "default",
     ) -> None:
         self._on_begin = on_begin
         self._on_end = on_end
         self._on_abort = on_abort
+        self._on_ending = on_ending
         self._graph_class = graph_class
         self._hooks_module = hooks_module
         self._handles: list[Any] = []
@@ -121,7 +130,9 @@ class CaptureHooks:
             self._begin(_graph_argument(args, kwargs, graph_class))
 
         def end(*args: Any, **kwargs: Any) -> None:
-            self._on_end(_graph_argument(args, kwargs, graph_class))
+            graph = _graph_argument(args, kwargs, graph_class)
+            self._ending(graph)
+            self._on_end(graph)
 
         self._handles = [register_begin(begin), register_end(end)]
 
@@ -143,6 +154,7 @@ class CaptureHooks:
 
         @functools.wraps(end)
         def capture_end(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            hooks._ending(graph)
             try:
                 result = end(graph, *args, **kwargs)
             except BaseException:
@@ -165,6 +177,14 @@ class CaptureHooks:
             self._on_begin(graph)
         except Exception:
             log.exception("graphcheck: recording a CUDA graph capture failed; it is not watched")
+
+    def _ending(self, graph: Any) -> None:
+        if self._on_ending is None:
+            return
+        try:
+            self._on_ending(graph)
+        except Exception:
+            log.exception("graphcheck: reading a CUDA graph before its capture ended failed")
 
     def remove(self) -> None:
         """Removes the hooks (restores the wrapped methods it wrapped). Idempotent."""

@@ -14,6 +14,7 @@ import torch
 from graphcheck import _core, _torch
 from graphcheck._capture import Capture
 from graphcheck._model_registry import ModelRegistry
+from graphcheck._watch.cuda_capture import READER_DISPATCHER
 from graphcheck._watch.registry import ModelSource, RegistryCache
 from graphcheck.arena import WeightsArena
 
@@ -89,6 +90,11 @@ class WatchedGraph:
         kind: ``"cuda"`` (a CUDA graph capture) or ``"cpu twin"`` (:meth:`Watch.capture`).
         device: the device it was captured on.
         checked: whether a check point has checked it.
+        reader: what read its nodes: ``"cuda-graph"`` (the CUDA graph itself) or
+            ``"aten-dispatcher"`` (the ops of the ATen window: the CPU twin, or a CUDA graph
+            that could not be read).
+        reader_notes: why a CUDA graph's own nodes were not read, or which of them could not
+            be (each check point of the graph repeats them).
     """
 
     def __init__(self, graph_id: int, capture: WatchedCapture, kind: str, device: str) -> None:
@@ -97,10 +103,15 @@ class WatchedGraph:
         self.kind = kind
         self.device = device
         self.checked = False
+        self.reader = READER_DISPATCHER
+        self.reader_notes: tuple[str, ...] = ()
         self._labels: dict[str, int] = {}
 
     def __repr__(self) -> str:
-        return f"<WatchedGraph {self.id} ({self.kind} on {self.device}): {self.capture!r}>"
+        return (
+            f"<WatchedGraph {self.id} ({self.kind} on {self.device}, read by {self.reader}): "
+            f"{self.capture!r}>"
+        )
 
     def next_label(self, label: str) -> str:
         """The epoch label of a check point: ``label``, then ``label-2``, ... (unique per graph)."""

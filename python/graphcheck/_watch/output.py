@@ -83,6 +83,8 @@ class CheckResult:
             <graphcheck.Watch.census_point>`), one ``path: shape dtype`` line each; they
             count as findings (:attr:`ok`).
         seconds: how long the check point took (epochs, census, checks; not the files).
+        readers: what read each checked graph's nodes, by graph id: ``"cuda-graph"`` (the
+            CUDA graph itself) or ``"aten-dispatcher"`` (the ATen window's ops).
     """
 
     seq: int
@@ -98,6 +100,7 @@ class CheckResult:
     notes: tuple[str, ...] = ()
     census: tuple[str, ...] = ()
     seconds: float = 0.0
+    readers: dict[int, str] = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -121,6 +124,10 @@ class CheckResult:
             f"graphcheck watch: check point #{self.seq} {self.label!r} in {where} at {stamp}",
             f"graphs: {', '.join(map(str, self.graphs)) or 'none'}; model: {self.model or '-'}",
         ]
+        if self.readers:
+            lines.append(
+                "read by: " + "; ".join(f"graph {g}: {r}" for g, r in self.readers.items())
+            )
         lines += [f"skipped: {s}" for s in self.skipped]
         lines += [f"note: {n}" for n in self.notes]
         if self.census:
@@ -158,6 +165,7 @@ class CheckResult:
             "notes": list(self.notes),
             "census": list(self.census),
             "seconds": round(self.seconds, 4),
+            "readers": {str(g): r for g, r in self.readers.items()},
             "ok": self.ok,
             "summary": self.report.summary,
             "files": dict(self.files),

@@ -4,7 +4,9 @@ A graph reaches the watch in one of two ways. A CUDA graph capture (``torch.cuda
 direct ``CUDAGraph.capture_begin``/``capture_end``) calls the watch's
 :class:`~graphcheck._watch.cuda_hooks.CaptureHooks` callbacks: the ATen capture window opens
 right after ``capture_begin``, on the capturing thread (the window is thread-local, as a
-stream capture is), and is finished right after ``capture_end``. In a process without CUDA
+stream capture is), the graph's own nodes are read right before ``capture_end``
+(:mod:`~graphcheck._watch.cuda_capture`: the dispatcher's record then only names the
+owners), and the window is finished right after ``capture_end``. In a process without CUDA
 graphs (the CPU twin, tests), :meth:`Watch.capture` records a forward the same way. Each graph
 is checked when recorded (:attr:`Watch.check_on_capture`) or at the next
 :meth:`Watch.check_pending`; :meth:`Watch.checkpoint` records an epoch (after a wake-up, a
@@ -27,11 +29,12 @@ from typing import Any
 
 import torch
 
-from graphcheck import _core, _torch
+from graphcheck import _core
 from graphcheck._capture import capture_arguments, record_forward
 from graphcheck._census import census
 from graphcheck._errors import GraphcheckValueError
 from graphcheck._model_registry import ENGINE_STATE_REASON, EngineState
+from graphcheck._watch.cuda_capture import CudaCaptures, CudaGraphReader, GraphReader
 from graphcheck._watch.cuda_hooks import AllocatorHistory, CaptureHooks, capture_device
 from graphcheck._watch.graphs import WatchedCapture, WatchedGraph, watched_capture
 from graphcheck._watch.output import (
@@ -61,7 +64,9 @@ class Watch:
     to every check. The rest is for tests and the process's one watch: ``cuda_hooks`` installs
     the capture hooks on ``graph_class`` (default ``torch.cuda.CUDAGraph``) or on the global
     hooks of ``hooks_module``; ``device_of`` names a graph's device; ``allocator_history``
-    records the caching allocator's frames; ``on_close`` is called once by :meth:`close`.
+    records the caching allocator's frames; ``on_close`` is called once by :meth:`close`;
+    ``graph_reader`` reads each CUDA graph's nodes (default
+    :class:`~graphcheck._watch.cuda_capture.CudaGraphReader`; None: the dispatcher's ops).
 
     Thread safety: the bookkeeping is under one lock; a capture is recorded on the thread
     that captures (the ATen window is thread-local). A check point reads the models' tensors:
@@ -82,6 +87,7 @@ class Watch:
         device_of: Callable[[object], torch.device] = capture_device,
         allocator_history: bool = True,
         on_close: Callable[[Watch], None] | None = None,
+        graph_reader: GraphReader | None | str = "default",
     ) -> None:
         self._lock = threading.RLock()
         self.mode = mode
@@ -103,9 +109,13 @@ class Watch:
         self._registry = RegistryCache()
         self._runtime: list[tuple[torch.Tensor, str, str]] = []
         self._inputs: list[tuple[str, torch.Tensor, str]] = []
-        # id(graph) -> (window, graph id, device, capturing thread), between begin and end.
-        self._open: dict[int, tuple[_torch.CaptureWindow, int, torch.device, threading.Thread]]
-        self._open = {}
+        reader = CudaGraphReader() if graph_reader == "default" else graph_reader
+        if isinstance(reader, str):
+            raise GraphcheckValueError(
+                "graphcheck.watch: graph_reader must be a reader, None or 'default', "
+                f"got {reader!r}"
+            )
+        self._captures = CudaCaptures(reader)
         self._device_of = device_of
         self._on_close = on_close
         self._profiling = ProfilingCaptures()
@@ -118,7 +128,8 @@ class Watch:
             self._hooks = CaptureHooks(
                 self._capture_begins,
                 self._capture_ends,
-                self._capture_aborted,
+                self._captures.abort,
+                on_ending=self._captures.ending,
                 graph_class=graph_class,
                 hooks_module=hooks_module,
             )
@@ -268,44 +279,21 @@ class Watch:
         device = self._device_of(graph)
         with self._lock:
             graph_id = next(self._ids)
-        # A CUDA graph is replayed by CUDA, not by graphcheck: the window keeps no op sequence
-        # and no intermediates, so the engine's shared pool reuses what a capture freed, as
-        # it does without the watch. Raises inside another window.
-        window = _torch.CaptureWindow(None, graph_id, replay_ops="drop")
-        with self._lock:
-            self._open[id(graph)] = (window, graph_id, device, threading.current_thread())
-
-    def _capture_aborted(self, graph: object) -> None:
-        with self._lock:
-            entry = self._open.pop(id(graph), None)
-        if entry is not None:
-            entry[0].close()
+        self._captures.begin(graph, graph_id, device)  # raises inside another window
 
     def _capture_ends(self, graph: object) -> None:
-        with self._lock:
-            entry = self._open.pop(id(graph), None)
-        if entry is None:
+        finished = self._captures.end(graph)
+        if finished is None:
             return
-        window, graph_id, device, thread = entry
-        if thread is not threading.current_thread():
-            window.close()
-            log.warning(
-                "graphcheck: graph %d ended its capture on another thread than it began on; "
-                "it is not watched",
-                graph_id,
-            )
-            return
-        try:
-            record = window.finish()
-        finally:
-            window.close()
         with self._lock:
             if self.check_on_capture:
                 self._registry.invalidate()
-            capture = watched_capture(self._source(device), self._registry, record)
-            watched = self._add(capture, graph_id, "cuda", str(device))
+            source = self._source(finished.device)
+            capture = watched_capture(source, self._registry, finished.record)
+            watched = self._add(capture, finished.graph_id, "cuda", str(finished.device))
+            watched.reader, watched.reader_notes = finished.reader, finished.notes
         with contextlib.suppress(TypeError):  # a graph without weak references stays watched
-            weakref.finalize(graph, self._forget, graph_id)
+            weakref.finalize(graph, self._forget, finished.graph_id)
         if self.check_on_capture:
             self._check("capture", [watched], fresh=False)
 
@@ -457,8 +445,9 @@ class Watch:
                 os.getpid(),
                 model,
                 self.role,
-                notes,
+                notes + tuple(n for g in checked for n in g.reader_notes),
                 seconds=time.perf_counter() - start,
+                readers={g.id: g.reader for g in checked},
             )
             result = self._record_result(result, [(g.id, g.capture) for g in checked])
         return self._finish(result)
@@ -496,9 +485,7 @@ class Watch:
             self.closed = True
             if self._hooks is not None:
                 self._hooks.remove()
-            for window, *_ in self._open.values():
-                window.close()
-            self._open.clear()
+            self._captures.close()
             self._history.disable()
         if self._on_close is not None:
             self._on_close(self)

@@ -1,0 +1,145 @@
+"""The server flag reads what a CUDA graph captured (issue 18 §1). UNVERIFIED: no GPU run yet.
+
+Run by scripts/gpu-check.sh: ``python tests/gpu/watch_reader_smoke.py --out DIR``. Under
+:func:`graphcheck.watch` it captures, with ``torch.cuda.graph``, one forward of a linear layer
+and a ``cudaMemsetAsync`` called through ctypes on libcudart, on the capture stream, over a
+tensor that no op of the capture touches: the ATen dispatcher never sees that memset, the
+graph holds it as a memset node. Expected, by construction:
+
+- the graph was read by ``cuda-graph`` (``graphcheck._cuda``), not ``aten-dispatcher``;
+- its nodes hold a memset node whose ``dst`` is the tensor's address and whose size is its
+  byte count, and kernel nodes (the linear layer's GEMM) instead of ``op`` nodes;
+- the memset is a ``dangling`` finding at that address: no span and no allocation of the
+  capture epoch holds the tensor (the dispatcher recorded no storage of it, and nothing
+  registered it);
+- a word of an elementwise kernel's arguments (``weight * 2``) lies in the registered
+  weight (at least one ``registered`` reference);
+- the replay works (the watch changed nothing in the capture).
+
+Writes ``DIR/reader/`` (the watch's reports and snapshots) and ``DIR/watch-reader-smoke.json``;
+prints one line. Exit status 0 when the expectations held, 1 otherwise, and 0 with ``SKIP``
+when there is no CUDA device (scripts/gpu-check.sh calls that a failure on a GPU machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def cudart() -> Any:
+    """The CUDA runtime torch loaded (pip's libcudart.so.13): dlopen finds it by soname."""
+    for name in ("libcudart.so.13", "libcudart.so"):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if "libcudart.so" in line:
+                return ctypes.CDLL(line.split()[-1])
+    raise RuntimeError("libcudart is not loaded")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("watch_reader_smoke: SKIP (no CUDA device)")
+        return 0
+    import graphcheck
+
+    runtime = cudart()
+    memset = runtime.cudaMemsetAsync
+    memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p]
+    memset.restype = ctypes.c_int
+
+    model = torch.nn.Linear(64, 64, device="cuda").eval()
+    static = torch.ones(8, 64, device="cuda")
+    hidden = torch.zeros(4096, device="cuda")  # no op of the capture touches it
+    watch = graphcheck.watch(model, out_dir=args.out / "reader")
+    watch.declare_input("x", static)
+    with torch.no_grad():
+        model(static)  # warm-up (cuBLAS handles, workspaces) outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph), torch.no_grad():
+        output = model(static)
+        # An elementwise kernel: torch passes its operands' addresses by value in the kernel's
+        # argument struct, so one word lies in the registered weight.
+        scaled = model.weight * 2
+        stream = torch.cuda.current_stream().cuda_stream
+        memset_rc = memset(hidden.data_ptr(), 1, hidden.nbytes, stream)
+    first = watch.last
+    graph.replay()
+    torch.cuda.synchronize()
+    with torch.no_grad():
+        replay_ok = bool(torch.allclose(output, model(static)))
+        replay_ok = replay_ok and bool(torch.equal(scaled, model.weight * 2))
+    memset_ran = bool((hidden.view(torch.int32) == 0x01010101).all())
+
+    problems: list[str] = []
+    watched = watch.graphs[0] if watch.graphs else None
+    nodes: list[Any] = []
+    if memset_rc != 0:
+        problems.append(f"cudaMemsetAsync returned {memset_rc}")
+    if watched is None or first is None:
+        problems.append(f"the capture was not recorded (hooks: {watch.capture_hooks})")
+    else:
+        (record,) = watched.capture.snapshot.graphs
+        nodes = list(record.nodes)
+        if watched.reader != "cuda-graph" or record.reader != "cuda-graph":
+            problems.append(f"read by {watched.reader}: {list(first.notes)}")
+        memsets = [
+            n
+            for n in nodes
+            if n.type == "memset"
+            and n.operands
+            and n.operands[0].begin == hidden.data_ptr()
+            and n.operands[0].size == hidden.nbytes
+        ]
+        if not memsets:
+            problems.append("no memset node over the tensor among the graph's nodes")
+        if not any(n.type == "kernel" for n in nodes) or any(n.type == "op" for n in nodes):
+            problems.append(f"node types {sorted({n.type for n in nodes})}: expected kernels")
+        hits = [
+            f
+            for f in first.report.findings
+            if f.node_type == "memset" and f.address == hidden.data_ptr()
+        ]
+        if [f.verdict for f in hits] != ["dangling"]:
+            problems.append(f"memset findings {[(f.verdict, f.detail) for f in hits]}")
+        if first.report.summary["registered"] < 1:
+            problems.append("no registered reference (the weight word of weight * 2)")
+    if not replay_ok or not memset_ran:
+        problems.append(f"replay matches eager: {replay_ok}; memset ran: {memset_ran}")
+    summary = {
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name(),
+        "capture_hooks": watch.capture_hooks,
+        "reader": None if watched is None else watched.reader,
+        "nodes": [(n.id, n.type, n.name) for n in nodes],
+        "counts": None if first is None else first.counts,
+        "notes": [] if first is None else list(first.notes),
+        "problems": problems,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "watch-reader-smoke.json").write_text(json.dumps(summary, indent=2))
+    verdict = "ok" if not problems else "FAIL " + "; ".join(problems)
+    print(
+        f"watch_reader_smoke: {verdict}; read by {summary['reader']}, {len(nodes)} nodes, "
+        f"counts {summary['counts']}"
+    )
+    watch.close()
+    return 0 if not problems else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
