@@ -45,10 +45,9 @@ void LaunchHook::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     // Checked now: PyTorch destroys its graphs before the injection library's exit check.
     // No driver call: the record was read at instantiate.
     Status failed;
-    for (RetiredGraph& retired : capture_.take_retired()) {
-      Status status =
-          session_.check_destroyed(std::move(retired.record), std::move(retired.warnings),
-                                   reinterpret_cast<std::uintptr_t>(retired.exec));
+    for (const RetiredGraph& retired : capture_.take_retired()) {
+      Status status = session_.check_destroyed(retired.record, retired.warnings,
+                                               reinterpret_cast<std::uintptr_t>(retired.exec));
       if (failed.ok()) {
         failed = std::move(status);
       }

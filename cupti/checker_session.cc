@@ -202,7 +202,7 @@ std::shared_ptr<const Report> CheckerSession::with_warnings(std::shared_ptr<cons
 // its capture epoch: the same object as at the last launch of `exec` while its source
 // record and label are unchanged.
 std::shared_ptr<const GraphRecord> CheckerSession::launch_graph_locked(
-    std::uint64_t exec, std::shared_ptr<const GraphRecord> source) {
+    std::uint64_t exec, const std::shared_ptr<const GraphRecord>& source) {
   if (!source) {
     return nullptr;
   }

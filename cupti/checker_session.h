@@ -140,8 +140,8 @@ class CheckerSession {
   /// findings is logged and written (tag "destroy") at once. Does nothing unless
   /// `SessionOptions::check_at_destroy`. Never throws. @return failing status when the
   /// check itself failed.
-  Status check_destroyed(std::shared_ptr<const GraphRecord> graph,
-                         std::vector<std::string> warnings, std::uint64_t exec) noexcept;
+  Status check_destroyed(const std::shared_ptr<const GraphRecord>& graph,
+                         const std::vector<std::string>& warnings, std::uint64_t exec) noexcept;
   /// @brief The graphs checked by `check_destroyed`, in order.
   [[nodiscard]] std::vector<DestroyedCheck> destroyed_checks() const;
   /// @brief Debug mode: checks the graph `exec` launches, at cuGraphLaunch entry. A report
@@ -199,7 +199,7 @@ class CheckerSession {
     detail::SessionLockScope held_;  // after lock_: marked only while locked
   };
   [[nodiscard]] std::shared_ptr<const GraphRecord> launch_graph_locked(
-      std::uint64_t exec, std::shared_ptr<const GraphRecord> source);
+      std::uint64_t exec, const std::shared_ptr<const GraphRecord>& source);
   [[nodiscard]] std::shared_ptr<const Report> check_now_locked(const std::string& label,
                                                                Gathered& gathered);
   [[nodiscard]] Epoch current_epoch_locked(std::string label, const Gathered& gathered) const;

@@ -25,8 +25,8 @@ void add_summary(Summary& into, const Summary& from) {
 
 }  // namespace
 
-Status CheckerSession::check_destroyed(std::shared_ptr<const GraphRecord> graph,
-                                       std::vector<std::string> warnings,
+Status CheckerSession::check_destroyed(const std::shared_ptr<const GraphRecord>& graph,
+                                       const std::vector<std::string>& warnings,
                                        std::uint64_t exec) noexcept {
   if (!options_.check_at_destroy || !graph) {
     return {};
