@@ -119,13 +119,17 @@ std::string allocation_site() {
 
 }  // namespace detail
 
-AllocationTracker::AllocationTracker(TrackerOptions options) : options_(options) {
+AllocationTracker::AllocationTracker(TrackerOptions options, DriverApi* api)
+    : options_(options), api_(api) {
   table_.set_default_policy(options_.default_policy);
 }
 
 std::vector<CallbackId> AllocationTracker::callbacks() const {
   std::vector<CallbackId> ids;
   for (const CUpti_CallbackId cbid : kCallbacks) {
+    ids.push_back({CUPTI_CB_DOMAIN_DRIVER_API, cbid});
+  }
+  for (const CUpti_CallbackId cbid : detail::kMappedCallbacks) {
     ids.push_back({CUPTI_CB_DOMAIN_DRIVER_API, cbid});
   }
   return ids;
@@ -153,6 +157,9 @@ void AllocationTracker::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackI
 }
 
 void AllocationTracker::on_enter(CUpti_CallbackId cbid, const void* params) {
+  if (on_enter_mapped(cbid, params)) {
+    return;
+  }
   const std::scoped_lock lock(mutex_);
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
@@ -192,6 +199,9 @@ void AllocationTracker::on_enter(CUpti_CallbackId cbid, const void* params) {
 }
 
 void AllocationTracker::on_exit(CUpti_CallbackId cbid, const void* params) {
+  if (on_exit_mapped(cbid, params)) {
+    return;
+  }
   // The site is taken before the lock: a backtrace is the slow part.
   auto api_label = [&](std::string_view api) { return label(api); };
   switch (cbid) {

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 
 #include "cupti/allocation_table.h"
 #include "cupti/dispatcher.h"
+#include "cupti/driver_api.h"
 
 namespace graphcheck::cupti {
 
@@ -51,11 +53,20 @@ struct TrackerOptions {
 /// reads or frees it is judged `graph`. cuMemFreeAsync on a capturing stream adds a free
 /// node and frees nothing, so it keeps the entry (issue 18; docs/cupti.md). Streams that
 /// join a capture through an event are not seen as capturing [verify on a GPU].
+/// Memory mapped from elsewhere (allocation_tracker_mapped.cc): "ipc" for cuIpcOpenMemHandle
+/// (its size from cuMemGetAddressRange, so only with a driver table), "host" for pinned host
+/// memory a graph can address (cuMemHostAlloc, cuMemAllocHost, cuMemHostRegister at the host
+/// address, which unified addressing makes the device address; a different address that
+/// cuMemHostGetDevicePointer returns is the same memory there too), until cuIpcCloseMemHandle,
+/// cuMemFreeHost or cuMemHostUnregister.
 /// Thread safety: `on_callback` and every other member may be called from any thread (one
 /// mutex; no allocation callback is on a per-launch path).
 class AllocationTracker final : public CallbackHandler {
  public:
-  explicit AllocationTracker(TrackerOptions options = {});
+  /// `api`, when given, sizes IPC mappings (cuMemGetAddressRange at the open's EXIT, before
+  /// the tracker's mutex is taken); it must outlive the tracker. Without it they are counted
+  /// in `ipc_unsized()` only.
+  explicit AllocationTracker(TrackerOptions options = {}, DriverApi* api = nullptr);
 
   [[nodiscard]] std::vector<CallbackId> callbacks() const override;
   void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) override;
@@ -71,21 +82,46 @@ class AllocationTracker final : public CallbackHandler {
   [[nodiscard]] TableStats stats() const;
   /// @brief Callbacks handled (for benchmarks and the GPU check).
   [[nodiscard]] std::uint64_t events() const { return events_.load(std::memory_order_relaxed); }
+  /// @brief IPC mappings not tracked because their size could not be learnt.
+  [[nodiscard]] std::uint64_t ipc_unsized() const {
+    return ipc_unsized_.load(std::memory_order_relaxed);
+  }
 
  private:
   void on_enter(CUpti_CallbackId cbid, const void* params);
   void on_exit(CUpti_CallbackId cbid, const void* params);
+  // allocation_tracker_mapped.cc: IPC and pinned host memory; false for other callbacks.
+  bool on_enter_mapped(CUpti_CallbackId cbid, const void* params);
+  bool on_exit_mapped(CUpti_CallbackId cbid, const void* params);
+  void remove_host_locked(Address begin);
   [[nodiscard]] std::string label(std::string_view api);
 
   TrackerOptions options_;
+  DriverApi* api_ = nullptr;
   mutable std::mutex mutex_;
   AllocationTable table_;
   std::unordered_set<CUstream> capturing_;  // streams between begin and end of a capture
   std::uint64_t sequence_ = 0;
   std::atomic<std::uint64_t> events_{0};
+  std::atomic<std::uint64_t> ipc_unsized_{0};
+  std::map<Address, std::uint64_t> host_;               // pinned host ranges: begin -> size
+  std::map<Address, std::vector<Address>> host_alias_;  // host begin -> other device addresses
 };
 
 namespace detail {
+/// The callbacks of memory mapped from elsewhere (IPC, pinned host).
+inline constexpr CUpti_CallbackId kMappedCallbacks[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuIpcOpenMemHandle,
+    CUPTI_DRIVER_TRACE_CBID_cuIpcOpenMemHandle_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuIpcCloseMemHandle,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostGetDevicePointer_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister,
+};
 /// The label suffix " from <module>(<symbol>+0x<off>)" of the first frame outside the CUDA,
 /// CUPTI and graphcheck libraries, or "" when none is found.
 [[nodiscard]] std::string allocation_site();

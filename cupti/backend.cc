@@ -9,10 +9,13 @@
 
 namespace graphcheck::cupti {
 
-LaunchHook::LaunchHook(DriverApi& api, CheckerSession& session) : api_(api), session_(session) {}
+LaunchHook::LaunchHook(DriverApi& api, CheckerSession& session, GraphCapture& capture)
+    : api_(api), session_(session), capture_(capture) {}
 
 std::vector<CallbackId> LaunchHook::callbacks() const {
-  std::vector<CallbackId> ids = {{CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED}};
+  std::vector<CallbackId> ids = {
+      {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED},
+      {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING}};
   if (session_.options().launch_check == LaunchCheck::kEveryLaunch) {
     // Only the driver entry points: cudaGraphLaunch reaches cuGraphLaunch, and enabling the
     // runtime one as well would check each launch twice [verify on a GPU].
@@ -35,6 +38,21 @@ void LaunchHook::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     std::uint32_t id = 0;
     GRAPHCHECK_CUPTI_CHECK(api_, cupti_get_graph_exec_id(graph->graphExec, &id));
     session_.note_graph_capture(id);
+    return;
+  }
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE &&
+      cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING) {
+    // Checked now: PyTorch destroys its graphs before the injection library's exit check.
+    // No driver call: the record was read at instantiate.
+    Status failed;
+    for (const RetiredGraph& retired : capture_.take_retired()) {
+      Status status = session_.check_destroyed(retired.record, retired.warnings,
+                                               reinterpret_cast<std::uintptr_t>(retired.exec));
+      if (failed.ok()) {
+        failed = std::move(status);
+      }
+    }
+    failed.throw_if_error();
     return;
   }
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API) {
@@ -88,13 +106,18 @@ SessionSources make_sources(GraphCapture& capture, AllocationTracker& tracker) {
   return sources;
 }
 
+GraphCaptureOptions keeping_retired(GraphCaptureOptions options) {
+  options.keep_retired = true;  // the launch hook takes them at each destroy
+  return options;
+}
+
 }  // namespace
 
 Backend::Backend(DriverApi& api, BackendOptions options)
-    : capture_(api, std::move(options.capture)),
-      tracker_(options.tracker),
+    : capture_(api, keeping_retired(std::move(options.capture))),
+      tracker_(options.tracker, &api),
       session_(std::move(options.session), make_sources(capture_, tracker_)),
-      hook_(api, session_),
+      hook_(api, session_, capture_),
       subscriber_(api, dispatcher_) {
   // Capture first: at one callback, the record a later handler reads is already updated.
   dispatcher_.add_handler(capture_);

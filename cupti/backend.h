@@ -20,18 +20,22 @@
 
 namespace graphcheck::cupti {
 
-/// @brief Binds instantiated graphs to capture epochs (RESOURCE GRAPHEXEC_CREATED) and, in
-/// debug mode, checks every graph launch (cuGraphLaunch and cuGraphLaunch_ptsz at API
-/// ENTER, before the launch is queued).
+/// @brief Binds instantiated graphs to capture epochs (RESOURCE GRAPHEXEC_CREATED), checks
+/// each exec graph as it is destroyed (GRAPHEXEC_DESTROY_STARTING, after `GraphCapture` has
+/// retired its record: `CheckerSession::check_destroyed`) and, in debug mode, checks every
+/// graph launch (cuGraphLaunch and cuGraphLaunch_ptsz at API ENTER, before the launch is
+/// queued). The resource callbacks wait only for the session mutex, which no holder keeps
+/// while it waits for anything but the allocation tracker (cupti/lock_order.h).
 ///
 /// The launch callback is enabled only with `LaunchCheck::kEveryLaunch`, so the default
 /// mode adds nothing to the launch path. A failing launch check under
 /// `ErrorAction::kReturnStatus` is thrown into the dispatcher's first-error slot (the
 /// launch itself proceeds: CUPTI cannot veto a call).
-/// Thread safety: as `CheckerSession`. Lifetime: `api` and `session` outlive the hook.
+/// Thread safety: as `CheckerSession`. Lifetime: `api`, `session` and `capture` outlive the
+/// hook, which must be dispatched after `capture`.
 class LaunchHook final : public CallbackHandler {
  public:
-  LaunchHook(DriverApi& api, CheckerSession& session);
+  LaunchHook(DriverApi& api, CheckerSession& session, GraphCapture& capture);
 
   [[nodiscard]] std::vector<CallbackId> callbacks() const override;
   void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) override;
@@ -41,6 +45,7 @@ class LaunchHook final : public CallbackHandler {
  private:
   DriverApi& api_;
   CheckerSession& session_;
+  GraphCapture& capture_;
   std::atomic<std::uint64_t> launches_{0};
 };
 

@@ -32,18 +32,50 @@ CheckerSession::CheckerSession(SessionOptions options, SessionSources sources)
     : options_(std::move(options)), sources_(std::move(sources)) {}
 
 void CheckerSession::set_spans(std::vector<Span> spans) {
-  const std::scoped_lock lock(mutex_);
+  const Lock lock(*this);
   spans_ = std::move(spans);
 }
 
 void CheckerSession::add_allocations(std::function<std::vector<Allocation>()> source) {
-  const std::scoped_lock lock(mutex_);
+  const Lock lock(*this);
   extra_allocations_.push_back(std::move(source));
 }
 
+CheckerSession::Gathered CheckerSession::gather(bool graphs) const {
+  std::vector<std::function<std::vector<Allocation>()>> extra;
+  {
+    const Lock lock(*this);
+    extra = extra_allocations_;
+  }
+  Gathered gathered;
+  auto add = [&](const std::vector<Allocation>& allocations) {
+    // Zero-sized entries (empty tensors) cover no address and break the snapshot invariant.
+    std::copy_if(allocations.begin(), allocations.end(), std::back_inserter(gathered.allocations),
+                 [](const Allocation& allocation) { return allocation.size > 0; });
+  };
+  if (sources_.allocations) {
+    add(sources_.allocations());
+  }
+  for (const auto& source : extra) {
+    add(source());
+  }
+  std::stable_sort(gathered.allocations.begin(), gathered.allocations.end(),
+                   [](const Allocation& a, const Allocation& b) { return a.begin < b.begin; });
+  if (graphs && sources_.graphs) {
+    gathered.graphs = sources_.graphs();
+    if (sources_.graph_warnings) {
+      for (const GraphRecord& graph : gathered.graphs) {
+        gathered.warnings[graph.id] = sources_.graph_warnings(graph.id);
+      }
+    }
+  }
+  return gathered;
+}
+
 std::string CheckerSession::note_graph_capture(std::uint64_t graph_id) {
-  const std::scoped_lock lock(mutex_);
-  Epoch current = current_epoch_locked("");
+  const Gathered gathered = gather(false);
+  const Lock lock(*this);
+  Epoch current = current_epoch_locked("", gathered);
   // Many graphs captured in a row (one per batch size) share one capture epoch as long as
   // nothing was allocated, freed or registered in between.
   if (last_capture_.has_value() && same_state(epochs_[*last_capture_], current)) {
@@ -58,22 +90,26 @@ std::string CheckerSession::note_graph_capture(std::uint64_t graph_id) {
 }
 
 std::string CheckerSession::record_epoch(std::string_view label) {
-  const std::scoped_lock lock(mutex_);
-  epochs_.push_back(current_epoch_locked(unique_label_locked(label)));
+  const Gathered gathered = gather(false);
+  const Lock lock(*this);
+  epochs_.push_back(current_epoch_locked(unique_label_locked(label), gathered));
   return epochs_.back().label;
 }
 
 Snapshot CheckerSession::snapshot(std::string_view current_label) {
-  const std::scoped_lock lock(mutex_);
-  return snapshot_locked(current_label);
+  Gathered gathered = gather(true);
+  const Lock lock(*this);
+  return snapshot_locked(current_label, gathered);
 }
 
 Report CheckerSession::check_now(std::string_view label) {
-  const std::scoped_lock lock(mutex_);
+  Gathered gathered = gather(true);
+  const Lock lock(*this);
   for (auto& [exec, last] : launch_findings_) {
     log_repeats_locked(exec, last);
   }
-  const std::shared_ptr<const Report> report = check_now_locked(unique_label_locked(label));
+  const std::shared_ptr<const Report> report =
+      with_destroyed_locked(check_now_locked(unique_label_locked(label), gathered));
   // Nodes the backend could not read are worth a look even without findings.
   const bool unchecked =
       std::any_of(report->warnings.begin(), report->warnings.end(),
@@ -81,6 +117,8 @@ Report CheckerSession::check_now(std::string_view label) {
   if (report->has_findings() || unchecked) {
     const std::string what = report->has_findings() ? "findings" : "nodes not checked";
     log("graphcheck: " + what + " in epoch '" + report->epoch + "'\n" + to_text(*report));
+  } else if (report->summary.graphs == 0) {
+    log("graphcheck: " + std::string(kNothingChecked.substr(6)) + "\n");
   }
   if (!options_.out_dir.empty()) {
     emit_locked(now_session_.snapshot(), *report, label);
@@ -91,7 +129,8 @@ Report CheckerSession::check_now(std::string_view label) {
 // The session holds what snapshot_locked(label) would: the recorded epochs (each put once:
 // recorded epochs never change), the current state last under `label`, every graph in the
 // sources' order.
-std::shared_ptr<const Report> CheckerSession::check_now_locked(const std::string& label) {
+std::shared_ptr<const Report> CheckerSession::check_now_locked(const std::string& label,
+                                                               Gathered& gathered) {
   graphcheck::CheckSession& session = now_session_;
   if (now_epochs_ == 0) {
     session.set_producer({"cupti", "graphcheck " GRAPHCHECK_VERSION_STRING});
@@ -103,11 +142,11 @@ std::shared_ptr<const Report> CheckerSession::check_now_locked(const std::string
   for (; now_epochs_ < epochs_.size(); ++now_epochs_) {
     session.put_epoch(epochs_[now_epochs_]);
   }
-  session.put_epoch(current_epoch_locked(label), graphcheck::EpochPlace::kLast);
+  session.put_epoch(current_epoch_locked(label, gathered), graphcheck::EpochPlace::kLast);
   now_label_ = label;
   std::vector<std::uint64_t> ids;
   if (sources_.graphs) {
-    std::vector<GraphRecord> graphs = sources_.graphs();
+    std::vector<GraphRecord>& graphs = gathered.graphs;
     for (GraphRecord& graph : graphs) {
       graph = with_epoch_locked(std::move(graph));
       // A graph never noted at capture (graphcheck attached late) is found in the current
@@ -140,20 +179,17 @@ std::shared_ptr<const Report> CheckerSession::check_now_locked(const std::string
   }
   graphcheck::CheckOptions check_options;
   check_options.epoch = label;
-  return with_warnings_locked(session.check(check_options), session.graph_ids());
-}
-
-std::shared_ptr<const Report> CheckerSession::with_warnings_locked(
-    std::shared_ptr<const Report> report, const std::vector<std::uint64_t>& graph_ids) const {
-  if (!sources_.graph_warnings) {
-    return report;
-  }
   std::vector<std::string> lines;
-  for (const std::uint64_t id : graph_ids) {
-    std::vector<std::string> more = sources_.graph_warnings(id);
+  for (const std::uint64_t id : session.graph_ids()) {
+    std::vector<std::string>& more = gathered.warnings[id];
     lines.insert(lines.end(), std::make_move_iterator(more.begin()),
                  std::make_move_iterator(more.end()));
   }
+  return with_warnings(session.check(check_options), lines);
+}
+
+std::shared_ptr<const Report> CheckerSession::with_warnings(std::shared_ptr<const Report> report,
+                                                            const std::vector<std::string>& lines) {
   if (lines.empty()) {
     return report;
   }
@@ -162,14 +198,15 @@ std::shared_ptr<const Report> CheckerSession::with_warnings_locked(
   return copy;
 }
 
-// The launched graph's record, labelled with its capture epoch: the same object as at the
-// last launch of `exec` while its source record and label are unchanged.
-std::shared_ptr<const GraphRecord> CheckerSession::launch_graph_locked(std::uint64_t exec) {
+// The launched graph's record (`source`, from the sources before locking), labelled with
+// its capture epoch: the same object as at the last launch of `exec` while its source
+// record and label are unchanged.
+std::shared_ptr<const GraphRecord> CheckerSession::launch_graph_locked(
+    std::uint64_t exec, const std::shared_ptr<const GraphRecord>& source) {
+  if (!source) {
+    return nullptr;
+  }
   if (sources_.shared_graph_for_exec) {
-    std::shared_ptr<const GraphRecord> source = sources_.shared_graph_for_exec(exec);
-    if (!source) {
-      return nullptr;
-    }
     LaunchGraph& known = launch_graphs_[exec];
     const auto label = graph_epochs_.find(source->id);
     const std::string& epoch = label != graph_epochs_.end() ? label->second : source->epoch;
@@ -179,12 +216,7 @@ std::shared_ptr<const GraphRecord> CheckerSession::launch_graph_locked(std::uint
     }
     return known.labelled;
   }
-  std::optional<GraphRecord> record =
-      sources_.graph_for_exec ? sources_.graph_for_exec(exec) : std::nullopt;
-  if (!record.has_value()) {
-    return nullptr;
-  }
-  return std::make_shared<const GraphRecord>(with_epoch_locked(std::move(*record)));
+  return std::make_shared<const GraphRecord>(with_epoch_locked(*source));
 }
 
 Status CheckerSession::on_graph_launch(std::uint64_t exec) noexcept {
@@ -192,11 +224,23 @@ Status CheckerSession::on_graph_launch(std::uint64_t exec) noexcept {
     return {};
   }
   try {
-    const std::scoped_lock lock(mutex_);
-    std::shared_ptr<const GraphRecord> graph = launch_graph_locked(exec);
-    if (!graph) {
+    // The sources first, without the lock (cupti/lock_order.h).
+    std::shared_ptr<const GraphRecord> source;
+    if (sources_.shared_graph_for_exec) {
+      source = sources_.shared_graph_for_exec(exec);
+    } else if (sources_.graph_for_exec) {
+      if (std::optional<GraphRecord> record = sources_.graph_for_exec(exec)) {
+        source = std::make_shared<const GraphRecord>(std::move(*record));
+      }
+    }
+    if (!source) {
       return {};
     }
+    const Gathered gathered = gather(false);
+    const std::vector<std::string> warnings =
+        sources_.graph_warnings ? sources_.graph_warnings(source->id) : std::vector<std::string>{};
+    const Lock lock(*this);
+    std::shared_ptr<const GraphRecord> graph = launch_graph_locked(exec, source);
     const auto capture = std::find_if(epochs_.begin(), epochs_.end(), [&](const Epoch& epoch) {
       return epoch.label == graph->epoch;
     });
@@ -222,12 +266,12 @@ Status CheckerSession::on_graph_launch(std::uint64_t exec) noexcept {
       }
       launch.launch_label = launch_label;
     }
-    launch.session.put_epoch(current_epoch_locked(launch_label));
+    launch.session.put_epoch(current_epoch_locked(launch_label, gathered));
     launch.session.put_graph(graph);
     graphcheck::CheckOptions check_options;
     check_options.epoch = launch_label;
     const std::shared_ptr<const Report> report =
-        with_warnings_locked(launch.session.check(check_options, {graph->id}), {graph->id});
+        with_warnings(launch.session.check(check_options, {graph->id}), warnings);
     ++launches_checked_;
     LaunchFindings& last = launch_findings_[exec];
     const bool repeated =
@@ -273,33 +317,22 @@ Status CheckerSession::on_graph_launch(std::uint64_t exec) noexcept {
 }
 
 std::uint64_t CheckerSession::launches_checked() const {
-  const std::scoped_lock lock(mutex_);
+  const Lock lock(*this);
   return launches_checked_;
 }
 
 std::uint64_t CheckerSession::launches_with_findings() const {
-  const std::scoped_lock lock(mutex_);
+  const Lock lock(*this);
   return launches_with_findings_;
 }
 
-Epoch CheckerSession::current_epoch_locked(std::string label) const {
+Epoch CheckerSession::current_epoch_locked(std::string label, const Gathered& gathered) const {
   Epoch epoch;
   epoch.label = std::move(label);
   // Zero-sized entries (empty tensors) cover no address and break the snapshot invariant.
   std::copy_if(spans_.begin(), spans_.end(), std::back_inserter(epoch.spans),
                [](const Span& span) { return span.size > 0; });
-  auto add = [&](const std::vector<Allocation>& allocations) {
-    std::copy_if(allocations.begin(), allocations.end(), std::back_inserter(epoch.allocations),
-                 [](const Allocation& allocation) { return allocation.size > 0; });
-  };
-  if (sources_.allocations) {
-    add(sources_.allocations());
-  }
-  for (const auto& source : extra_allocations_) {
-    add(source());
-  }
-  std::stable_sort(epoch.allocations.begin(), epoch.allocations.end(),
-                   [](const Allocation& a, const Allocation& b) { return a.begin < b.begin; });
+  epoch.allocations = gathered.allocations;
   return epoch;
 }
 
@@ -322,15 +355,15 @@ GraphRecord CheckerSession::with_epoch_locked(GraphRecord graph) const {
   return graph;
 }
 
-Snapshot CheckerSession::snapshot_locked(std::string_view current_label) const {
+Snapshot CheckerSession::snapshot_locked(std::string_view current_label, Gathered& gathered) const {
   Snapshot snapshot;
   snapshot.producer = {"cupti", "graphcheck " GRAPHCHECK_VERSION_STRING};
   snapshot.allow = options_.allow;
   snapshot.epochs = epochs_;
-  snapshot.epochs.push_back(current_epoch_locked(unique_label_locked(current_label)));
+  snapshot.epochs.push_back(current_epoch_locked(unique_label_locked(current_label), gathered));
   const std::string& current = snapshot.epochs.back().label;
   if (sources_.graphs) {
-    for (GraphRecord& graph : sources_.graphs()) {
+    for (GraphRecord& graph : gathered.graphs) {
       graph = with_epoch_locked(std::move(graph));
       // A graph never noted at capture (graphcheck attached late) is found in the current
       // state: unregistered and dangling show, stale and lost cannot.

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "cupti/lock_order.h"
 #include "cupti/status.h"
 
 namespace graphcheck::cupti {
@@ -53,11 +54,15 @@ struct SessionOptions {
   /// When set, snapshots and reports are written there as `<file_prefix>-<tag>-....json`.
   std::filesystem::path out_dir;
   std::string file_prefix = "graphcheck";  ///< the injection library adds the pid
+  /// Whether `check_destroyed` checks (the backend calls it as each exec graph is
+  /// destroyed): off, a graph destroyed before `check_now` is in no report.
+  bool check_at_destroy = true;
   /// Where reports are printed; default: stderr.
   std::function<void(std::string_view)> log;
 };
 
-/// @brief The state sources a session reads. Each is called under the session's lock.
+/// @brief The state sources a session reads. Each is called without the session's lock held
+/// (cupti/lock_order.h): a source may take the capture's lock, which a driver call may hold.
 struct SessionSources {
   /// The live allocations (the allocation table; more sources via `add_allocations`).
   std::function<std::vector<Allocation>()> allocations;
@@ -75,6 +80,14 @@ struct SessionSources {
   std::function<std::vector<std::string>(std::uint64_t id)> graph_warnings;
 };
 
+/// @brief A graph checked as its exec graph was destroyed (`CheckerSession::check_destroyed`).
+struct DestroyedCheck {
+  std::uint64_t graph = 0;  ///< the record's id (CUPTI's graph-exec id)
+  std::uint64_t exec = 0;   ///< the exec handle, as a number
+  std::string epoch;        ///< the label of the state it was checked in ("destroy", ...)
+  std::shared_ptr<const Report> report;
+};
+
 /// @brief Builds epochs, snapshots and reports from a span registry, allocations and graphs.
 ///
 /// Epochs: `note_graph_capture` records a capture epoch ("capture", "capture.1", ...) when
@@ -90,7 +103,9 @@ struct SessionSources {
 /// the last one (O(its size); `shared_graph_for_exec` avoids that). Reports are the ones
 /// `graphcheck::check` gives for the same snapshot.
 /// Thread safety: every member may be called from any thread; a mutex serialises them.
-/// The sources are called under that mutex and must not call back into the session.
+/// The sources are called before that mutex is taken, never under it (the one lock order of
+/// cupti/lock_order.h: the mutex is a leaf but for the allocation tracker's), so a driver
+/// callback that waits for the mutex never waits for a driver call.
 class CheckerSession {
  public:
   CheckerSession(SessionOptions options, SessionSources sources);
@@ -112,9 +127,23 @@ class CheckerSession {
   [[nodiscard]] Snapshot snapshot(std::string_view current_label = "now");
   /// @brief Checks every graph in the current state (epoch `label`); prints the report when
   /// it has findings or nodes not checked (`SessionSources::graph_warnings`) and writes
-  /// snapshot and report under `out_dir` when set.
+  /// snapshot and report under `out_dir` when set. The report also holds the findings and
+  /// counts of the graphs checked as they were destroyed (`check_destroyed`), named in a
+  /// `note: ` line of `warnings`; a check that had no graph at all says so in another (and
+  /// logs it): a process that ended without any check is told from a clean one.
   /// @throws Error only for I/O failures writing to `out_dir`.
   [[nodiscard]] Report check_now(std::string_view label = "now");
+  /// @brief Checks `graph` (the record of exec graph `exec`, which is being destroyed) in
+  /// the current state, epoch "destroy", against its capture epoch, and keeps the result for
+  /// `check_now` (issue 18: the injection library's exit check runs after PyTorch has
+  /// destroyed its graphs). `warnings`: the graph's "not checked: " lines. A report with
+  /// findings is logged and written (tag "destroy") at once. Does nothing unless
+  /// `SessionOptions::check_at_destroy`. Never throws. @return failing status when the
+  /// check itself failed.
+  Status check_destroyed(const std::shared_ptr<const GraphRecord>& graph,
+                         const std::vector<std::string>& warnings, std::uint64_t exec) noexcept;
+  /// @brief The graphs checked by `check_destroyed`, in order.
+  [[nodiscard]] std::vector<DestroyedCheck> destroyed_checks() const;
   /// @brief Debug mode: checks the graph `exec` launches, at cuGraphLaunch entry. A report
   /// is logged and written once per distinct finding set of an exec graph; launches that
   /// find the same ones again are counted, and the count is logged when the findings change
@@ -147,15 +176,42 @@ class CheckerSession {
     std::shared_ptr<const GraphRecord> source;
     std::shared_ptr<const GraphRecord> labelled;
   };
-  [[nodiscard]] std::shared_ptr<const GraphRecord> launch_graph_locked(std::uint64_t exec);
-  [[nodiscard]] std::shared_ptr<const Report> check_now_locked(const std::string& label);
-  [[nodiscard]] Epoch current_epoch_locked(std::string label) const;
+  // The warnings line (and log line) of a check that had no graph to check.
+  static constexpr std::string_view kNothingChecked =
+      "note: no graph was recorded while graphcheck was attached, so nothing was checked "
+      "(graphs instantiated before graphcheck attached are not recorded)";
+  // What the sources returned, read before locking (cupti/lock_order.h).
+  struct Gathered {
+    std::vector<Allocation> allocations;                         // sized, sorted by begin
+    std::vector<GraphRecord> graphs;                             // when asked for
+    std::map<std::uint64_t, std::vector<std::string>> warnings;  // by graph id
+  };
+  // Calls the sources (graphs and their warnings only when `graphs`). Locks the mutex only
+  // to copy the list of extra allocation sources, never while calling one.
+  [[nodiscard]] Gathered gather(bool graphs) const;
+  // Holds mutex_ and marks it held on this thread (detail::SessionLockScope).
+  class Lock {
+   public:
+    explicit Lock(const CheckerSession& session) : lock_(session.mutex_) {}
+
+   private:
+    std::scoped_lock<std::mutex> lock_;
+    detail::SessionLockScope held_;  // after lock_: marked only while locked
+  };
+  [[nodiscard]] std::shared_ptr<const GraphRecord> launch_graph_locked(
+      std::uint64_t exec, const std::shared_ptr<const GraphRecord>& source);
+  [[nodiscard]] std::shared_ptr<const Report> check_now_locked(const std::string& label,
+                                                               Gathered& gathered);
+  [[nodiscard]] Epoch current_epoch_locked(std::string label, const Gathered& gathered) const;
   [[nodiscard]] std::string unique_label_locked(std::string_view label) const;
   [[nodiscard]] GraphRecord with_epoch_locked(GraphRecord graph) const;
-  [[nodiscard]] Snapshot snapshot_locked(std::string_view current_label) const;
-  // `report` with the sources' warnings of `graph_ids` added (the same object when none).
-  [[nodiscard]] std::shared_ptr<const Report> with_warnings_locked(
-      std::shared_ptr<const Report> report, const std::vector<std::uint64_t>& graph_ids) const;
+  [[nodiscard]] Snapshot snapshot_locked(std::string_view current_label, Gathered& gathered) const;
+  // `report` with `lines` added to its warnings (the same object when none).
+  [[nodiscard]] static std::shared_ptr<const Report> with_warnings(
+      std::shared_ptr<const Report> report, const std::vector<std::string>& lines);
+  // `report` with the destroyed graphs' findings and counts, and the note lines.
+  [[nodiscard]] std::shared_ptr<const Report> with_destroyed_locked(
+      std::shared_ptr<const Report> report) const;
   void emit_locked(const Snapshot& snapshot, const Report& report, std::string_view tag);
   void log(std::string_view text) const;
   // Logs how often the findings last reported for `exec` recurred, if they did, and resets.
@@ -179,6 +235,7 @@ class CheckerSession {
   std::map<std::pair<bool, std::string>, LaunchSession> launch_sessions_;
   std::map<std::uint64_t, LaunchGraph> launch_graphs_;       // by exec handle
   std::map<std::uint64_t, LaunchFindings> launch_findings_;  // by exec handle
+  std::vector<DestroyedCheck> destroyed_;                    // check_destroyed, in order
 };
 
 }  // namespace graphcheck::cupti

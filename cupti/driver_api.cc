@@ -57,6 +57,8 @@ class SystemLoader final : public LibraryLoader {
   X(cu_graph_mem_free_node_get_params, cuGraphMemFreeNodeGetParams, "cuGraphMemFreeNodeGetParams") \
   X(cu_graph_child_graph_node_get_graph, cuGraphChildGraphNodeGetGraph,                            \
     "cuGraphChildGraphNodeGetGraph")                                                               \
+  X(cu_graph_batch_mem_op_node_get_params, cuGraphBatchMemOpNodeGetParams,                         \
+    "cuGraphBatchMemOpNodeGetParams")                                                              \
   X(cu_func_get_param_info, cuFuncGetParamInfo, "cuFuncGetParamInfo")                              \
   X(cu_kernel_get_param_info, cuKernelGetParamInfo, "cuKernelGetParamInfo")                        \
   X(cu_func_get_name, cuFuncGetName, "cuFuncGetName")                                              \
@@ -125,6 +127,10 @@ class RealDriverApi final : public DriverApi {
   }
   CUresult cu_graph_child_graph_node_get_graph(CUgraphNode node, CUgraph* child) override {
     return cu_graph_child_graph_node_get_graph_fn(node, child);
+  }
+  CUresult cu_graph_batch_mem_op_node_get_params(CUgraphNode node,
+                                                 CUDA_BATCH_MEM_OP_NODE_PARAMS* params) override {
+    return cu_graph_batch_mem_op_node_get_params_fn(node, params);
   }
   CUresult cu_func_get_param_info(CUfunction func, size_t index, size_t* offset,
                                   size_t* size) override {

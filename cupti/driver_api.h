@@ -58,6 +58,10 @@ class DriverApi {
                                                       CUDA_MEM_ALLOC_NODE_PARAMS* params) = 0;
   virtual CUresult cu_graph_mem_free_node_get_params(CUgraphNode node, CUdeviceptr* dptr) = 0;
   virtual CUresult cu_graph_child_graph_node_get_graph(CUgraphNode node, CUgraph* child) = 0;
+  /// `cuGraphBatchMemOpNodeGetParams`: `paramArray` points at storage the node owns (read
+  /// it before the node changes).
+  virtual CUresult cu_graph_batch_mem_op_node_get_params(CUgraphNode node,
+                                                         CUDA_BATCH_MEM_OP_NODE_PARAMS* params) = 0;
 
   /// `cuFuncGetParamInfo` (CUDA >= 12.4): returns CUDA_ERROR_INVALID_VALUE past the last.
   virtual CUresult cu_func_get_param_info(CUfunction func, size_t index, size_t* offset,

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <utility>
+
+#include "cupti/lock_order.h"
 
 namespace graphcheck::cupti {
 namespace {
@@ -29,7 +32,10 @@ bool succeeded(const CUpti_CallbackData& data) {
 }  // namespace
 
 GraphCapture::GraphCapture(DriverApi& api, GraphCaptureOptions options)
-    : api_(api), epoch_(std::move(options.epoch)), reader_(api, tensor_maps_) {
+    : api_(api),
+      epoch_(std::move(options.epoch)),
+      keep_retired_(options.keep_retired),
+      reader_(api, tensor_maps_) {
   pending_execs_.reserve(16);
 }
 
@@ -60,6 +66,8 @@ std::vector<CallbackId> GraphCapture::callbacks() const {
                                       CUPTI_DRIVER_TRACE_CBID_cuGraphExecChildGraphNodeSetParams,
                                       CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate,
                                       CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphExecBatchMemOpNodeSetParams,
+                                      CUPTI_DRIVER_TRACE_CBID_cuGraphNodeSetEnabled,
                                       CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeTiled,
                                       CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeIm2col,
                                       CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeIm2colWide,
@@ -75,7 +83,8 @@ std::vector<CallbackId> GraphCapture::callbacks() const {
         CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000,
         CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010,
         CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
-        CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecUpdate_v10020}) {
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecUpdate_v10020,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphNodeSetEnabled_v11060}) {
     ids.push_back({CUPTI_CB_DOMAIN_RUNTIME_API, cbid});
   }
   return ids;
@@ -111,6 +120,17 @@ void GraphCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& 
     event.graph = graph->graph;
     event.node = graph->node;
     event.exec = graph->graphExec;
+    event.thread = std::this_thread::get_id();
+  }
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING && event.exec != nullptr) {
+    // Retired now, whoever holds mutex_: the backend checks the record in this callback.
+    const std::lock_guard<std::mutex> queue_lock(queue_mutex_);
+    if (const auto found = published_.find(event.exec); found != published_.end()) {
+      if (keep_retired_) {
+        retired_.push_back(std::move(found->second));
+      }
+      published_.erase(found);
+    }
   }
   // The driver fires this from inside one of its calls; a reader on another thread may hold
   // mutex_ while it waits for that call's driver lock. Never wait for mutex_ here.
@@ -142,17 +162,20 @@ void GraphCapture::apply_locked(const ResourceEvent& event) {
       break;
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
       ++stats_.execs_created;
-      pending_execs_.emplace_back(event.exec, event.graph);
+      pending_execs_.push_back(PendingExec{event.exec, event.graph, event.thread});
       break;
-    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING: {
       ++stats_.execs_destroyed;
       execs_.erase(event.exec);
-      std::erase_if(pending_execs_, [&](const auto& p) { return p.first == event.exec; });
+      std::erase_if(pending_execs_, [&](const PendingExec& p) { return p.exec == event.exec; });
+      const std::lock_guard<std::mutex> queue_lock(queue_mutex_);
+      published_.erase(event.exec);  // one an update published after the destroy callback
       break;
+    }
     case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
       captured_.erase(event.graph);
       captured_unreadable_.erase(event.graph);
-      std::erase_if(pending_execs_, [&](const auto& p) { return p.second == event.graph; });
+      std::erase_if(pending_execs_, [&](const PendingExec& p) { return p.graph == event.graph; });
       break;
     case CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED:
     case CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS:
@@ -179,6 +202,8 @@ void GraphCapture::drain_locked() {
 
 GraphCapture::StateLock::StateLock(const GraphCapture& capture)
     : capture_(const_cast<GraphCapture&>(capture)) {  // NOLINT: see the declaration
+  // Its holder may call the driver: never wait for it with the session mutex held.
+  detail::check_not_under_session_lock("waiting for GraphCapture's lock");
   capture_.mutex_.lock();
   capture_.drain_locked();
 }
@@ -328,25 +353,32 @@ void GraphCapture::instantiated(CUgraphExec exec, CUgraph graph) {
     instantiated_locked(exec, graph);
   }
   // Exec graphs announced by GRAPHEXEC_CREATED but made by an instantiate variant not
-  // intercepted above; their templates are alive (destroy callbacks drop them). The CUPTI
-  // headers do not say which CUpti_GraphData fields GRAPHEXEC_CREATED fills in [verify]: an
-  // entry without both handles cannot be read, and must not fail the read of the others.
-  while (!pending_execs_.empty()) {
-    const auto [pending_exec, pending_graph] = pending_execs_.back();
-    pending_execs_.pop_back();
-    if (pending_exec != nullptr && pending_graph != nullptr) {
-      instantiated_locked(pending_exec, pending_graph);
+  // intercepted above; their templates are alive (destroy callbacks drop them). Only this
+  // thread's: another thread's GRAPHEXEC_CREATED fires inside its instantiate call, which
+  // may still be using the template, and CUDA forbids using one graph from two threads at
+  // once; that thread reads its own at its EXIT. The CUPTI headers do not say which
+  // CUpti_GraphData fields GRAPHEXEC_CREATED fills in [verify]: an entry without both
+  // handles cannot be read, and must not fail the read of the others.
+  const std::thread::id self = std::this_thread::get_id();
+  for (std::size_t k = pending_execs_.size(); k-- > 0;) {
+    if (k >= pending_execs_.size() || pending_execs_[k].thread != self) {
+      continue;
+    }
+    const PendingExec pending = pending_execs_[k];
+    pending_execs_.erase(pending_execs_.begin() + static_cast<std::ptrdiff_t>(k));
+    if (pending.exec != nullptr && pending.graph != nullptr) {
+      instantiated_locked(pending.exec, pending.graph);
     }
   }
 }
 
 void GraphCapture::instantiated_locked(CUgraphExec exec, CUgraph graph) {
-  for (const auto& [pending_exec, pending_graph] : pending_execs_) {
-    if (pending_exec == exec) {
-      ++(pending_graph == graph ? stats_.exec_templates_matched : stats_.exec_templates_differed);
+  for (const PendingExec& pending : pending_execs_) {
+    if (pending.exec == exec) {
+      ++(pending.graph == graph ? stats_.exec_templates_matched : stats_.exec_templates_differed);
     }
   }
-  std::erase_if(pending_execs_, [&](const auto& p) { return p.first == exec; });
+  std::erase_if(pending_execs_, [&](const PendingExec& p) { return p.exec == exec; });
   if (execs_.contains(exec)) {
     return;  // the driver-level EXIT inside a runtime instantiate already read it
   }
@@ -362,6 +394,7 @@ void GraphCapture::instantiated_locked(CUgraphExec exec, CUgraph graph) {
     state.unreadable[node.id] = std::move(node);
   }
   state.record = std::move(record);
+  publish_locked(exec, state);
   execs_[exec] = std::move(state);
   ++stats_.graphs_walked;
 }
@@ -392,7 +425,7 @@ void GraphCapture::tensor_map_encoded(const CUtensorMap* map, const void* global
 std::shared_ptr<const GraphRecord> GraphCapture::exec_graph(CUgraphExec exec) const {
   const StateLock lock(*this);
   const auto found = execs_.find(exec);
-  return found == execs_.end() ? nullptr : found->second.record;
+  return found == execs_.end() ? nullptr : found->second.checked;
 }
 
 std::vector<std::shared_ptr<const GraphRecord>> GraphCapture::exec_graphs() const {
@@ -400,7 +433,7 @@ std::vector<std::shared_ptr<const GraphRecord>> GraphCapture::exec_graphs() cons
   {
     const StateLock lock(*this);
     for (const auto& [exec, state] : execs_) {
-      out.push_back(state.record);
+      out.push_back(state.checked);
     }
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->id < b->id; });

@@ -10,7 +10,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -26,6 +28,9 @@ namespace graphcheck::cupti {
 struct GraphCaptureOptions {
   /// The epoch label new records get (`GraphRecord::epoch`); see `set_epoch`.
   std::string epoch = "capture";
+  /// Whether the records of destroyed exec graphs are kept for `take_retired` (the backend
+  /// takes them at each destroy callback); off, they are dropped.
+  bool keep_retired = false;
 };
 
 /// @brief Counters, for tests, docs and the GPU check ("did CUPTI send what we expect?").
@@ -47,6 +52,14 @@ struct GraphCaptureStats {
   std::uint64_t exec_templates_differed = 0;
 };
 
+/// @brief The record of an exec graph being destroyed, with its "not checked: " lines
+/// (`GraphCapture::take_retired`).
+struct RetiredGraph {
+  CUgraphExec exec = nullptr;
+  std::shared_ptr<const GraphRecord> record;
+  std::vector<std::string> warnings;
+};
+
 /// @brief Builds a `GraphRecord` for every captured and every instantiated CUDA graph.
 ///
 /// How (see docs/cupti.md): resource callbacks only note handles (nodes created or cloned,
@@ -60,6 +73,10 @@ struct GraphCaptureStats {
 /// cuGraphExecUpdate and the runtime forms) are applied at their API EXIT when they return
 /// success, from the parameters the caller passed (still valid inside the call; the template
 /// node keeps its old parameters, and there is no getter for an exec node's parameters).
+/// Nodes disabled in an exec graph (cuGraphNodeSetEnabled, cudaGraphNodeSetEnabled, at
+/// EXIT) keep their parameters in the record but yield no reference while disabled: the
+/// published record leaves their references out and the graph's warnings carry a "note: "
+/// line per disabled node (they are skipped, not findings).
 /// TMA descriptors from cuTensorMapEncode*/cuTensorMapReplaceAddress are remembered so a
 /// kernel argument holding one gets an operand "param[i]+off:tensor_map" for its address.
 ///
@@ -95,6 +112,11 @@ class GraphCapture final : public CallbackHandler {
   /// @brief Those lines for every live record: captured graphs by id, then exec graphs.
   [[nodiscard]] std::vector<std::string> warnings() const;
 
+  /// @brief The records of exec graphs whose GRAPHEXEC_DESTROY_STARTING came since the last
+  /// call, in order, with their warning lines (the backend checks them: issue 18). Never
+  /// waits for the state lock (a resource callback calls it; cupti/lock_order.h).
+  [[nodiscard]] std::vector<RetiredGraph> take_retired();
+
   /// @brief Reads `graph` now (late attach, `keep_graph=True` users, tests); throws
   /// `graphcheck::Error` naming the failing driver call.
   [[nodiscard]] GraphRecord read_graph(CUgraph graph, std::uint64_t id);
@@ -106,9 +128,13 @@ class GraphCapture final : public CallbackHandler {
  private:
   struct ExecState {
     CUgraph source = nullptr;  // template graph it was instantiated from (may be destroyed)
-    std::shared_ptr<const GraphRecord> record;
+    std::shared_ptr<const GraphRecord> record;  // every node as the exec graph holds it
+    // `record` without the references of disabled nodes: what is checked and published
+    // (the same object when none is disabled).
+    std::shared_ptr<const GraphRecord> checked;
     NodeIndex index;  // template node -> position in record->nodes
     std::map<std::uint64_t, UnreadableNode> unreadable;  // by node id
+    std::set<std::vector<std::uint32_t>> disabled;       // paths (cuGraphNodeSetEnabled 0)
   };
 
   // One resource callback, as much of it as applying it later needs.
@@ -117,6 +143,15 @@ class GraphCapture final : public CallbackHandler {
     CUgraph graph = nullptr;
     CUgraphNode node = nullptr;
     CUgraphExec exec = nullptr;
+    std::thread::id thread;  // the thread of the driver call that fired it
+  };
+  // A GRAPHEXEC_CREATED not yet read: on the thread that instantiates, at its next
+  // instantiate EXIT (another thread's instantiation may still be running: CUDA forbids
+  // using one graph from two threads at once).
+  struct PendingExec {
+    CUgraphExec exec = nullptr;
+    CUgraph graph = nullptr;
+    std::thread::id thread;
   };
   // Holds mutex_ and applies the queued resource events after locking and before unlocking.
   class StateLock {
@@ -145,6 +180,12 @@ class GraphCapture final : public CallbackHandler {
   void on_driver_exec_update(CUpti_CallbackId cbid, const CUpti_CallbackData& data);
   void on_runtime_exec_update(CUpti_CallbackId cbid, const CUpti_CallbackData& data);
 
+  // After any change of `state`: derives its checked record and copies it, with its warning
+  // lines, where `take_retired` finds them.
+  void publish_locked(CUgraphExec exec, ExecState& state);
+  // cuGraphNodeSetEnabled (graph_capture_updates.cc).
+  void node_enabled(CUgraphExec exec, CUgraphNode node, bool enabled);
+  [[nodiscard]] static std::vector<std::string> warning_lines(const ExecState& state);
   void captured(CUgraph graph);
   void instantiated(CUgraphExec exec, CUgraph graph);
   void instantiated_locked(CUgraphExec exec, CUgraph graph);
@@ -157,26 +198,31 @@ class GraphCapture final : public CallbackHandler {
   void exec_memset_updated(CUgraphExec exec, CUgraphNode node,
                            const CUDA_MEMSET_NODE_PARAMS& memset);
   void exec_child_updated(CUgraphExec exec, CUgraphNode node, CUgraph child);
+  void exec_batch_mem_op_updated(CUgraphExec exec, CUgraphNode node,
+                                 const CUstreamBatchMemOpParams* ops, unsigned int count);
   // Replaces one node of an exec record (copy-on-write); `update` edits the copy.
   template <typename Update>
   void update_exec_node(CUgraphExec exec, CUgraphNode node, Update&& update);
 
   DriverApi& api_;
   mutable std::mutex mutex_;
-  // Resource events that found mutex_ busy. queue_mutex_ is never held across a driver call
-  // nor while waiting for mutex_.
+  // Resource events that found mutex_ busy, and the published and retired exec records.
+  // queue_mutex_ is never held across a driver call nor while waiting for mutex_.
   std::mutex queue_mutex_;
   std::vector<ResourceEvent> queued_;
+  std::unordered_map<CUgraphExec, RetiredGraph> published_;  // live exec graphs
+  std::vector<RetiredGraph> retired_;                        // destroyed, not yet taken
   std::string epoch_;
+  bool keep_retired_ = false;
   GraphReader reader_;
   TensorMapTable tensor_maps_;
   std::unordered_map<CUgraph, std::shared_ptr<const GraphRecord>> captured_;
   std::unordered_map<CUgraph, std::vector<UnreadableNode>> captured_unreadable_;
   std::unordered_map<CUgraphExec, ExecState> execs_;
-  // (exec, template) pairs from GRAPHEXEC_CREATED, read at the next instantiate EXIT (so an
-  // instantiate variant this handler does not intercept is still caught); dropped when
-  // either handle is destroyed first.
-  std::vector<std::pair<CUgraphExec, CUgraph>> pending_execs_;
+  // (exec, template) pairs from GRAPHEXEC_CREATED, read at the next instantiate EXIT on the
+  // same thread (so an instantiate variant this handler does not intercept is still
+  // caught); dropped when either handle is destroyed first.
+  std::vector<PendingExec> pending_execs_;
   GraphCaptureStats stats_;
 };
 

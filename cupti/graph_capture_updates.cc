@@ -24,25 +24,6 @@ bool succeeded(const CUpti_CallbackData& data) {
          *static_cast<const int*>(data.functionReturnValue) == 0;
 }
 
-// The node at `path` (see NodeLocation) in `nodes`, or null if the path does not fit.
-Node* locate(NodeList& nodes, const std::vector<std::uint32_t>& path) {
-  if (path.empty() || path[0] >= nodes.size()) {
-    return nullptr;
-  }
-  Node* node = &nodes[path[0]];
-  for (std::size_t k = 1; k + 1 < path.size(); k += 2) {
-    if (path[k] >= node->bodies.size() || path[k + 1] >= node->bodies[path[k]].size()) {
-      return nullptr;
-    }
-    node = &node->bodies[path[k]][path[k + 1]];
-  }
-  return node;
-}
-
-const Node* locate(const NodeList& nodes, const std::vector<std::uint32_t>& path) {
-  return locate(const_cast<NodeList&>(nodes), path);  // NOLINT: only reads through it
-}
-
 // Nodes in `nodes`, bodies included (what a NodeIndex of a read holds).
 std::size_t count_nodes(const NodeList& nodes) {
   std::size_t count = nodes.size();
@@ -126,6 +107,10 @@ void GraphCapture::on_driver_exec_update(CUpti_CallbackId cbid, const CUpti_Call
         case CU_GRAPH_NODE_TYPE_GRAPH:
           exec_child_updated(p.hGraphExec, p.hNode, params.graph.graph);
           break;
+        case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+          exec_batch_mem_op_updated(p.hGraphExec, p.hNode, params.memOp.paramArray,
+                                    params.memOp.count);
+          break;
         default:
           break;  // no address operands graphcheck reads
       }
@@ -143,6 +128,19 @@ void GraphCapture::on_driver_exec_update(CUpti_CallbackId cbid, const CUpti_Call
       if (p.memsetParams != nullptr) {
         exec_memset_updated(p.hGraphExec, p.hNode, *p.memsetParams);
       }
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecBatchMemOpNodeSetParams: {
+      const auto& p = params_of<cuGraphExecBatchMemOpNodeSetParams_params>(data);
+      if (p.nodeParams != nullptr) {
+        exec_batch_mem_op_updated(p.hGraphExec, p.hNode, p.nodeParams->paramArray,
+                                  p.nodeParams->count);
+      }
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphNodeSetEnabled: {
+      const auto& p = params_of<cuGraphNodeSetEnabled_params>(data);
+      node_enabled(p.hGraphExec, p.hNode, p.isEnabled != 0);
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphExecChildGraphNodeSetParams: {
@@ -189,6 +187,11 @@ void GraphCapture::on_runtime_exec_update(CUpti_CallbackId cbid, const CUpti_Cal
       }
       break;
     }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphNodeSetEnabled_v11060: {
+      const auto& p = params_of<cudaGraphNodeSetEnabled_v11060_params>(data);
+      node_enabled(p.hGraphExec, p.hNode, p.isEnabled != 0);
+      break;
+    }
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecUpdate_v10020: {
       const auto& p = params_of<cudaGraphExecUpdate_v10020_params>(data);
       exec_updated(p.hGraphExec, p.hGraph);
@@ -213,7 +216,7 @@ void GraphCapture::update_exec_node(CUgraphExec exec, CUgraphNode node, Update&&
   // Copy on write: readers holding the old record keep a consistent one.
   auto copy = std::make_shared<GraphRecord>(*state.record);
   if (at != state.index.end()) {
-    target = locate(copy->nodes, at->second.path);
+    target = locate_node(copy->nodes, at->second.path);
   }
   if (target == nullptr) {
     throw Error("graphcheck: exec graph " + std::to_string(state.record->id) +
@@ -227,6 +230,7 @@ void GraphCapture::update_exec_node(CUgraphExec exec, CUgraphNode node, Update&&
     state.unreadable[unreadable.id] = std::move(unreadable);
   }
   state.record = std::move(copy);
+  publish_locked(exec, state);
   ++stats_.exec_updates;
 }
 
@@ -254,6 +258,34 @@ void GraphCapture::exec_memset_updated(CUgraphExec exec, CUgraphNode node,
   update_exec_node(exec, node, [&](Node& target, NodeLocation& /*location*/) {
     target.operands = {GraphReader::memset_operand(memset)};
   });
+}
+
+void GraphCapture::exec_batch_mem_op_updated(CUgraphExec exec, CUgraphNode node,
+                                             const CUstreamBatchMemOpParams* ops,
+                                             unsigned int count) {
+  update_exec_node(exec, node, [&](Node& target, NodeLocation& /*location*/) {
+    target.operands = GraphReader::batch_mem_op_operands(ops, count);
+  });
+}
+
+void GraphCapture::node_enabled(CUgraphExec exec, CUgraphNode node, bool enabled) {
+  const StateLock lock(*this);
+  const auto found = execs_.find(exec);
+  if (found == execs_.end()) {
+    return;  // instantiated while graphcheck was not enabled
+  }
+  ExecState& state = found->second;
+  const auto at = state.index.find(node);
+  if (at == state.index.end()) {
+    throw Error("graphcheck: exec graph " + std::to_string(state.record->id) + " had a node " +
+                (enabled ? "enabled" : "disabled") +
+                " that its record does not hold; it is checked as recorded");
+  }
+  const bool changed = enabled ? state.disabled.erase(at->second.path) != 0
+                               : state.disabled.insert(at->second.path).second;
+  if (changed) {
+    publish_locked(exec, state);
+  }
 }
 
 void GraphCapture::exec_child_updated(CUgraphExec exec, CUgraphNode node, CUgraph child) {
@@ -299,8 +331,8 @@ void GraphCapture::exec_updated(CUgraphExec exec, CUgraph graph) {
   const std::size_t before = count_nodes(state.record->nodes);
   std::size_t unpaired = 0;
   for (auto at = state.index.begin(); at != state.index.end();) {
-    const Node* old_node = locate(state.record->nodes, at->second.path);
-    Node* new_node = locate(record->nodes, at->second.path);
+    const Node* old_node = locate_node(state.record->nodes, at->second.path);
+    Node* new_node = locate_node(record->nodes, at->second.path);
     const auto kernel = kernels.find(at->second.path);
     if (old_node == nullptr || new_node == nullptr || old_node->type != new_node->type ||
         kernel == kernels.end()) {
@@ -326,6 +358,7 @@ void GraphCapture::exec_updated(CUgraphExec exec, CUgraph graph) {
     state.unreadable[node.id] = std::move(node);
   }
   state.record = std::move(record);
+  publish_locked(exec, state);
   ++stats_.exec_updates;
   if (unpaired != 0 || update_index.size() != before) {
     throw Error("graphcheck: exec graph " + std::to_string(state.record->id) +

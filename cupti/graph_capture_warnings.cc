@@ -22,17 +22,55 @@ std::string unreadable_line(std::string_view graph_kind, std::uint64_t graph,
 
 }  // namespace
 
+std::vector<std::string> GraphCapture::warning_lines(const ExecState& state) {
+  std::vector<std::string> lines;
+  for (const auto& [node_id, node] : state.unreadable) {
+    lines.push_back(unreadable_line("graph", state.record->id, node));
+  }
+  for (const std::vector<std::uint32_t>& path : state.disabled) {
+    if (const Node* node = locate_node(state.record->nodes, path)) {
+      lines.push_back("note: graph " + std::to_string(state.record->id) + " node " +
+                      std::to_string(node->id) +
+                      (node->name.empty() ? "" : " (kernel " + node->name + ")") +
+                      " is disabled (cuGraphNodeSetEnabled): not checked while disabled");
+    }
+  }
+  return lines;
+}
+
 std::vector<std::string> GraphCapture::exec_warnings(std::uint64_t id) const {
   std::vector<std::string> lines;
   const StateLock lock(*this);
   for (const auto& [exec, state] : execs_) {
     if (state.record->id == id) {
-      for (const auto& [node_id, node] : state.unreadable) {
-        lines.push_back(unreadable_line("graph", id, node));
-      }
+      std::vector<std::string> more = warning_lines(state);
+      lines.insert(lines.end(), more.begin(), more.end());
     }
   }
   return lines;
+}
+
+void GraphCapture::publish_locked(CUgraphExec exec, ExecState& state) {
+  if (state.disabled.empty()) {
+    state.checked = state.record;
+  } else {
+    auto checked = std::make_shared<GraphRecord>(*state.record);
+    for (const std::vector<std::uint32_t>& path : state.disabled) {
+      if (Node* node = locate_node(checked->nodes, path)) {
+        node->params.clear();  // a disabled node runs nothing: it reads and writes nothing
+        node->operands.clear();
+      }
+    }
+    state.checked = std::move(checked);
+  }
+  RetiredGraph published{exec, state.checked, warning_lines(state)};
+  const std::lock_guard<std::mutex> queue_lock(queue_mutex_);
+  published_[exec] = std::move(published);
+}
+
+std::vector<RetiredGraph> GraphCapture::take_retired() {
+  const std::lock_guard<std::mutex> queue_lock(queue_mutex_);
+  return std::exchange(retired_, {});
 }
 
 std::vector<std::string> GraphCapture::warnings() const {
@@ -48,8 +86,8 @@ std::vector<std::string> GraphCapture::warnings() const {
       }
     }
     for (const auto& [exec, state] : execs_) {
-      for (const auto& [node_id, node] : state.unreadable) {
-        execs.emplace_back(state.record->id, unreadable_line("graph", state.record->id, node));
+      for (std::string& line : warning_lines(state)) {
+        execs.emplace_back(state.record->id, std::move(line));
       }
     }
   }

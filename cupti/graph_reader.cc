@@ -62,6 +62,24 @@ std::uint64_t extent(std::size_t width, std::size_t rows, std::size_t depth, std
 
 }  // namespace
 
+Node* locate_node(NodeList& nodes, const std::vector<std::uint32_t>& path) {
+  if (path.empty() || path[0] >= nodes.size()) {
+    return nullptr;
+  }
+  Node* node = &nodes[path[0]];
+  for (std::size_t k = 1; k + 1 < path.size(); k += 2) {
+    if (path[k] >= node->bodies.size() || path[k + 1] >= node->bodies[path[k]].size()) {
+      return nullptr;
+    }
+    node = &node->bodies[path[k]][path[k + 1]];
+  }
+  return node;
+}
+
+const Node* locate_node(const NodeList& nodes, const std::vector<std::uint32_t>& path) {
+  return locate_node(const_cast<NodeList&>(nodes), path);  // NOLINT: only reads through it
+}
+
 GraphReader::GraphReader(DriverApi& api, const TensorMapTable& tensor_maps)
     : api_(api), tensor_maps_(tensor_maps) {}
 
@@ -144,6 +162,12 @@ Node GraphReader::read_node(CUgraphNode handle, NodeIndex* index, std::vector<st
       node.operands.push_back(Operand{"dptr", dptr, 0, Access::kUnknown});
       break;
     }
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: {
+      CUDA_BATCH_MEM_OP_NODE_PARAMS ops{};
+      GRAPHCHECK_CU_CHECK(api_, cu_graph_batch_mem_op_node_get_params(handle, &ops));
+      node.operands = batch_mem_op_operands(ops.paramArray, ops.count);
+      break;
+    }
     case CU_GRAPH_NODE_TYPE_GRAPH: {
       CUgraph child = nullptr;
       GRAPHCHECK_CU_CHECK(api_, cu_graph_child_graph_node_get_graph(handle, &child));
@@ -209,6 +233,35 @@ Operand GraphReader::memset_operand(const CUDA_MEMSET_NODE_PARAMS& memset) {
   const std::uint64_t row = static_cast<std::uint64_t>(memset.width) * memset.elementSize;
   const std::uint64_t size = memset.height <= 1 ? row : (memset.height - 1) * memset.pitch + row;
   return Operand{"dst", memset.dst, size, Access::kWrite};
+}
+
+std::vector<Operand> GraphReader::batch_mem_op_operands(const CUstreamBatchMemOpParams* ops,
+                                                        unsigned int count) {
+  // Reads (waits) first, then writes, each numbered in its own list: the order and roles
+  // an op node's operands have (docs/snapshot-format.md).
+  std::vector<Operand> reads;
+  std::vector<Operand> writes;
+  for (unsigned int i = 0; ops != nullptr && i < count; ++i) {
+    const CUstreamBatchMemOpParams& op = ops[i];
+    switch (op.operation) {
+      case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+      case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+        reads.push_back(Operand{"reads[" + std::to_string(reads.size()) + "]", op.waitValue.address,
+                                op.operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ? 4U : 8U,
+                                Access::kRead});
+        break;
+      case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+      case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+        writes.push_back(
+            Operand{"writes[" + std::to_string(writes.size()) + "]", op.writeValue.address,
+                    op.operation == CU_STREAM_MEM_OP_WRITE_VALUE_32 ? 4U : 8U, Access::kWrite});
+        break;
+      default:
+        break;  // flushes and barriers name no address
+    }
+  }
+  reads.insert(reads.end(), writes.begin(), writes.end());
+  return reads;
 }
 
 }  // namespace graphcheck::cupti

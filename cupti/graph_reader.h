@@ -39,6 +39,12 @@ struct NodeLocation {
 /// @brief Template node handle -> its location in a record (for exec-graph updates).
 using NodeIndex = std::unordered_map<CUgraphNode, NodeLocation>;
 
+/// @brief The node at `path` (see `NodeLocation`) in `nodes`, or null if the path does not
+/// fit. Thread safety: as the list.
+[[nodiscard]] Node* locate_node(NodeList& nodes, const std::vector<std::uint32_t>& path);
+[[nodiscard]] const Node* locate_node(const NodeList& nodes,
+                                      const std::vector<std::uint32_t>& path);
+
 /// @brief A kernel node whose arguments could not be read (issue 18): the record holds it
 /// without arguments, so it yields no reference, and the report names it in `warnings`.
 struct UnreadableNode {
@@ -63,7 +69,8 @@ enum class LayoutSource : std::uint8_t {
 /// Memcpy: device or unified operands become "src" (read) / "dst" (write) with their
 /// extent (x + y*pitch + z*height*pitch ...); host and array operands are skipped (unified
 /// ones that cuPointerGetAttribute says are host memory too). Memset: "dst" (write).
-/// Mem alloc: "alloc". Mem free: "dptr" (size 0). Child graphs and conditional bodies
+/// Mem alloc: "alloc". Mem free: "dptr" (size 0). Batch mem ops: "reads[k]" (waits) and
+/// "writes[k]" (writes) of 4 or 8 bytes. Child graphs and conditional bodies
 /// (when registered with `set_conditional_bodies`) are read recursively. A kernel whose
 /// arguments cannot be read is kept without them (`take_unreadable`); other failing driver
 /// calls fail the whole read.
@@ -89,6 +96,10 @@ class GraphReader {
   }
   [[nodiscard]] std::vector<Operand> memcpy_operands(const CUDA_MEMCPY3D& copy);
   [[nodiscard]] static Operand memset_operand(const CUDA_MEMSET_NODE_PARAMS& memset);
+  /// @brief A batch mem-op node's addresses: the waits as "reads[k]" (read), then the writes
+  /// as "writes[k]" (write), 4 or 8 bytes each; flushes and barriers have none.
+  [[nodiscard]] static std::vector<Operand> batch_mem_op_operands(
+      const CUstreamBatchMemOpParams* ops, unsigned int count);
 
   void set_conditional_bodies(CUgraphNode node, std::vector<CUgraph> bodies);
   /// @brief Drops what is known about `node` (it is being destroyed; handles are reused).

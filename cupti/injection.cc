@@ -83,6 +83,9 @@ InjectionState Injection::initialize() noexcept {
     options.session.error_action = ErrorAction::kExitProcess;
     options.session.launch_check =
         config_.check == CheckWhen::kLaunch ? LaunchCheck::kEveryLaunch : LaunchCheck::kOff;
+    // Check each graph as it is destroyed: the exit check runs from an atexit handler, after
+    // PyTorch has destroyed its graphs (issue 18).
+    options.session.check_at_destroy = config_.check != CheckWhen::kOff;
     options.session.out_dir = config_.out_dir;
     options.session.file_prefix = "graphcheck-" + std::to_string(deps_.pid);
     options.session.log = deps_.err;

@@ -309,11 +309,18 @@ std::string to_text(const Report& report) {
   // Backends add "not checked: ..." lines (nodes whose addresses could not be read, the
   // CUPTI backend's kernels with unreadable arguments); the others are the checker's own
   // overlap warnings (docs/report-format.md).
+  // "note: " lines say what the check covered (graphs checked earlier, or none at all).
   constexpr std::string_view kNotChecked = "not checked: ";
+  constexpr std::string_view kNote = "note: ";
   std::vector<std::string_view> overlaps;
   std::vector<std::string_view> unchecked;
+  std::vector<std::string_view> notes;
   for (const std::string& warning : report.warnings) {
-    (std::string_view(warning).starts_with(kNotChecked) ? unchecked : overlaps).push_back(warning);
+    const std::string_view line(warning);
+    (line.starts_with(kNotChecked) ? unchecked
+     : line.starts_with(kNote)     ? notes
+                                   : overlaps)
+        .push_back(line);
   }
   if (!overlaps.empty()) {
     out += fmt::format(
@@ -331,6 +338,12 @@ std::string to_text(const Report& report) {
         unchecked.size());
     for (const std::string_view warning : unchecked) {
       out += fmt::format("  {}\n", warning.substr(kNotChecked.size()));
+    }
+  }
+  if (!notes.empty()) {
+    out += fmt::format("\nnotes ({}):\n", notes.size());
+    for (const std::string_view note : notes) {
+      out += fmt::format("  {}\n", note.substr(kNote.size()));
     }
   }
   const bool stale_fails =

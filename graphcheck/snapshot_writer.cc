@@ -181,8 +181,13 @@ void write_node(Emitter& emitter, const Node& node) {
       emitter.address(node.operands[0].begin);
       break;
     case NodeType::kOp:
-      emitter.key("name");
-      emitter.string(node.name);
+    case NodeType::kBatchMemOp:
+      if (node.type == NodeType::kOp) {
+        emitter.key("name");
+        emitter.string(node.name);
+      } else if (node.operands.empty()) {
+        break;  // optional keys: batch mem-op nodes without addresses stay as they were
+      }
       // The validator guarantees the reads come first, then the writes.
       for (const Access access : {Access::kRead, Access::kWrite}) {
         emitter.key(access == Access::kRead ? "reads" : "writes");

@@ -221,6 +221,25 @@ if "${python}" -c 'import torch' 2>/dev/null; then
   # Whether the exit check still sees it after Python's finalization ([verify]): recorded.
   note "NOTE torch injection at exit: $(python3 "${scripts}/check_inject_snapshots.py" \
     "${results}/inject-torch" --tag exit --graphs 1 --at-least 2>&1)"
+  # The exit check of a graph destroyed before exit (issue 18): it must be in the exit
+  # report, checked when its exec graph was destroyed; 0 graphs means the check missed it.
+  mkdir -p "${results}/inject-torch-exit"
+  step "injection exit check of a destroyed graph (torch)" inject-torch-exit.log 90 \
+    env CUDA_INJECTION64_PATH="${inject_lib}" GRAPHCHECK_CHECK=exit GRAPHCHECK_POLICY=warn \
+    GRAPHCHECK_OUT="${results}/inject-torch-exit" \
+    "${python}" "${scripts}/inject_torch_smoke.py" --destroy-graph
+  step "the exit report holds the destroyed graph" inject-torch-exit-report.log 30 \
+    python3 - "${results}/inject-torch-exit" <<'PY'
+import glob, json, os, sys
+reports = glob.glob(os.path.join(sys.argv[1], "*-exit-report.json"))
+if not reports:
+    sys.exit("no exit report written: the library did not attach or did not reach its exit check")
+report = json.load(open(reports[0]))
+graphs = report["summary"]["graphs"]
+notes = [w for w in report.get("warnings", []) if w.startswith("note: ")]
+print(f"exit report: {graphs} graph(s); notes: {notes}")
+sys.exit(0 if graphs >= 1 and any("destroyed" in n for n in notes) else 1)
+PY
 else
   note "SKIP injection smoke run (torch): ${python} has no torch"
   ((gpu_present)) && failed=1

@@ -221,6 +221,7 @@ class Engine {
         case NodeType::kMemAlloc:
         case NodeType::kMemFree:
         case NodeType::kOp:
+        case NodeType::kBatchMemOp:
           flush(batch_, scan);
           visit_operands(node, scan);
           break;
@@ -231,7 +232,7 @@ class Engine {
             count += scan_nodes(body, scan);
           }
           break;
-        default:  // host, empty, event, external semaphore, batch mem op: no references
+        default:  // host, empty, event, external semaphore: no references
           break;
       }
     }

@@ -391,6 +391,16 @@ Node read_node(const JsonField& fields, RecordLists& lists) {
         node.operands.push_back(std::move(write));
       }
       break;
+    case NodeType::kBatchMemOp:
+      // Optional: wait addresses read, write addresses written (the CUPTI backend).
+      for (const char* key : {"reads", "writes"}) {
+        if (const std::optional<JsonField> list = fields.optional(key)) {
+          for (Operand& operand : take_list<std::vector<Operand>>(*list, key, lists)) {
+            node.operands.push_back(std::move(operand));
+          }
+        }
+      }
+      break;
     case NodeType::kChildGraph:
       node.bodies.push_back(required_list<NodeList>(fields, "nodes", lists));
       break;
@@ -403,7 +413,6 @@ Node read_node(const JsonField& fields, RecordLists& lists) {
     case NodeType::kEventRecord:
     case NodeType::kExtSemasSignal:
     case NodeType::kExtSemasWait:
-    case NodeType::kBatchMemOp:
       break;
   }
   return node;

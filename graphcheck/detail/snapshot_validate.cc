@@ -267,7 +267,8 @@ class Validator {
         expect(1, R"("dptr" (unknown access, size 0))");
         check(0, "dptr", Access::kUnknown, "");
         break;
-      case NodeType::kOp: {
+      case NodeType::kOp:
+      case NodeType::kBatchMemOp: {
         std::size_t reads = 0;
         while (reads < operands.size() && operands[reads].access == Access::kRead) {
           ++reads;

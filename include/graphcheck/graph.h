@@ -27,7 +27,7 @@ enum class NodeType : std::uint8_t {
   kExtSemasWait,    ///< "ext_semas_wait": no references
   kMemAlloc,        ///< "mem_alloc": operand "alloc", graph-owned in every epoch
   kMemFree,         ///< "mem_free": operand "dptr"
-  kBatchMemOp,      ///< "batch_mem_op": no references read (operands live in device memory)
+  kBatchMemOp,      ///< "batch_mem_op": operands "reads[i]" (waits), "writes[i]" (writes)
   kConditional,     ///< "conditional": one body graph per branch in `Node::bodies`
   kOp,              ///< "op": an ATen op with read and write operands
 };

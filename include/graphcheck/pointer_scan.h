@@ -151,6 +151,7 @@ void scan_nodes(std::uint64_t graph_id, const NodeList& nodes, IsReference& is_r
       case NodeType::kMemAlloc:
       case NodeType::kMemFree:
       case NodeType::kOp:
+      case NodeType::kBatchMemOp:
         reference.param = 0;
         reference.offset = 0;
         for (const Operand& operand : node.operands) {
@@ -165,7 +166,7 @@ void scan_nodes(std::uint64_t graph_id, const NodeList& nodes, IsReference& is_r
           scan_nodes(graph_id, body, is_reference, visit);
         }
         break;
-      default:  // host, empty, event, external semaphore, batch mem op: no references
+      default:  // host, empty, event, external semaphore: no references
         break;
     }
   }

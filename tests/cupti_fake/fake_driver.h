@@ -29,6 +29,7 @@ struct FakeNode {
   CUDA_MEM_ALLOC_NODE_PARAMS alloc{};
   CUdeviceptr freed = 0;
   CUgraph child = nullptr;
+  std::vector<CUstreamBatchMemOpParams> mem_ops;  // CU_GRAPH_NODE_TYPE_BATCH_MEM_OP
 };
 
 struct FakeGraph {
@@ -86,6 +87,8 @@ class FakeDriver : public DriverApi {
   std::map<std::string, CUptiResult> fail_cupti;     // CUPTI method name -> result to return
   std::string other_subscriber;                      // reported with MULTIPLE_SUBSCRIBERS
   std::map<CUdeviceptr, unsigned int> memory_types;  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+  // cuMemGetAddressRange: allocation begin -> size; any address inside one answers.
+  std::map<CUdeviceptr, std::size_t> address_ranges;
   std::map<std::string, int> calls;
   // Called with the method name at the start of every driver call (before `fail`): lets a
   // test stand for what the real driver does meanwhile, e.g. another thread's callback.
@@ -183,6 +186,15 @@ class FakeDriver : public DriverApi {
     *child = node_of(node).child;
     return CUDA_SUCCESS;
   }
+  CUresult cu_graph_batch_mem_op_node_get_params(CUgraphNode node,
+                                                 CUDA_BATCH_MEM_OP_NODE_PARAMS* params) override {
+    if (auto r = injected("cu_graph_batch_mem_op_node_get_params")) return *r;
+    FakeNode& fake = node_of(node);
+    *params = CUDA_BATCH_MEM_OP_NODE_PARAMS{};
+    params->count = static_cast<unsigned int>(fake.mem_ops.size());
+    params->paramArray = fake.mem_ops.data();
+    return CUDA_SUCCESS;
+  }
   CUresult cu_func_get_param_info(CUfunction func, size_t index, size_t* offset,
                                   size_t* size) override {
     if (auto r = injected("cu_func_get_param_info")) return *r;
@@ -213,10 +225,17 @@ class FakeDriver : public DriverApi {
     std::memcpy(data, &found->second, sizeof(found->second));
     return CUDA_SUCCESS;
   }
-  CUresult cu_mem_get_address_range(CUdeviceptr* /*base*/, size_t* /*size*/,
-                                    CUdeviceptr /*pointer*/) override {
+  CUresult cu_mem_get_address_range(CUdeviceptr* base, size_t* size, CUdeviceptr pointer) override {
     if (auto r = injected("cu_mem_get_address_range")) return *r;
-    return CUDA_ERROR_NOT_FOUND;
+    auto found = address_ranges.upper_bound(pointer);
+    if (found == address_ranges.begin() ||
+        pointer >= std::prev(found)->first + std::prev(found)->second) {
+      return CUDA_ERROR_NOT_FOUND;
+    }
+    --found;
+    *base = found->first;
+    *size = found->second;
+    return CUDA_SUCCESS;
   }
   CUresult cu_stream_get_capture_info(CUstream stream, CUstreamCaptureStatus* status,
                                       cuuint64_t* id, CUgraph* graph,

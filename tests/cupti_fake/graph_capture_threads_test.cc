@@ -111,5 +111,41 @@ TEST_F(GraphCaptureThreadsTest, QueuedEventsAreAppliedInOrder) {
   EXPECT_EQ(capture_.stats().execs_destroyed, 1U);
 }
 
+// Thread B is inside its instantiate call (its GRAPHEXEC_CREATED has fired, its EXIT has
+// not): thread A's instantiate EXIT must not read B's graph, which B's call may still be
+// using (CUDA forbids using one graph from two threads at once). B reads it at its own EXIT.
+TEST_F(GraphCaptureThreadsTest, AnotherThreadsExecGraphIsReadOnlyAtThatThreadsExit) {
+  const CUgraph graph_b = graph_with_one_kernel(4);
+  CUgraphExec exec_b = api_.add_exec(40);
+  std::thread thread_b([&] {
+    CUpti_GraphData created{};
+    created.graph = graph_b;
+    created.graphExec = exec_b;
+    resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, created);
+  });
+  thread_b.join();  // B is "still instantiating": no EXIT yet
+
+  const CUgraph graph_a = graph_with_one_kernel(5);
+  const CUgraphExec exec_a = api_.add_exec(50);
+  const int nodes_before = api_.calls["cu_graph_get_nodes"];
+  instantiate(exec_a, graph_a);
+  EXPECT_EQ(callback_error(), "");
+  EXPECT_NE(capture_.exec_graph(exec_a), nullptr);
+  EXPECT_EQ(capture_.exec_graph(exec_b), nullptr)
+      << "thread A read the graph thread B was still instantiating";
+  EXPECT_EQ(api_.calls["cu_graph_get_nodes"] - nodes_before, 2) << "only graph A (count, list)";
+
+  std::thread exit_b([&] {
+    cuGraphInstantiateWithFlags_params params{&exec_b, graph_b, 0};
+    api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
+             &params);
+  });
+  exit_b.join();
+  EXPECT_EQ(callback_error(), "");
+  ASSERT_NE(capture_.exec_graph(exec_b), nullptr);
+  EXPECT_EQ(capture_.exec_graph(exec_b)->id, 40U);
+  EXPECT_EQ(capture_.stats().exec_templates_matched, 2U) << "each EXIT met its own CREATED";
+}
+
 }  // namespace
 }  // namespace graphcheck::cupti

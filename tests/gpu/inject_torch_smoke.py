@@ -5,8 +5,13 @@ captures one small graph with torch.cuda.graph, replays it twice and exits norma
 the graph alive until interpreter shutdown. What it settles (docs/gpu-check.md, [verify]):
 whether the library attaches to a torch process, whether a launch check sees torch's graph,
 and whether the exit check still sees it after Python's finalization (which may destroy the
-CUDAGraph object first). Prints one line; exit status 0 when the replay matched eager.
+CUDAGraph object first). With --destroy-graph it deletes the graph before exiting, as a
+server shutting down does: the exit check (GRAPHCHECK_CHECK=exit) must still report it,
+checked when its exec graph was destroyed (issue 18). Prints one line; exit status 0 when the
+replay matched eager.
 """
+
+import gc
 import sys
 
 import torch
@@ -32,7 +37,12 @@ def main() -> int:
     torch.cuda.synchronize()
     ok = torch.allclose(y, x * w + 1.0)
     print(f"inject_torch_smoke: torch {torch.__version__}, replay matches eager: {ok}")
-    globals()["kept_graph"] = graph  # alive until shutdown: the exit check's case
+    if "--destroy-graph" in sys.argv:
+        del graph  # cudaGraphExecDestroy now, before the atexit check
+        gc.collect()
+        torch.cuda.synchronize()
+    else:
+        globals()["kept_graph"] = graph  # alive until shutdown: the exit check's case
     return 0 if ok else 1
 
 

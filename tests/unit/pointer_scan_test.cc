@@ -157,6 +157,10 @@ TEST_F(PointerScanTest, EveryOperandOfNonKernelNodesIsAReference) {
                     {{"reads[0]", 0x50, 4, Access::kRead}, {"writes[0]", 0x60, 4, Access::kWrite}});
   op.name = "aten::mm";
   graph.nodes.push_back(op);
+  // A batch mem-op node's wait and write addresses (issue 18 §4).
+  graph.nodes.push_back(with_operands(
+      4, NodeType::kBatchMemOp,
+      {{"reads[0]", 0x70, 4, Access::kRead}, {"writes[0]", 0x80, 8, Access::kWrite}}));
   const std::vector<Reference> references = scan(graph);
   std::vector<std::string> roles;
   for (const Reference& r : references) {
@@ -164,8 +168,8 @@ TEST_F(PointerScanTest, EveryOperandOfNonKernelNodesIsAReference) {
     EXPECT_EQ(r.address, r.operand->begin);
     roles.push_back(r.operand->role);
   }
-  EXPECT_EQ(roles,
-            (std::vector<std::string>{"src", "dst", "dst", "dptr", "reads[0]", "writes[0]"}));
+  EXPECT_EQ(roles, (std::vector<std::string>{"src", "dst", "dst", "dptr", "reads[0]", "writes[0]",
+                                             "reads[0]", "writes[0]"}));
 }
 
 TEST_F(PointerScanTest, KernelOperandsAreReferencesAfterTheArgumentWords) {
@@ -195,7 +199,7 @@ TEST_F(PointerScanTest, NodesWithoutOperandsHoldNone) {
   GraphRecord graph{1, "capture", {}};
   for (NodeType type :
        {NodeType::kHost, NodeType::kEmpty, NodeType::kEventWait, NodeType::kEventRecord,
-        NodeType::kExtSemasSignal, NodeType::kExtSemasWait, NodeType::kBatchMemOp}) {
+        NodeType::kExtSemasSignal, NodeType::kExtSemasWait}) {
     Node node = with_operands(graph.nodes.size(), type, {{"x", 0x7f0000001000, 8, Access::kRead}});
     node.params = {{0, le_words({0x7f0000001000})}};
     graph.nodes.push_back(node);

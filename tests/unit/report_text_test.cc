@@ -135,5 +135,17 @@ TEST(TextReport, NodesNotCheckedAreListedApartFromOverlapWarnings) {
   EXPECT_THAT(text, HasSubstr("\n  graph 40 node 1 (kernel gemm): its arguments could not"));
 }
 
+// "note: " lines (the CUPTI backend: graphs checked as they were destroyed, or none checked
+// at all) are listed as notes, neither overlaps nor unread nodes (issue 18 §1).
+TEST(TextReport, NotesAreListedApart) {
+  Report report = report_with({});
+  report.warnings = {"note: 1 graph was checked as its exec graph was destroyed: graph 9"};
+  const std::string text = to_text(report);
+  EXPECT_THAT(text, Not(HasSubstr("overlap warnings")));
+  EXPECT_THAT(text, Not(HasSubstr("nodes not checked")));
+  EXPECT_THAT(text, HasSubstr("\nnotes (1):\n  1 graph was checked as its exec graph was "
+                              "destroyed: graph 9\n"));
+}
+
 }  // namespace
 }  // namespace graphcheck

@@ -125,6 +125,17 @@ TEST(SnapshotNodes, OpListsReadsThenWritesWithTheirIndices) {
                                                  {"writes[0]", 0x300, 8, Access::kWrite}}));
 }
 
+// A batch mem-op node's addresses (issue 18 §4), as an op node's, and written back the same.
+TEST(SnapshotNodes, BatchMemOpListsItsWaitReadsThenWrites) {
+  const Node node = only_node(R"({"id": 0, "type": "batch_mem_op",
+    "reads": [{"begin": "0x100", "size": 4}], "writes": [{"begin": "0x300", "size": 8}]})");
+  EXPECT_EQ(node.operands, (std::vector<Operand>{{"reads[0]", 0x100, 4, Access::kRead},
+                                                 {"writes[0]", 0x300, 8, Access::kWrite}}));
+  Snapshot snapshot = parse_snapshot(with_nodes(R"({"id": 0, "type": "batch_mem_op",
+    "reads": [{"begin": "0x100", "size": 4}], "writes": [{"begin": "0x300", "size": 8}]})"));
+  EXPECT_EQ(parse_snapshot(to_json(snapshot)), snapshot);
+}
+
 TEST(SnapshotNodes, ChildGraphNodesAreItsOnlyBody) {
   const Node node = only_node(R"({"id": 0, "type": "child_graph", "nodes": [
     {"id": 1, "type": "kernel", "name": "k", "params": []}, {"id": 2, "type": "empty"}]})");
@@ -144,7 +155,7 @@ TEST(SnapshotNodes, ConditionalHasOneBodyPerBranch) {
 
 TEST(SnapshotNodes, FieldlessTypesHoldNoReferences) {
   for (const char* type : {"host", "empty", "event_wait", "event_record", "ext_semas_signal",
-                           "ext_semas_wait", "batch_mem_op"}) {
+                           "ext_semas_wait", "batch_mem_op"}) {  // batch_mem_op: keys optional
     const Node node = only_node(std::string(R"({"id": 9, "type": ")") + type + "\"}");
     EXPECT_EQ(to_string(node.type), type);
     EXPECT_TRUE(node.operands.empty() && node.params.empty() && node.bodies.empty()) << type;
