@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from graphcheck._utils import glob_regex
-from graphcheck.zoo.sites import generalize
+from graphcheck.zoo.sites import generalize, is_allocation_label, owner_entry
 
 __all__ = [
     "AllowEntry",
@@ -92,15 +92,6 @@ class Evaluation:
     unverified: list[AllowEntry]
     capture_allowed: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     capture_new: dict[str, list[str]] = dataclasses.field(default_factory=dict)
-
-
-def is_allocation_label(glob: str) -> bool:
-    """True for a capture's allocation label (``aten:aten::view``, ``file.py:12 in f``).
-
-    A census path has a ``:`` only inside a ``['key']``; an allocation label
-    has one outside brackets. Only a capture can match such an entry.
-    """
-    return ":" in re.sub(r"\[[^\]]*\]", "", glob)
 
 
 def _capture_ran(result: Result) -> bool:
@@ -475,10 +466,9 @@ def _capture_lines(name: str, result: Result, written: list[str]) -> list[str]:
     """Entries for the capture's unregistered owners that no census glob already covers."""
     patterns = [glob_regex(g) for g in written]
     owners = (result.get("capture") or {}).get("unregistered") or []
-    extra = sorted({generalize(o) for o in owners if not any(p.fullmatch(o) for p in patterns)})
+    extra = dict(owner_entry(o) for o in owners if not any(p.fullmatch(o) for p in patterns))
     lines: list[str] = []
-    for glob in extra:
-        kind = "allocation label" if is_allocation_label(glob) else "census path"
+    for glob, kind in sorted(extra.items()):
         lines.append(f"# unregistered owner at capture ({kind}), not reached by the census")
         lines.append(f"{name}:{glob}")
     return lines
