@@ -13,7 +13,8 @@ What is here:
   which needs no torch;
 - the registration contract (:mod:`graphcheck.contract`), re-exported here, and the census of
   unregistered tensors (:func:`census`, :class:`Census`, :class:`CensusEntry`);
-- capture and check of any PyTorch model (:func:`capture`, :class:`Capture`), the CPU weights
+- capture and check of any PyTorch model (:func:`capture`, :class:`Capture`; creation sites of
+  the tensors it reads: :func:`record_sites`), the CPU weights
   arena with sleep and wake (:class:`WeightsArena`), the graph-replay test helper
   (:func:`check_graph_replay`, :mod:`graphcheck.testing`) and a reference model
   (:mod:`graphcheck.reference`), on top of the compiled module ``graphcheck._torch``;
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
     from graphcheck import arena, contract, integrations, reference, testing
     from graphcheck._capture import Capture, capture
     from graphcheck._census import RUNTIME_STATE_ATTRS, Census, CensusEntry, census
+    from graphcheck._sites import record_sites
     from graphcheck._watch.output import CheckResult, FindingsError
     from graphcheck._watch.process import checkpoint, current_watch, watch
     from graphcheck._watch.watch import Watch
@@ -123,6 +125,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
         "storage_views",
     ),
     "graphcheck._capture": ("Capture", "capture"),
+    "graphcheck._sites": ("record_sites",),
     "graphcheck._census": ("RUNTIME_STATE_ATTRS", "Census", "CensusEntry", "census"),
     "graphcheck.arena": ("WeightsArena",),
     "graphcheck.testing": ("GraphReplayResult", "ReplayStep", "check_graph_replay"),
@@ -186,13 +189,14 @@ __all__ = [
     "Census",
     "CensusEntry",
     "census",
-    # capture, arena, test helper (graphcheck._capture, graphcheck.arena, graphcheck.testing)
+    # capture, sites, arena, test helper (graphcheck._capture, _sites, arena, testing)
     "Capture",
     "GraphReplayResult",
     "ReplayStep",
     "WeightsArena",
     "capture",
     "check_graph_replay",
+    "record_sites",
     # the pytest fixture's type (graphcheck.pytest_plugin)
     "GraphcheckFixture",
     # the server debug flag (graphcheck._watch)

@@ -13,7 +13,9 @@ parameters and buffers (named by module path), the forward's tensor inputs
 :meth:`Capture.declare_input` add. Memory the graph reads that the registry
 does not cover is an allocation of the epoch, labelled with its census path
 where the census reaches it, else with the Python frame that allocated it in a
-:class:`~graphcheck.WeightsArena`, else with the ATen op that first used it.
+:class:`~graphcheck.WeightsArena`, else with the Python frame that created it where
+:func:`graphcheck.record_sites` (or the warm-up) recorded it (``graphcheck._sites``), else
+with the ATen op that first used it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import torch
 from graphcheck import _core, _torch
 from graphcheck._errors import GraphcheckTypeError, GraphcheckValueError
 from graphcheck._model_registry import EngineState, ModelRegistry, model_registry
+from graphcheck._sites import label_sites, record_sites
 from graphcheck._utils import storage_leaves
 from graphcheck._walk import short_repr as _walk_repr
 from graphcheck.arena import WeightsArena, arena_of
@@ -134,7 +137,7 @@ class Capture:
         self._arena = arena
         self._runtime: list[tuple[str, torch.Tensor, str]] = []
         self._declared_inputs: list[tuple[str, torch.Tensor, str]] = []
-        self._epochs: list[_core.Epoch] = [record.capture_epoch(*self._registry_state(model))]
+        self._epochs = [label_sites(record.capture_epoch(*self._registry_state(model)))]
         self._snapshot = record.snapshot([])
         self._session: _core.CheckSession | None = None  # made by the first check()
 
@@ -279,7 +282,7 @@ class Capture:
 
     def _now(self, label: str, what: str) -> _core.Epoch:
         model = self._live_model(what)
-        return self._record.epoch(label, *self._registry_state(model))
+        return label_sites(self._record.epoch(label, *self._registry_state(model)))
 
     def check(
         self,
@@ -391,8 +394,9 @@ def record_forward(
     propagates with a note naming ``what`` after the window is closed.
     """
     with torch.no_grad():
-        for _ in range(warmup):
-            model(*args, **kwargs)
+        with record_sites():  # what the warm-up creates and caches gets its creation site
+            for _ in range(warmup):
+                model(*args, **kwargs)
         window = _torch.CaptureWindow(arena._native if arena is not None else None, graph_id)
         try:
             for name, tensor in inputs:
@@ -422,8 +426,9 @@ def capture(
     """Capture one forward of ``model`` and record the capture epoch.
 
     Runs ``warmup`` forwards (as before a CUDA graph capture: lazy state gets
-    allocated), then ``model(*args, **kwargs)`` inside the ATen capture window,
-    all under ``torch.no_grad()``. The tensors in ``args`` and ``kwargs``
+    allocated; inside :func:`graphcheck.record_sites`, so that what they create and a cache
+    keeps is labelled by its creation site), then ``model(*args, **kwargs)`` inside the ATen
+    capture window, all under ``torch.no_grad()``. The tensors in ``args`` and ``kwargs``
     (also inside lists, tuples and dicts) are declared static inputs.
     ``arena`` is the :class:`~graphcheck.WeightsArena` the model was loaded
     into; by default the live arena that holds any of the model's parameters

@@ -88,7 +88,8 @@ def test_keyword_and_nested_inputs_are_declared_by_name() -> None:
         def forward(self, pair: list[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
             return pair[0] + pair[1] * mask
 
-    cap = graphcheck.capture(TwoInputs(), [torch.ones(3), torch.ones(3)], mask=torch.ones(3))
+    model = TwoInputs()  # held: a capture keeps its model weakly, and check() reads it
+    cap = graphcheck.capture(model, [torch.ones(3), torch.ones(3)], mask=torch.ones(3))
     assert span_names(cap.snapshot.epochs[0], "input") == {"args[0][0]", "args[0][1]", "mask"}
     assert cap.check().ok
 
@@ -243,7 +244,8 @@ def test_rebinding_reload_is_stale_and_the_replay_reads_the_old_address() -> Non
 
 
 def test_epoch_labels_and_check_errors() -> None:
-    cap = graphcheck.capture(Planted(), torch.ones(2, 8))
+    model = Planted()  # held: a capture keeps its model weakly, and epoch() reads it
+    cap = graphcheck.capture(model, torch.ones(2, 8))
     epoch = cap.epoch("after")
     assert isinstance(epoch, graphcheck.Epoch) and epoch.label == "after"
     assert cap.epochs == ["capture", "after"]
@@ -346,7 +348,8 @@ class Constants(torch.nn.Module):
 
 
 def test_constants_made_in_the_forward_and_autograd_functions_replay() -> None:
-    cap = graphcheck.capture(Constants(), torch.tensor([1.0, 4.0, 9.0]))
+    model = Constants()  # held: a capture keeps its model weakly, and check() reads it
+    cap = graphcheck.capture(model, torch.tensor([1.0, 4.0, 9.0]))
     expected = torch.tensor([6.0, 2.0, 4.0])
     assert torch.equal(cap.output, expected)
     for _ in range(2):

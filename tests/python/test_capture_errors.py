@@ -28,7 +28,8 @@ def nothing_left_installed() -> Iterator[None]:
     allocator = _torch.cpu_allocator()
     yield
     assert _torch.cpu_allocator() == allocator
-    cap = graphcheck.capture(Small(), torch.ones(1, 4))
+    model = Small()  # held: a capture keeps its model weakly, and check() reads it
+    cap = graphcheck.capture(model, torch.ones(1, 4))
     assert cap.check().ok
     assert torch.equal(cap.replay(), cap.output)
 

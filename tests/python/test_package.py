@@ -39,7 +39,7 @@ GRAPHCHECK_ALL = {
     "RUNTIME_STATE_ATTRS", "Census", "CensusEntry", "census",
     # capture, arena, graph-replay test, the pytest fixture's type
     "Capture", "capture", "WeightsArena", "GraphReplayResult", "ReplayStep",
-    "check_graph_replay", "GraphcheckFixture",
+    "check_graph_replay", "record_sites", "GraphcheckFixture",
     # the server debug flag
     "CheckResult", "FindingsError", "Watch", "checkpoint", "current_watch", "watch",
     # submodules

@@ -273,6 +273,25 @@ def test_capture_owners_and_allocation_labels() -> None:
     assert "A:aten:aten::view" in text and text.count("A:layers.*.c") == 1
 
 
+def test_creation_site_owners_are_written_without_their_line(tmp_path: Path) -> None:
+    site = "pkg/m.py:213 in C.index (cached: C.index)"
+    captured = result("built")
+    captured["capture"] = {"summary": {}, "unregistered": [site, "aten:aten::mm"]}
+    out = tmp_path / "baseline.txt"
+    rep.write_allowlist(out, {"A": captured}, "9.9.9")
+    text = out.read_text()
+    assert "# unregistered owner at capture (creation site), not reached by the census" in text
+    assert "# unregistered owner at capture (allocation label)" in text
+    entries = rep.read_zoo_allowlist(out)
+    assert [str(e) for e in entries] == [
+        "A:aten:aten::mm",
+        "A:pkg/m.py:* in C.index (cached: C.index)",
+    ]
+    moved = dict(captured, capture={"summary": {}, "unregistered": [site.replace("213", "250")]})
+    ev = rep.evaluate({"A": moved}, entries[1:])  # the line moved: the entry still allows it
+    assert ev.capture_allowed["A"] == [site.replace("213", "250")] and not ev.stale
+
+
 def test_site_globs() -> None:
     assert rep.site_globs(["enc.a.0.pad", "enc.a.3.b.1.pad", "dec.a.0.pad"]) == ["*.pad"]
     assert rep.site_globs(["q.s.layers.0.cb._e", "q.a.layers.3.cb._e"]) == ["q.*.layers.*.cb._e"]

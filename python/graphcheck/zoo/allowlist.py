@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from graphcheck._utils import glob_regex
-from graphcheck.zoo.sites import generalize
+from graphcheck.zoo.sites import generalize, is_allocation_label, owner_entry
 
 __all__ = [
     "AllowEntry",
@@ -68,15 +68,6 @@ def read_zoo_allowlist(path: str | Path) -> list[AllowEntry]:
             )
         entries.append(AllowEntry(arch.strip(), glob.strip(), number))
     return entries
-
-
-def is_allocation_label(glob: str) -> bool:
-    """True for a capture's allocation label (``aten:aten::view``, ``file.py:12 in f``).
-
-    A census path has a ``:`` only inside a ``['key']``; an allocation label
-    has one outside brackets. Only a capture can match such an entry.
-    """
-    return ":" in re.sub(r"\[[^\]]*\]", "", glob)
 
 
 def site_globs(paths: Iterable[str]) -> list[str]:
@@ -159,10 +150,9 @@ def _capture_lines(name: str, result: Result, written: list[str]) -> list[str]:
     """Entries for the capture's unregistered owners that no census glob already covers."""
     patterns = [glob_regex(g) for g in written]
     owners = (result.get("capture") or {}).get("unregistered") or []
-    extra = sorted({generalize(o) for o in owners if not any(p.fullmatch(o) for p in patterns)})
+    extra = dict(owner_entry(o) for o in owners if not any(p.fullmatch(o) for p in patterns))
     lines: list[str] = []
-    for glob in extra:
-        kind = "allocation label" if is_allocation_label(glob) else "census path"
+    for glob, kind in sorted(extra.items()):
         lines.append(f"# unregistered owner at capture ({kind}), not reached by the census")
         lines.append(f"{name}:{glob}")
     return lines

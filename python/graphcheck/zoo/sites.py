@@ -8,6 +8,9 @@ attribute, the attribute, and the file that defines the class
 :func:`resolve_site` walks the path back through the model to find it;
 :func:`generalize` turns a path into the glob that covers every layer
 (``encoder.layer.*.attention...``), one glob per site in an allowlist.
+A capture's owner that no attribute reaches is an allocation label instead, best its
+creation site (``transformers/.../modeling_beit.py:213 in f (cached: f)``, graphcheck._sites);
+:func:`owner_entry` makes its allowlist glob.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ import inspect
 import re
 from typing import Any
 
-__all__ = ["generalize", "resolve_site", "split_path"]
+__all__ = ["generalize", "is_allocation_label", "owner_entry", "resolve_site", "split_path"]
 
 _TOKEN = re.compile(r"\[(?:'((?:[^'\\]|\\.)*)'|([^\]]*))\]|\.?([^.\[]+)")
+# A capture owner labelled by its creation site: "file:line in function (cached: name)".
+_CREATION_SITE = re.compile(r"(?P<file>[^\[\]]+):(?P<line>\d+) in (?P<rest>.+)")
 
 
 def split_path(path: str) -> list[tuple[str, str]]:
@@ -40,6 +45,29 @@ def generalize(path: str) -> str:
     out = re.sub(r"(?<=\.)\d+(?=\.|$|\[)", "*", path)
     out = re.sub(r"^\d+(?=\.|\[|$)", "*", out)
     return re.sub(r"\[\d+\]", "[*]", out)
+
+
+def is_allocation_label(glob: str) -> bool:
+    """True for a capture's allocation label (``aten:aten::view``, ``file.py:12 in f``).
+
+    A census path has a ``:`` only inside a ``['key']``; an allocation label
+    has one outside brackets. Only a capture can match such an entry.
+    """
+    return ":" in re.sub(r"\[[^\]]*\]", "", glob)
+
+
+def owner_entry(owner: str) -> tuple[str, str]:
+    """The allowlist glob of a capture owner (unregistered at capture), and what it is.
+
+    A creation site (``file.py:12 in f (cached: f)``) loses its line: the entry survives edits
+    above the function. A census path gets :func:`generalize`; other labels stay.
+    """
+    site = _CREATION_SITE.fullmatch(owner)
+    if site is not None:
+        return f"{site['file']}:* in {site['rest']}", "creation site"
+    if is_allocation_label(owner):
+        return owner, "allocation label"
+    return generalize(owner), "census path"
 
 
 def _step(obj: Any, kind: str, name: str) -> Any:

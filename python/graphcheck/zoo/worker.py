@@ -5,8 +5,10 @@ levels of :mod:`graphcheck.zoo.tiny_config` in order), takes the static census,
 runs the warm-up forward where the main input is token ids, pixel values or
 input features, takes the census again (tensors that the forward created and
 kept, such as lazily built rotary caches), and leaves the capture phase to
-:mod:`graphcheck.zoo.capture_phase`. Every failure is recorded in the result
-(exception class and first line), never raised.
+:mod:`graphcheck.zoo.capture_phase`. The build and the warm-up forward run inside
+:func:`graphcheck.record_sites`: a tensor they leave in a process-global cache or a module
+global, which the capture reads later, is labelled by its creation site. Every failure is
+recorded in the result (exception class and first line), never raised.
 
 The result is a JSON-ready dict; ``emit(result)`` is called after each phase
 so that the runner keeps what finished when a later phase crashes or hangs.
@@ -329,6 +331,7 @@ def _try_level(
 ) -> _Level | None:
     import torch
 
+    from graphcheck import record_sites
     from graphcheck.zoo.inputs import MAIN_INPUTS
 
     seconds = result["seconds"]
@@ -337,7 +340,8 @@ def _try_level(
     t0 = time.perf_counter()
     try:
         torch.manual_seed(seed)
-        model = _build(cls, _make_config(cls, arch, base, level), level)
+        with record_sites():
+            model = _build(cls, _make_config(cls, arch, base, level), level)
     except Exception as exc:
         attempt["error"] = error_line(exc)
         return None
@@ -358,7 +362,8 @@ def _try_level(
         return current
     t1 = time.perf_counter()
     try:
-        current.attempt, current.inputs = _forward(model, main_input, seed)
+        with record_sites():  # a process-global cache filled here is read by the capture
+            current.attempt, current.inputs = _forward(model, main_input, seed)
     except Exception as exc:
         attempt["forward_error"] = error_line(exc)
         return current
