@@ -70,6 +70,20 @@ class PyRecord {
  public:
   PyRecord(libtorch::CaptureRecord record, std::shared_ptr<PyArena> arena)
       : record_(std::move(record)), arena_(std::move(arena)) {}
+  PyRecord(const PyRecord&) = delete;
+  PyRecord& operator=(const PyRecord&) = delete;
+  PyRecord(PyRecord&&) = delete;
+  PyRecord& operator=(PyRecord&&) = delete;
+
+  // The kept ops may hold the last reference to a c10d ProcessGroup, whose destructor joins
+  // its worker threads; one of them may be waiting for the GIL (to release a tensor's Python
+  // object). Destroying the graph while holding the GIL deadlocks: drop it without.
+  ~PyRecord() {
+    if (record_.replayable && PyGILState_Check() != 0) {
+      const py::gil_scoped_release release;
+      record_.replayable.reset();
+    }
+  }
 
   [[nodiscard]] Epoch epoch(const std::string& label, RegistryState state,
                             Liveness liveness) const {
