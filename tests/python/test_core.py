@@ -94,6 +94,7 @@ def test_lazy_names_match_their_modules() -> None:
         "graphcheck.contract",
         "graphcheck._capture",
         "graphcheck._census",
+        "graphcheck._sites",
         "graphcheck.arena",
         "graphcheck.testing",
         "graphcheck._watch.output",
