@@ -20,9 +20,10 @@ with the ATen op that first used it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 import torch
@@ -385,16 +386,19 @@ def record_forward(
     arena: WeightsArena | None,
     inputs: Iterable[tuple[str, torch.Tensor]],
     graph_id: int = 1,
+    warm_up_in: Callable[[], contextlib.AbstractContextManager[object]] = record_sites,
 ) -> tuple[_torch.CaptureRecord, Any]:
     """Runs ``warmup`` forwards, then one inside the ATen capture window; ``(record, output)``.
 
     The arguments as :func:`capture_arguments` returned them; ``inputs`` are declared static
     inputs before the forward runs, ``graph_id`` is the id the record's graph gets (the watch
-    numbers its graphs). All under ``torch.no_grad()``. When the forward raises, its exception
+    numbers its graphs). The warm-up runs inside ``warm_up_in()``: by default
+    :func:`graphcheck.record_sites`, so that what it creates and a cache keeps is labelled by
+    its creation site. All under ``torch.no_grad()``. When the forward raises, its exception
     propagates with a note naming ``what`` after the window is closed.
     """
     with torch.no_grad():
-        with record_sites():  # what the warm-up creates and caches gets its creation site
+        with warm_up_in():
             for _ in range(warmup):
                 model(*args, **kwargs)
         window = _torch.CaptureWindow(arena._native if arena is not None else None, graph_id)

@@ -329,6 +329,10 @@ class Watch:
             arena=arena,
             inputs=inputs,
             graph_id=graph_id,
+            # An engine's model may be compiled: a torch function mode around its warm-up makes
+            # dynamo recompile it (the mode stack is guarded), and the twin then records another
+            # forward than the engine runs. The watch leaves the warm-up as the engine has it.
+            warm_up_in=contextlib.nullcontext,
         )
         source = ModelSource([("model", weakref.ref(model))])
         with self._lock:
