@@ -241,22 +241,15 @@ def run_hook(
 
 
 def _after(function: Callable[..., Any], point: PatchPoint, hook: AfterHook) -> Callable[..., Any]:
+    # A PROFILE_CAPTURES method runs inside a profiling window; every other one as it is.
+    def scope() -> contextlib.AbstractContextManager[None]:
+        if point.action is Action.PROFILE_CAPTURES:
+            return profiling_captures(point.key)
+        return contextlib.nullcontext()
+
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        result = function(*args, **kwargs)
-        run_hook(hook, point, result, args, kwargs)
-        return result
-
-    setattr(wrapper, _PATCHED, point.key)
-    return wrapper
-
-
-def _profiling(
-    function: Callable[..., Any], point: PatchPoint, hook: AfterHook
-) -> Callable[..., Any]:
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with profiling_captures(point.key):
+        with scope():
             result = function(*args, **kwargs)
         run_hook(hook, point, result, args, kwargs)
         return result
@@ -299,8 +292,7 @@ def patch_methods(
             report.patched.append(point.key)
             continue
         raw = owner.__dict__.get(name)
-        wrap = _profiling if point.action is Action.PROFILE_CAPTURES else _after
-        wrapper = wrap(function, point, hook)
+        wrapper = _after(function, point, hook)
         with _LOCK:
             setattr(owner, name, classmethod(wrapper) if isinstance(raw, classmethod) else wrapper)
         undo.append(functools.partial(_restore, owner, name, raw))
