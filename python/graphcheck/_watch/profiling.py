@@ -71,12 +71,6 @@ class ProfilingCaptures:
             self._skipped += 1
             return True
 
-    @property
-    def active(self) -> bool:
-        """Whether a window is open."""
-        with self._lock:
-            return self._depth > 0
-
     def take_notes(self) -> tuple[str, ...]:
         """The notes of the windows closed since the last call (for the next check point)."""
         with self._lock:
