@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 
 namespace graphcheck::cupti {
 namespace {
@@ -47,6 +48,11 @@ constexpr CUpti_CallbackId kCallbacks[] = {
 // The pool of an allocation made inside a stream capture: an alloc node's graph memory
 // ("graph:..." is a graph pool to the checker, docs/verdicts.md rule 7).
 constexpr std::string_view kGraphPool = "graph:alloc_node";
+// The pool of a segment cuMemAlloc made on a thread while a capture it began is open: a
+// caching allocator's graph pool (PyTorch's private pools grow only then, by cudaMalloc from
+// the capturing thread), so memory another graph of a shared pool produced, and the buffers
+// generated code allocates without a dispatcher op, are graph memory [verify on a GPU].
+constexpr std::string_view kCapturePool = "graph:capture_segment";
 
 template <typename Params>
 const Params& as(const void* params) {
@@ -198,6 +204,16 @@ void AllocationTracker::on_enter(CUpti_CallbackId cbid, const void* params) {
   }
 }
 
+std::string_view AllocationTracker::segment_pool_locked() const {
+  const std::thread::id self = std::this_thread::get_id();
+  for (const auto& [stream, thread] : capturing_) {
+    if (thread == self) {
+      return kCapturePool;
+    }
+  }
+  return "default";
+}
+
 void AllocationTracker::on_exit(CUpti_CallbackId cbid, const void* params) {
   if (on_exit_mapped(cbid, params)) {
     return;
@@ -209,7 +225,8 @@ void AllocationTracker::on_exit(CUpti_CallbackId cbid, const void* params) {
       const auto& p = as<cuMemAlloc_v2_params>(params);
       std::string text = api_label("cuMemAlloc_v2");
       const std::scoped_lock lock(mutex_);
-      table_.add(out_address(p.dptr), p.bytesize, "default", std::move(text));
+      table_.add(out_address(p.dptr), p.bytesize, std::string(segment_pool_locked()),
+                 std::move(text));
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
@@ -217,7 +234,8 @@ void AllocationTracker::on_exit(CUpti_CallbackId cbid, const void* params) {
       const std::uint64_t pitch = p.pPitch == nullptr ? p.WidthInBytes : *p.pPitch;
       std::string text = api_label("cuMemAllocPitch_v2");
       const std::scoped_lock lock(mutex_);
-      table_.add(out_address(p.dptr), pitch * p.Height, "default", std::move(text));
+      table_.add(out_address(p.dptr), pitch * p.Height, std::string(segment_pool_locked()),
+                 std::move(text));
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
@@ -258,7 +276,7 @@ void AllocationTracker::on_exit(CUpti_CallbackId cbid, const void* params) {
     case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz: {
       // Every form's parameter struct starts with the stream.
       const std::scoped_lock lock(mutex_);
-      capturing_.insert(as<cuStreamBeginCapture_params>(params).hStream);
+      capturing_[as<cuStreamBeginCapture_params>(params).hStream] = std::this_thread::get_id();
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve: {

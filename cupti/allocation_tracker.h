@@ -14,7 +14,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_set>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "cupti/allocation_table.h"
@@ -50,7 +51,13 @@ struct TrackerOptions {
 /// the reservation (cuMemMap), and "graph:alloc_node" for cuMemAllocAsync/FromPoolAsync on
 /// a stream being captured (cuStreamBeginCapture* .. cuStreamEndCapture): that is an alloc
 /// node's graph memory, a graph pool to the checker in every graph, so a later graph that
-/// reads or frees it is judged `graph`. cuMemFreeAsync on a capturing stream adds a free
+/// reads or frees it is judged `graph`.
+/// "graph:capture_segment" for cuMemAlloc/cuMemAllocPitch on a thread while a capture it
+/// began is open: how a caching allocator's graph pool grows (PyTorch's private and shared
+/// graph pools get their segments only then, from the capturing thread), so the pool's
+/// memory, which one graph produces and the next reads, is `graph` in every graph, not
+/// `unregistered`. Segments a pool got before the capture and `expandable_segments` (VMM)
+/// are not told apart [verify on a GPU]. cuMemFreeAsync on a capturing stream adds a free
 /// node and frees nothing, so it keeps the entry (issue 18; docs/cupti.md). Streams that
 /// join a capture through an event are not seen as capturing [verify on a GPU].
 /// Memory mapped from elsewhere (allocation_tracker_mapped.cc): "ipc" for cuIpcOpenMemHandle
@@ -100,7 +107,11 @@ class AllocationTracker final : public CallbackHandler {
   DriverApi* api_ = nullptr;
   mutable std::mutex mutex_;
   AllocationTable table_;
-  std::unordered_set<CUstream> capturing_;  // streams between begin and end of a capture
+  // "default", or the capture pool when this thread began a capture that is still open.
+  [[nodiscard]] std::string_view segment_pool_locked() const;
+
+  // Streams between begin and end of a capture, and the thread that began each.
+  std::unordered_map<CUstream, std::thread::id> capturing_;
   std::uint64_t sequence_ = 0;
   std::atomic<std::uint64_t> events_{0};
   std::atomic<std::uint64_t> ipc_unsized_{0};

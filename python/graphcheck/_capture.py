@@ -138,7 +138,7 @@ class Capture:
         self._arena = arena
         self._runtime: list[tuple[str, torch.Tensor, str]] = []
         self._declared_inputs: list[tuple[str, torch.Tensor, str]] = []
-        self._epochs = [label_sites(record.capture_epoch(*self._registry_state(model)))]
+        self._epochs = [self._finish_epoch(record.capture_epoch(*self._registry_state(model)))]
         self._snapshot = record.snapshot([])
         self._session: _core.CheckSession | None = None  # made by the first check()
 
@@ -283,7 +283,11 @@ class Capture:
 
     def _now(self, label: str, what: str) -> _core.Epoch:
         model = self._live_model(what)
-        return label_sites(self._record.epoch(label, *self._registry_state(model)))
+        return self._finish_epoch(self._record.epoch(label, *self._registry_state(model)))
+
+    def _finish_epoch(self, epoch: _core.Epoch) -> _core.Epoch:
+        """What every epoch the record builds goes through (labels by creation site)."""
+        return label_sites(epoch)
 
     def check(
         self,

@@ -2,11 +2,14 @@
 // free node and frees nothing yet; it must be passed a graph allocation (cuda.h,
 // cuMemFreeAsync), which may come from an earlier graph's alloc node. Such a free is
 // legitimate: its address is graph memory (verdict `graph`), never `dangling`.
+// A caching allocator's graph pools (issue 18 §4): the segments cuMemAlloc makes on the
+// capturing thread while its capture is open are graph memory in every later graph.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "cupti/backend.h"
 #include "cupti_fake/fake_driver.h"
@@ -39,6 +42,19 @@ class GraphMemoryTest : public ::testing::Test {
   void begin_capture() {
     cuStreamBeginCapture_v2_params params{stream_, CU_STREAM_CAPTURE_MODE_GLOBAL};
     call(CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, &params);
+  }
+  void allocate(CUdeviceptr address, std::size_t bytes) {
+    CUdeviceptr out = address;
+    cuMemAlloc_v2_params params{&out, bytes};
+    call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &params);
+  }
+  std::string pool_at(CUdeviceptr address) const {
+    for (const Allocation& allocation : backend_->tracker().allocations()) {
+      if (allocation.begin == address) {
+        return allocation.pool;
+      }
+    }
+    return "(none)";
   }
   void end_capture(CUgraph graph) {
     cuStreamEndCapture_params params{stream_, &graph};
@@ -114,6 +130,48 @@ TEST_F(GraphMemoryTest, AFreeOutsideACaptureStillEndsTheAllocation) {
   cuMemFreeAsync_params free{kGraphMemory, stream_};
   call(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, &free);
   EXPECT_TRUE(backend_->tracker().allocations().empty());
+}
+
+TEST_F(GraphMemoryTest, SegmentsAllocatedDuringACaptureAreGraphMemoryInTheNextGraph) {
+  constexpr CUdeviceptr kBefore = 0x7f0000800000;
+  constexpr CUdeviceptr kPoolSegment = 0x7f0000a00000;
+  constexpr CUdeviceptr kOtherThread = 0x7f0000c00000;
+  constexpr CUdeviceptr kAfter = 0x7f0000e00000;
+  allocate(kBefore, 2 << 20);  // the default pool, before any capture
+  // Graph 1: the caching allocator grows the graph's pool by cudaMalloc on the capturing
+  // thread; another thread's cudaMalloc meanwhile is no graph's.
+  begin_capture();
+  allocate(kPoolSegment, 2 << 20);
+  std::thread([&] { allocate(kOtherThread, 2 << 20); }).join();
+  CUgraph first = api_.add_graph(1);
+  end_capture(first);
+  instantiate(api_.add_exec(11), first);
+  allocate(kAfter, 2 << 20);  // the capture ended: the default pool again
+  EXPECT_EQ(pool_at(kBefore), "default");
+  EXPECT_EQ(pool_at(kPoolSegment), "graph:capture_segment");
+  EXPECT_EQ(pool_at(kOtherThread), "default");
+  EXPECT_EQ(pool_at(kAfter), "default");
+
+  // Graph 2 reads graph 1's output in the shared pool and a tensor of the default pool.
+  begin_capture();
+  CUgraph second = api_.add_graph(2);
+  CUdeviceptr words[2] = {kPoolSegment + 4096, kBefore + 256};
+  void* args[2] = {&words[0], &words[1]};
+  FakeNode kernel;
+  kernel.type = CU_GRAPH_NODE_TYPE_KERNEL;
+  kernel.id = 2;
+  kernel.kernel.func = api_.add_function("next_piece", {{0, 8}, {8, 8}});
+  kernel.kernel.kernelParams = args;
+  api_.add_node(second, kernel);
+  end_capture(second);
+  instantiate(api_.add_exec(12), second);
+  ASSERT_TRUE(backend_->dispatcher().take_error().ok());
+
+  const Report report = backend_->session().check_now("now");
+  EXPECT_EQ(report.summary.count(Verdict::kGraph), 1U) << to_text(report);
+  ASSERT_EQ(report.findings.size(), 1U) << to_text(report);
+  EXPECT_EQ(report.findings[0].verdict, Verdict::kUnregistered);
+  EXPECT_EQ(report.findings[0].address, kBefore + 256);
 }
 
 }  // namespace

@@ -14,7 +14,11 @@ graph holds it as a memset node. Expected, by construction:
   registered it);
 - a word of an elementwise kernel's arguments (``weight * 2``) lies in the registered
   weight (at least one ``registered`` reference);
-- the replay works (the watch changed nothing in the capture).
+- the replay works (the watch changed nothing in the capture);
+- a second graph captured into the first one's pool (``pool=graph.pool()``, as vLLM shares
+  one pool between its captures) reads the first graph's output, memory of that pool: no
+  ``unregistered`` finding in it, at least one ``graph`` reference (issue 18 §4, the
+  caching allocator's segments of a watched graph's pool are graph memory).
 
 Writes ``DIR/reader/`` (the watch's reports and snapshots) and ``DIR/watch-reader-smoke.json``;
 prints one line. Exit status 0 when the expectations held, 1 otherwise, and 0 with ``SKIP``
@@ -83,6 +87,13 @@ def main() -> int:
     with torch.no_grad():
         replay_ok = bool(torch.allclose(output, model(static)))
         replay_ok = replay_ok and bool(torch.equal(scaled, model.weight * 2))
+    second_graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(second_graph, pool=graph.pool()), torch.no_grad():
+        tripled = output * 3  # the first graph's output: memory of the shared pool
+    second = watch.last
+    second_graph.replay()
+    torch.cuda.synchronize()
+    replay_ok = replay_ok and bool(torch.equal(tripled, output * 3))
     memset_ran = bool((hidden.view(torch.int32) == 0x01010101).all())
 
     problems: list[str] = []
@@ -118,6 +129,18 @@ def main() -> int:
             problems.append(f"memset findings {[(f.verdict, f.detail) for f in hits]}")
         if first.report.summary["registered"] < 1:
             problems.append("no registered reference (the weight word of weight * 2)")
+    if second is None or second is first:
+        problems.append("the second capture, into the first one's pool, was not recorded")
+    else:
+        begin = output.untyped_storage().data_ptr()
+        end = begin + output.untyped_storage().nbytes()
+        pooled = [
+            (f.verdict, f.owner)
+            for f in second.report.findings
+            if f.verdict == "unregistered" and begin <= f.address < end
+        ]
+        if pooled or second.report.summary["graph"] < 1:
+            problems.append(f"the shared pool's memory: findings {pooled}, counts {second.counts}")
     if not replay_ok or not memset_ran:
         problems.append(f"replay matches eager: {replay_ok}; memset ran: {memset_ran}")
     summary = {
@@ -127,6 +150,7 @@ def main() -> int:
         "reader": None if watched is None else watched.reader,
         "nodes": [(n.id, n.type, n.name) for n in nodes],
         "counts": None if first is None else first.counts,
+        "second_counts": None if second is None else second.counts,
         "notes": [] if first is None else list(first.notes),
         "problems": problems,
     }

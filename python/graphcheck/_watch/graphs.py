@@ -1,12 +1,15 @@
 """The graphs a watch records: :class:`WatchedGraph` and its :class:`WatchedCapture`.
 
 A :class:`WatchedCapture` is a :class:`graphcheck.Capture` whose model is resolved at every
-epoch from a :class:`~graphcheck._watch.registry.ModelSource` and whose model registry comes
-from the :class:`~graphcheck._watch.registry.RegistryCache` every graph of the watch shares.
+epoch from a :class:`~graphcheck._watch.registry.ModelSource`, whose model registry comes
+from the :class:`~graphcheck._watch.registry.RegistryCache` every graph of the watch shares,
+and whose epochs hold the segments of the CUDA graph pools
+(:class:`~graphcheck._watch.graph_pools.GraphPools`) for a CUDA capture.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -15,10 +18,11 @@ from graphcheck import _core, _torch
 from graphcheck._capture import Capture
 from graphcheck._model_registry import ModelRegistry
 from graphcheck._watch.cuda_capture import READER_DISPATCHER
+from graphcheck._watch.graph_pools import GraphPools
 from graphcheck._watch.registry import ModelSource, RegistryCache
 from graphcheck.arena import WeightsArena
 
-__all__ = ["WatchedCapture", "WatchedGraph", "watched_capture"]
+__all__ = ["WatchedCapture", "WatchedGraph", "check_graphs", "watched_capture"]
 
 
 class WatchedCapture(Capture):
@@ -37,9 +41,11 @@ class WatchedCapture(Capture):
         output: Any,
         inputs: tuple[tuple[Any, ...], dict[str, Any]],
         arena: WeightsArena | None,
+        pools: GraphPools | None,
     ) -> None:
         self._source = source
         self._registry = registry
+        self._pools = pools
         # A bare module stands in when no model was alive at capture: every address is judged
         # against an empty registry until the source finds one.
         self._fallback = model if type(model) is torch.nn.Module else None
@@ -64,6 +70,10 @@ class WatchedCapture(Capture):
     def _model_registry(self, model: torch.nn.Module) -> ModelRegistry:
         return self._registry.state(model)
 
+    def _finish_epoch(self, epoch: _core.Epoch) -> _core.Epoch:
+        epoch = super()._finish_epoch(epoch)
+        return epoch if self._pools is None else self._pools.apply(epoch)
+
 
 def watched_capture(
     source: ModelSource,
@@ -72,12 +82,16 @@ def watched_capture(
     output: Any = None,
     inputs: tuple[tuple[Any, ...], dict[str, Any]] = ((), {}),
     arena: WeightsArena | None = None,
+    pools: GraphPools | None = None,
 ) -> WatchedCapture:
-    """A capture of ``record`` whose model comes from ``source`` (the capture epoch now)."""
+    """A capture of ``record`` whose model comes from ``source`` (the capture epoch now).
+
+    ``pools``: the graph pools whose segments each epoch holds (a CUDA capture's).
+    """
     model = source.resolve()
     if model is None:
         model = torch.nn.Module()  # nothing to register: every address is judged bare
-    return WatchedCapture(source, registry, model, record, output, inputs, arena)
+    return WatchedCapture(source, registry, model, record, output, inputs, arena, pools)
 
 
 class WatchedGraph:
@@ -118,3 +132,29 @@ class WatchedGraph:
         n = self._labels.get(label, 0) + 1
         self._labels[label] = n
         return label if n == 1 else f"{label}-{n}"
+
+
+def check_graphs(
+    graphs: list[WatchedGraph], label: str, *, fresh: bool, allow: Iterable[str]
+) -> tuple[list[_core.Report], list[WatchedGraph], list[str]]:
+    """Checks each graph at a check point: its reports, the graphs checked, and the skipped.
+
+    ``fresh``: record a new epoch ``label`` (``label-2``, ... when repeated) for each graph and
+    check that; else check each in its capture epoch. A graph that cannot be checked (its
+    model was freed) is skipped with a line saying why; the others are marked checked.
+    """
+    reports, checked, skipped = [], [], []
+    for graph in graphs:
+        try:
+            if fresh:
+                epoch = graph.next_label(label)
+                graph.capture.epoch(epoch)
+            else:
+                epoch = graph.capture.epochs[0]
+            reports.append(graph.capture.check(epoch, allow=allow))
+        except _core.GraphcheckError as exc:
+            skipped.append(f"graph {graph.id}: {exc}")
+            continue
+        graph.checked = True
+        checked.append(graph)
+    return reports, checked, skipped

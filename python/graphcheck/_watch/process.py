@@ -63,7 +63,7 @@ def watch(
     A process has one watch: calling this again returns it, adding ``model``
     and changing the settings given. ``options`` go to :class:`~graphcheck.Watch` for a new
     watch (tests: ``graph_class``, ``hooks_module``, ``device_of``, ``graph_reader``,
-    ``cuda_hooks``, ``allocator_history``). Thread-safe.
+    ``graph_segments``, ``cuda_hooks``, ``allocator_history``). Thread-safe.
     """
     global _ACTIVE
     env = settings_from_env() if env_configured() else None

@@ -29,14 +29,19 @@ from typing import Any
 
 import torch
 
-from graphcheck import _core
 from graphcheck._capture import capture_arguments, record_forward
 from graphcheck._census import census
 from graphcheck._errors import GraphcheckValueError
 from graphcheck._model_registry import ENGINE_STATE_REASON, EngineState
 from graphcheck._watch.cuda_capture import CudaCaptures, CudaGraphReader, GraphReader
 from graphcheck._watch.cuda_hooks import AllocatorHistory, CaptureHooks, capture_device
-from graphcheck._watch.graphs import WatchedCapture, WatchedGraph, watched_capture
+from graphcheck._watch.graph_pools import GraphPools, SegmentSource, torch_segments
+from graphcheck._watch.graphs import (
+    WatchedCapture,
+    WatchedGraph,
+    check_graphs,
+    watched_capture,
+)
 from graphcheck._watch.output import (
     CheckResult,
     FindingsError,
@@ -66,7 +71,9 @@ class Watch:
     hooks of ``hooks_module``; ``device_of`` names a graph's device; ``allocator_history``
     records the caching allocator's frames; ``on_close`` is called once by :meth:`close`;
     ``graph_reader`` reads each CUDA graph's nodes (default
-    :class:`~graphcheck._watch.cuda_capture.CudaGraphReader`; None: the dispatcher's ops).
+    :class:`~graphcheck._watch.cuda_capture.CudaGraphReader`; None: the dispatcher's ops);
+    ``graph_segments`` lists the caching allocator's segments, whose graph pools are graph
+    memory in every epoch of a CUDA graph (:mod:`graphcheck._watch.graph_pools`).
 
     Thread safety: the bookkeeping is under one lock; a capture is recorded on the thread
     that captures (the ATen window is thread-local). A check point reads the models' tensors:
@@ -88,6 +95,7 @@ class Watch:
         allocator_history: bool = True,
         on_close: Callable[[Watch], None] | None = None,
         graph_reader: GraphReader | None | str = "default",
+        graph_segments: SegmentSource = torch_segments,
     ) -> None:
         self._lock = threading.RLock()
         self.mode = mode
@@ -119,6 +127,7 @@ class Watch:
         self._device_of = device_of
         self._on_close = on_close
         self._profiling = ProfilingCaptures()
+        self._pools = GraphPools(graph_segments)
         self._history = AllocatorHistory()
         if allocator_history:
             self._history.enable()
@@ -289,7 +298,8 @@ class Watch:
             if self.check_on_capture:
                 self._registry.invalidate()
             source = self._source(finished.device)
-            capture = watched_capture(source, self._registry, finished.record)
+            self._pools.note(graph)
+            capture = watched_capture(source, self._registry, finished.record, pools=self._pools)
             watched = self._add(capture, finished.graph_id, "cuda", str(finished.device))
             watched.reader, watched.reader_notes = finished.reader, finished.notes
         with contextlib.suppress(TypeError):  # a graph without weak references stays watched
@@ -419,20 +429,7 @@ class Watch:
     ) -> CheckResult | None:
         start = time.perf_counter()
         with self._lock:
-            reports, checked, skipped = [], [], []
-            for graph in graphs:
-                try:
-                    if fresh:
-                        epoch = graph.next_label(label)
-                        graph.capture.epoch(epoch)
-                    else:
-                        epoch = graph.capture.epochs[0]
-                    reports.append(graph.capture.check(epoch, allow=self.allow))
-                except _core.GraphcheckError as exc:
-                    skipped.append(f"graph {graph.id}: {exc}")
-                    continue
-                graph.checked = True
-                checked.append(graph)
+            reports, checked, skipped = check_graphs(graphs, label, fresh=fresh, allow=self.allow)
             if not checked and not skipped:
                 return None
             notes += self._profiling.take_notes()

@@ -1,0 +1,201 @@
+"""PyTorch's CUDA graph pools are graph memory to the watch (issue 18 §4): the segments the
+caching allocator reports in a graph's pool (its private pool, or a pool shared through
+graph_pool_handle() that a watched graph used) read `graph`, not `unregistered`, in every
+epoch. Driven on the CPU by the stand-in graph class, a fake reader and fabricated allocator
+segments with the fields of torch.cuda.memory_snapshot(); tests/gpu/watch_reader_smoke.py
+runs the real allocator."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+import torch
+
+import graphcheck
+from graphcheck._watch.cuda_capture import READER_CUDA_GRAPH, ReadNodes
+from graphcheck._watch.graph_pools import GraphPools, pool_name
+from watch_fakes import FakeCUDAGraph, fake_watch
+
+SHARED = (0, 77)  # a graph_pool_handle() id, as vLLM passes to every capture
+USER_POOL = (0, 99)  # a user MemPool (vLLM's tagged weights pool): not a graph's
+PRIVATE = (5, 0)  # a graph's own private pool
+
+
+@pytest.fixture(autouse=True)
+def no_watch_left() -> Iterator[None]:
+    yield
+    active = graphcheck.current_watch()
+    if active is not None:
+        active.close()
+
+
+class PooledGraph(FakeCUDAGraph):
+    """A stand-in graph captured into a pool (CUDAGraph.pool())."""
+
+    def __init__(self, pool: tuple[int, int]) -> None:
+        super().__init__()
+        self._pool = pool
+
+    def pool(self) -> tuple[int, int]:
+        return self._pool
+
+
+def segment(tensor: torch.Tensor, pool: tuple[int, int]) -> dict[str, Any]:
+    """A caching-allocator segment holding exactly ``tensor``'s storage."""
+    storage = tensor.untyped_storage()
+    return {
+        "device": 0,
+        "address": storage.data_ptr(),
+        "total_size": storage.nbytes(),
+        "segment_pool_id": pool,
+        "blocks": [{"size": storage.nbytes(), "state": "active_allocated"}],
+    }
+
+
+class Segments:
+    """The allocator's segments as the test sets them; counts the snapshots taken."""
+
+    def __init__(self) -> None:
+        self.segments: list[Mapping[str, Any]] = []
+        self.calls = 0
+
+    def __call__(self) -> list[Mapping[str, Any]]:
+        self.calls += 1
+        return list(self.segments)
+
+
+class Piece(torch.nn.Module):
+    """One piece of a piecewise graph: reads the previous piece's output and a held tensor."""
+
+    def __init__(self, previous: torch.Tensor, held: torch.Tensor) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+        self.previous = previous  # produced by another graph of the shared pool
+        self.held = held  # kept outside the registry, in a user pool
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x) + self.previous + self.held
+
+
+class Reader:
+    name = READER_CUDA_GRAPH
+
+    def __init__(self, nodes: list[graphcheck.Node]) -> None:
+        self.nodes = nodes
+
+    def begin(self, graph: object) -> object:
+        return "stream"
+
+    def read(self, token: object) -> ReadNodes:
+        return ReadNodes(self.nodes)
+
+
+def word(tensor: torch.Tensor) -> graphcheck.KernelParam:
+    return graphcheck.KernelParam(0, struct.pack("<Q", tensor.data_ptr()))
+
+
+def findings(report: graphcheck.Report) -> set[tuple[int, str, str]]:
+    return {(f.node, f.verdict, f.owner) for f in report.findings}
+
+
+def test_memory_of_a_watched_graphs_pool_reads_graph_and_a_user_pool_does_not() -> None:
+    previous, held = torch.ones(4), torch.full((4,), 2.0)
+    inductor_buffer = torch.zeros(16)  # allocated by generated code: no dispatcher op saw it
+    model = Piece(previous, held)
+    nodes = [
+        graphcheck.Node(1, "kernel", "triton_add", params=[word(previous)]),
+        graphcheck.Node(2, "kernel", "triton_add_held", params=[word(held)]),
+        graphcheck.Node(
+            3, "memset", operands=[graphcheck.Operand("dst", inductor_buffer.data_ptr(), 64)]
+        ),
+        graphcheck.Node(4, "kernel", "gemm", params=[word(model.linear.weight)]),
+    ]
+    segments = Segments()
+    segments.segments = [
+        segment(previous, SHARED),
+        segment(held, USER_POOL),
+        segment(inductor_buffer, PRIVATE),
+    ]
+    watch = fake_watch(graph_reader=Reader(nodes), graph_segments=segments)
+    watch.add_model(model)
+    x = torch.ones(2, 4)
+    watch.declare_input("x", x)
+    graph = PooledGraph(SHARED)
+    with torch.no_grad():
+        model(x)
+        graph.capture_begin()
+        model(x)
+        graph.capture_end()
+    result = watch.last
+    assert result is not None and segments.calls >= 1
+    report = result.report
+    # The previous piece's output lies in the shared pool this graph was captured into, and
+    # the generated code's buffer in a private pool: graph memory. The held tensor's pool is
+    # no graph's: still unregistered. The weight is registered.
+    assert findings(report) == {(2, "unregistered", "held")}
+    assert (report.summary["graph"], report.summary["registered"]) == (2, 1)
+    epoch = graph_epoch(watch)
+    pools = {a.pool for a in epoch.allocations if a.begin == previous.data_ptr()}
+    assert pools == {pool_name(SHARED)}  # the dispatcher's allocation took the pool
+    assert any(a.pool == pool_name(PRIVATE) for a in epoch.allocations)
+    assert not any(a.pool == pool_name(USER_POOL) for a in epoch.allocations)
+
+    # A later check point reads the allocator again: still graph memory.
+    later = watch.checkpoint("after_wake")
+    assert later is not None
+    assert findings(later.report) == findings(report)
+    assert later.report.summary["graph"] == 2
+
+
+def graph_epoch(watch: graphcheck.Watch) -> graphcheck.Epoch:
+    (watched,) = watch.graphs
+    (epoch,) = [e for e in watched.capture.snapshot.epochs if e.label == "capture"]
+    return epoch
+
+
+def test_without_the_graphs_pool_the_shared_pool_is_a_user_pool() -> None:
+    """Before the capture noted its pool, (0, uid) cannot be told from a user MemPool."""
+    pools = GraphPools(lambda: [])
+    assert pools.is_graph_pool(PRIVATE) and not pools.is_graph_pool(SHARED)
+    assert not pools.is_graph_pool((0, 0))
+    pools.note(PooledGraph(SHARED))
+    assert pools.is_graph_pool(SHARED) and not pools.is_graph_pool(USER_POOL)
+
+
+def test_graphs_without_a_pool_and_odd_segments_are_skipped() -> None:
+    class NoPool:
+        pass
+
+    class BrokenPool:
+        def pool(self) -> tuple[int, int]:
+            raise RuntimeError("the graph was not captured")
+
+    odd: list[Mapping[str, Any]] = [
+        {"address": 4096, "total_size": 512, "segment_pool_id": "?"},  # unreadable pool id
+        {"address": 0, "total_size": 512, "segment_pool_id": PRIVATE},  # no address
+        {"address": 8192, "total_size": 0, "segment_pool_id": PRIVATE},  # empty
+        {"address": 16384, "total_size": 256, "segment_pool_id": [7, 0], "device": 1},
+    ]
+    pools = GraphPools(lambda: odd)
+    pools.note(NoPool())
+    pools.note(BrokenPool())
+    (only,) = pools.allocations()
+    assert (only.begin, only.size, only.pool, only.label) == (
+        16384,
+        256,
+        "graph:7,0",
+        "torch segment dev1",
+    )
+
+
+def test_an_epoch_of_the_cpu_twin_reads_no_allocator() -> None:
+    """Watch.capture (no CUDA graph) never asks the allocator for segments."""
+    segments = Segments()
+    watch = fake_watch(graph_segments=segments)
+    model = torch.nn.Linear(4, 4)
+    watch.capture(model, torch.ones(1, 4))
+    watch.checkpoint("after_wake")
+    assert segments.calls == 0
