@@ -7,12 +7,10 @@
 #include <graphcheck/config.h>
 #include <graphcheck/error.h>
 #include <graphcheck/graph.h>
-#include <pybind11/gil_safe_call_once.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <cstdint>
-#include <exception>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -21,6 +19,7 @@
 
 #include "cupti/capture_reader.h"
 #include "cupti/driver_api.h"
+#include "python/core_error.h"
 
 namespace graphcheck::detail {
 namespace {
@@ -107,19 +106,7 @@ PYBIND11_MODULE(_cuda, m) {
 
   // The Node values returned are _core's classes, registered there.
   py::module_ core = py::module_::import("graphcheck._core");
-  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> error;
-  error.call_once_and_store_result([&core] { return core.attr("GraphcheckError"); });
-  // pybind11's translator type takes the exception_ptr by value.
-  // NOLINTNEXTLINE(performance-unnecessary-value-param)
-  py::register_local_exception_translator([](std::exception_ptr thrown) {
-    try {
-      if (thrown) {
-        std::rethrow_exception(thrown);
-      }
-    } catch (const graphcheck::Error& caught) {
-      py::set_error(error.get_stored(), caught.what());
-    }
-  });
+  graphcheck::detail::raise_errors_as_core(core);
 
   m.attr("__version__") = GRAPHCHECK_VERSION_STRING;
   m.attr("READER") = std::string(graphcheck::kReaderCudaGraph);
