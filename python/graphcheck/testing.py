@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -64,7 +65,15 @@ class ReplayStep:
     ``inf`` for a shape mismatch. ``report`` is the capture checked in this
     step's epoch (baseline: ``capture``); ``summary`` and ``findings`` are
     its. ``rebinds`` lists what post-processing rebound during an in-place
-    reload (``reload_in_place``'s reports).
+    reload (``reload_in_place``'s reports). ``error`` says why the outputs were
+    not compared in a step after the capture (``outputs_equal`` is then False and
+    ``max_abs_diff`` NaN): ``"replay: ..."`` when the graph could not replay
+    (an op of data-dependent shape, such as a MoE router's ``nonzero``, returned
+    another shape after a reload: a graph bakes the captured one; an op raised on
+    the garbage sleep left in memory it reads; a storage it reads was freed),
+    ``"eager forward: ..."`` when the model's own forward raised on what the
+    step left (an index tensor outside the registry that sleep discarded). The
+    step's check ran all the same.
     """
 
     label: str
@@ -72,6 +81,7 @@ class ReplayStep:
     max_abs_diff: float
     report: _core.Report
     rebinds: tuple[Rebind, ...] = ()
+    error: str = ""
 
     @property
     def summary(self) -> dict[str, int]:
@@ -101,6 +111,9 @@ class GraphReplayResult:
     steps: list[ReplayStep]
     capture: Capture
     arena: WeightsArena
+    #: The model the steps ran: held here, since the capture keeps only a weak reference
+    #: (as a graph does not own its model), so that ``capture.check()`` works afterwards.
+    model: torch.nn.Module | None = None
 
     def __iter__(self) -> Iterator[ReplayStep]:
         return iter(self.steps)
@@ -125,7 +138,9 @@ class GraphReplayResult:
         """One line per step whose outputs differ and per owner with findings, by path."""
         lines = []
         for step in self.steps:
-            if not step.outputs_equal:
+            if step.error:
+                lines.append(f"{step.label}: outputs not compared: {step.error}")
+            elif not step.outputs_equal:
                 lines.append(
                     f"{step.label}: the replayed graph's output differs from an eager forward "
                     f"(max abs diff {step.max_abs_diff})"
@@ -277,9 +292,10 @@ def check_graph_replay(
     generators alone, and such a forward then differs at every step.
 
     Returns a :class:`GraphReplayResult`; call its :meth:`~GraphReplayResult.assert_clean` in a
-    test. Raises what the factory or forward raises, :class:`~graphcheck.GraphcheckTypeError`
-    when the factory returns no module, and :class:`graphcheck.GraphcheckError` when a replay
-    cannot run (a storage outside the arena that the graph reads was freed). The arena's loading
+    test. Raises what the factory or the forward at capture raises,
+    :class:`~graphcheck.GraphcheckTypeError` when the factory returns no module, and
+    :class:`graphcheck.GraphcheckError` when the replay at capture cannot run; after the
+    capture a replay or a forward that raises is the step's ``error``. The arena's loading
     scopes are closed on every path. Not thread-safe: the process-wide CPU allocator is switched
     while loading.
     """
@@ -299,15 +315,24 @@ def check_graph_replay(
     steps: list[ReplayStep] = []
 
     def run_step(label: str, rebinds: Iterable[Rebind] = ()) -> None:
-        with _seeded(seed):
-            replayed = clone_tensors(graph.replay())
-        with _seeded(seed), torch.no_grad():
-            eager = model(*args, **kwargs)
+        # After the capture step, a replay or forward that cannot run is the step's result
+        # (ReplayStep.error), and the step is still checked; at capture it is raised.
+        what = "replay"
+        try:
+            with _seeded(seed):
+                replayed = clone_tensors(graph.replay())
+            what = "eager forward"
+            with _seeded(seed), torch.no_grad():
+                eager = model(*args, **kwargs)
+            equal, diff, error = *compare_tensors(replayed, eager), ""
+        except Exception as exc:
+            if label == CAPTURE_EPOCH:
+                raise
+            equal, diff, error = False, math.nan, f"{what}: {type(exc).__name__}: {exc}"
         if label != CAPTURE_EPOCH:
             graph.epoch(label)
-        equal, diff = compare_tensors(replayed, eager)
         report = graph.check(label, allow=allow)
-        steps.append(ReplayStep(label, equal, diff, report, tuple(rebinds)))
+        steps.append(ReplayStep(label, equal, diff, report, tuple(rebinds), error))
 
     run_step(STEP_LABELS[0])
     arena.sleep(1)
@@ -322,4 +347,4 @@ def check_graph_replay(
         with arena.loading():
             _rebind(model, second, process)
         run_step(STEP_LABELS[3])
-    return GraphReplayResult(steps, graph, arena)
+    return GraphReplayResult(steps, graph, arena, model)

@@ -183,3 +183,74 @@ def test_the_plugin_loads_by_entry_point_and_fails_a_leaked_scope(
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines(["*CPU allocator was not restored*"])
+
+
+class Routed(torch.nn.Module):
+    """A MoE-style router: which rows go on depends on the weights (``nonzero``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = torch.nn.Parameter(torch.randn(8), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        chosen = (x * self.gate).sum(1).gt(0).nonzero().flatten()
+        return x.index_select(0, chosen).sum(0)
+
+
+def test_a_replay_of_another_shape_after_a_reload_is_the_steps_result() -> None:
+    x = torch.randn(64, 8, generator=torch.Generator().manual_seed(0))
+
+    def routed() -> Routed:  # built inside the arena, as every factory's model is
+        model = Routed()
+        with torch.no_grad():
+            model.gate.copy_(torch.ones(8))
+        return model
+
+    def flip(module: torch.nn.Module) -> None:
+        """Post-processing that rewrites the loaded gate in place: other rows are routed."""
+        if isinstance(module, Routed):
+            module.gate.neg_()
+
+    result = check_graph_replay(routed, lambda m: {"x": x}, process=flip)
+    steps = {s.label: s for s in result}
+    assert all(steps[label].ok and not steps[label].error for label in STEP_LABELS[:2])
+    reloaded = steps["after_wake_l2_reload"]
+    assert reloaded.error.startswith("replay: GraphcheckError: CapturedGraph::replay: op ")
+    assert "aten::nonzero" in reloaded.error and "returned shape" in reloaded.error
+    assert not reloaded.outputs_equal and math.isnan(reloaded.max_abs_diff)
+    assert reloaded.report.ok  # checked all the same: the gate was reloaded in place
+    assert any(
+        "after_wake_l2_reload: outputs not compared: replay:" in p for p in result.problems()
+    )
+
+
+class Gathered(torch.nn.Module):
+    """Keeps an index tensor outside the registry: sleep level 2 discards it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(4, 8), requires_grad=False)
+        self.rows = torch.tensor([3, 1])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x @ self.weight.t()).index_select(1, self.rows)
+
+
+def test_an_eager_forward_that_raises_after_sleep_is_the_steps_result() -> None:
+    result = check_graph_replay(Gathered, lambda m: {"x": torch.ones(2, 8)})
+    steps = {s.label: s for s in result}
+    assert steps["capture"].outputs_equal and steps["after_wake_l1"].outputs_equal
+    after_sleep = steps["after_wake_l2_reload"]
+    # The replay reads the index sleep poisoned and its gather raises (as the model's own
+    # forward would); the check names the owner all the same.
+    assert after_sleep.error.startswith(("replay: RuntimeError", "eager forward: IndexError"))
+    assert {f.verdict for f in after_sleep.findings} >= {"lost"}
+
+
+def test_a_forward_that_raises_at_capture_is_raised() -> None:
+    class Raises(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            raise ValueError("no forward here")
+
+    with pytest.raises(ValueError, match="no forward here"):
+        check_graph_replay(Raises, lambda m: {"x": torch.ones(1)})

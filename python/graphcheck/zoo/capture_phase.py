@@ -95,6 +95,8 @@ def run_capture_phase(
             "label": str(getattr(s, "label", "")),
             "outputs_equal": bool(getattr(s, "outputs_equal", False)),
             "summary": _plain(getattr(s, "summary", {})),
+            # Why the outputs were not compared (ReplayStep.error); the step was checked.
+            "error": str(getattr(s, "error", "")),
         }
         for s in steps
     ]

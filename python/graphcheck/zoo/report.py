@@ -163,6 +163,8 @@ def summarize(
             outcome = "equal" if s.get("outputs_equal") else "different"
             if str(s.get("replay", "ran")).startswith("refused"):
                 outcome = "replay refused (reads freed memory)"
+            elif s.get("error"):
+                outcome = f"not compared ({str(s['error']).split(':', 1)[0]} raised)"
             steps[f"{s.get('label')}: {outcome}"] += 1
     foreign = Counter(f.get("kind", "?") for r in results.values() for f in r.get("foreign") or [])
     foreign_archs = [n for n in built if results[n].get("foreign")]

@@ -100,7 +100,8 @@ function stepsTable(steps) {
     }).map(function (v) { return v + " " + summary[v]; }).join(", ");
     var outcome = stepOutcome(s);
     return el("tr", {}, [el("td", {class: "mono"}, s.label),
-                         markCell(outcome, outcome === "refused"),
+                         markCell(s.error ? outcome + ": " + s.error : outcome,
+                                  outcome === "refused" || outcome === "not compared"),
                          el("td", {class: "num"}, s.max_abs_diff === undefined ? "" :
                                                   s.max_abs_diff),
                          el("td", {}, found || "none")]);

@@ -73,6 +73,9 @@ function stepOutcome(step) {
   if (String(step.replay === undefined ? "ran" : step.replay).indexOf("refused") === 0) {
     return "refused";
   }
+  if (step.error) {
+    return "not compared";
+  }
   return step.outputs_equal ? "equal" : "different";
 }
 
@@ -84,7 +87,7 @@ function archModel(name, a, stale, unverified) {
                       String(a.capture_status);
   var built = a.status === "built";
   var steps = list(a.steps);
-  var outcomes = {equal: 0, different: 0, refused: 0};
+  var outcomes = {equal: 0, different: 0, refused: 0, "not compared": 0};
   steps.forEach(function (s) { outcomes[stepOutcome(s)] += 1; });
   var m = {
     name: name, a: a, built: built, findings: list(a.findings),
@@ -107,7 +110,9 @@ function archModel(name, a, stale, unverified) {
                   captureStatus.indexOf("not available") === 0 ? "n/a" :
                   captureStatus ? "not run" : "-";
   m.stepsText = steps.length ? outcomes.equal + " / " + outcomes.different +
-                (outcomes.refused ? " / " + outcomes.refused + " refused" : "") : "-";
+                (outcomes.refused ? " / " + outcomes.refused + " refused" : "") +
+                (outcomes["not compared"] ? " / " + outcomes["not compared"] + " not compared" :
+                 "") : "-";
   m.hasFindings = m.findings.length > 0 || m.owners.length > 0;
   m.failure = !built || m.forwardFailed || m.captureFailed;
   // What makes the zoo exit 1: a finding or owner not on the allowlist, or a stale entry.
