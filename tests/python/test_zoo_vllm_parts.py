@@ -138,7 +138,9 @@ def test_report_rows_for_foreign_memory_reload_and_refused_replays() -> None:
         "foreign": [{"kind": HANDLE}, {"kind": HANDLE}, {"kind": EMPTIED}],
         "reload": {"status": "ran"},
         "steps": [{"label": "capture", "outputs_equal": True, "replay": "ran"},
-                  {"label": "after_reload", "outputs_equal": False, "replay": "refused: x"}],
+                  {"label": "after_reload", "outputs_equal": False, "replay": "refused: x"},
+                  {"label": "after_rebind", "outputs_equal": False,
+                   "error": "replay: GraphcheckError: op 3 (aten::nonzero) returned shape [2]"}],
         "seconds": {},
     }  # fmt: skip
     other = {
@@ -153,6 +155,8 @@ def test_report_rows_for_foreign_memory_reload_and_refused_replays() -> None:
     assert summary["foreign_architectures"] == 1
     assert summary["reload"] == {"ran": 1, "not run: transformers has no X": 1}
     assert summary["steps"]["after_reload: replay refused (reads freed memory)"] == 1
+    # A step whose replay or eager forward raised (ReplayStep.error) was checked, not compared.
+    assert summary["steps"]["after_rebind: not compared (replay raised)"] == 1
     table = rep.format_table(summary, "0.32.0", "vllm")
     assert table.startswith("vllm ")
     assert f"memory torch does not own  1 architectures: {EMPTIED} 1, {HANDLE} 2" in table
