@@ -259,6 +259,25 @@ def _seeded(seed: int | None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _seeded_forwards(model: torch.nn.Module, seed: int | None) -> Iterator[None]:
+    """Seeds torch's generators at the start of each forward of ``model`` (the warm-up and
+    the captured one), so that shapes the capture bakes from random draws (VITS' durations)
+    are those the seeded replays and eager forwards draw; restores the CPU generator after."""
+    if seed is None:
+        yield
+        return
+    def reseed(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
+        torch.manual_seed(seed)  # returns the generator: a pre-hook must return None
+
+    with torch.random.fork_rng(devices=[]):
+        handle = model.register_forward_pre_hook(reseed)
+        try:
+            yield
+        finally:
+            handle.remove()
+
+
 def check_graph_replay(
     factory: Callable[[], torch.nn.Module],
     make_inputs: Callable[[torch.nn.Module], Any],
@@ -285,10 +304,12 @@ def check_graph_replay(
     module, or a callable returning either, called outside the arena) adds the
     rebinding reload; None skips it. ``allow`` globs apply to every check.
     ``seed`` (for a forward that draws random numbers: masking, noise, sampling)
-    seeds torch's generators before each replay and before each eager forward,
-    so that both draw the same numbers (the replay re-runs the recorded random
-    ops, which draw from the default generator as the eager forward does); the
-    caller's CPU generator state is restored after each. None leaves the
+    seeds torch's generators before each replay and before each eager forward, and
+    at the start of the forwards the capture runs, so that all draw the same
+    numbers (the replay re-runs the recorded random ops, which draw from the
+    default generator as the eager forward does, and a shape the capture baked
+    from a draw is the one they draw); the caller's CPU generator state is
+    restored after each. None leaves the
     generators alone, and such a forward then differs at every step.
 
     Returns a :class:`GraphReplayResult`; call its :meth:`~GraphReplayResult.assert_clean` in a
@@ -311,7 +332,8 @@ def check_graph_replay(
     args, kwargs = _split_inputs(make_inputs(model))
     weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
     second = _weights_of(second_checkpoint) if second_checkpoint is not None else None
-    graph = capture(model, *args, warmup=warmup, arena=arena, **kwargs)
+    with _seeded_forwards(model, seed):
+        graph = capture(model, *args, warmup=warmup, arena=arena, **kwargs)
     steps: list[ReplayStep] = []
 
     def run_step(label: str, rebinds: Iterable[Rebind] = ()) -> None:

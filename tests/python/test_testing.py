@@ -254,3 +254,26 @@ def test_a_forward_that_raises_at_capture_is_raised() -> None:
 
     with pytest.raises(ValueError, match="no forward here"):
         check_graph_replay(Raises, lambda m: {"x": torch.ones(1)})
+
+
+class RandomLength(torch.nn.Module):
+    """Keeps a random number of rows: the length is read on the host, so a capture bakes it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(8), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = int(torch.randint(1, x.shape[0], ()))
+        return x[:n] * self.weight
+
+
+def test_a_seed_makes_the_captured_shape_the_one_the_replays_draw() -> None:
+    x = torch.ones(1000, 8)
+    torch.manual_seed(12345)  # the capture's draw differs from the seeded ones unless seeded
+    result = check_graph_replay(RandomLength, lambda m: {"x": x}, seed=7)
+    assert [s.outputs_equal for s in result] == [True, True, True]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(7)
+        expected = int(torch.randint(1, 1000, ()))
+    assert result.capture.output.shape == (expected, 8)
