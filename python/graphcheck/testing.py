@@ -261,12 +261,16 @@ def _seeded(seed: int | None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _seeded_forwards(model: torch.nn.Module, seed: int | None) -> Iterator[None]:
-    """Seeds torch's generators at the start of each forward of ``model`` (the warm-up and
-    the captured one), so that shapes the capture bakes from random draws (VITS' durations)
-    are those the seeded replays and eager forwards draw; restores the CPU generator after."""
+    """Seeds torch's generators at the start of each forward of ``model``.
+
+    The warm-up and the captured forward: a shape the capture bakes from a random draw (VITS'
+    durations) is then the one the seeded replays and eager forwards draw. The CPU generator
+    is restored after.
+    """
     if seed is None:
         yield
         return
+
     def reseed(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
         torch.manual_seed(seed)  # returns the generator: a pre-hook must return None
 
