@@ -9,6 +9,8 @@ in a fresh interpreter and checks that no module imports one above it):
 - :mod:`.watch`: :class:`~.watch.Watch`, the graphs it records and its check points;
 - :mod:`.graphs`: one recorded graph and its capture, whose model is resolved anew at each
   epoch;
+- :mod:`.graph_pools`: the caching allocator's segments of CUDA graph pools, graph memory in
+  every epoch of a CUDA capture;
 - :mod:`.registry`: where a graph's model comes from and the registry shared by the graphs
   of a watch;
 - :mod:`.cuda_hooks`: the hooks on CUDA graph capture and the caching allocator's history;
@@ -16,6 +18,8 @@ in a fresh interpreter and checks that no module imports one above it):
   which backend reads each graph's nodes (the CUDA graph itself through ``graphcheck._cuda``,
   or the ATen dispatcher's ops);
 - :mod:`.output`: a check point's result, merged report, files and error;
+- :mod:`.profiling`: the windows whose captures are an engine's memory profiling (not
+  watched);
 - :mod:`.import_hook`: what the ``graphcheck_watch.pth`` line calls (waits for ``import
   torch``, then starts the watch through :mod:`.process`);
 - :mod:`.settings`: the settings from the environment or an engine's configuration (no torch).

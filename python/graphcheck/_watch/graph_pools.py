@@ -51,7 +51,10 @@ def torch_segments() -> list[Mapping[str, Any]]:
     # torch.cuda.is_initialized has no annotations in torch's sources.
     if not torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
         return []
-    segments: list[Mapping[str, Any]] = torch.cuda.memory_snapshot(include_traces=False)
+    # memory_snapshot has no annotations in torch's sources.
+    segments: list[Mapping[str, Any]] = torch.cuda.memory_snapshot(  # type: ignore[no-untyped-call]
+        include_traces=False
+    )
     return segments
 
 
