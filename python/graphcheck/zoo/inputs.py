@@ -250,7 +250,8 @@ def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
     ``plain``; ``modalities`` where the signature names another modality;
     ``patch_images`` (a vision tower's patches as small images) where it takes
     a patch grid; ``audio_channel`` (raw audio as (batch, 1, samples)) for
-    audio models.
+    audio models; ``global_attention`` (global attention on the first token)
+    where the signature takes a ``global_attention_mask``.
     """
     params = _parameters(model)
     attempts = ["plain"]
@@ -260,6 +261,8 @@ def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
         attempts.append("patch_images")
     if main_input == "input_values":
         attempts.append("audio_channel")
+    if "global_attention_mask" in params:
+        attempts.append("global_attention")
     return attempts
 
 
@@ -352,6 +355,12 @@ def make_inputs(
         for key in ("pixel_values", "pixel_attention_mask", *naflex):
             if key in params:
                 inputs[key] = naflex_inputs[key]
+    ids = inputs.get("input_ids")
+    if attempt == "global_attention" and isinstance(ids, torch.Tensor):
+        # Longformer's QA and multiple-choice heads derive the mask from question/answer
+        # separators that random ids lack; its classification head's default: the first token.
+        inputs["global_attention_mask"] = torch.zeros_like(ids)
+        inputs["global_attention_mask"][..., 0] = 1
     derives_decoder = name.endswith("ForSequenceClassification")
     if (
         getattr(config, "is_encoder_decoder", False)

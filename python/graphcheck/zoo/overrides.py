@@ -76,6 +76,31 @@ def _set_text(**values: Any) -> Callable[[Dict, str], None]:
     return fixup
 
 
+def _derived(*keys: str) -> Callable[[Dict, str], None]:
+    # Fields that the config's __post_init__ derives from others: the default's to_dict keeps
+    # their default-size values, and from_dict would set those back after the derivation.
+    def fixup(d: Dict, level: str) -> None:
+        for key in keys:
+            d.pop(key, None)
+
+    return fixup
+
+
+def _paddleocr_vl(d: Dict, level: str) -> None:
+    from graphcheck.zoo.tiny_config import HEAD_DIM, fit_mrope_section
+
+    rope = _text(d).get("rope_parameters")
+    if isinstance(rope, dict) and "mrope_section" not in rope:
+        rope["mrope_section"] = [16, 24, 24]
+        fit_mrope_section(rope, int(_text(d).get("head_dim") or HEAD_DIM))
+
+
+def _qformer_text(d: Dict, level: str) -> None:
+    qformer = d.get("qformer_config")
+    if isinstance(qformer, dict):
+        qformer["use_qformer_text_input"] = True
+
+
 def _zamba(d: Dict, level: str) -> None:
     # The shared transformer is tied across hybrid layers: at least two of them are needed.
     d.update(num_hidden_layers=4, attn_layer_period=2, attn_layer_offset=1)
@@ -186,7 +211,30 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     "zamba": _zamba,
     "gemma3n": _gemma3n,
     "gemma3n_text": _gemma3n,
+    # The rotary embedding falls back to [16, 24, 24] when the rope parameters name no
+    # sections (checkpoints do): an explicit one, which the shrinking fits to the head.
+    "paddleocr_vl": _paddleocr_vl,
+    # A checkpoint's field that the default leaves None; the attention mask reads it.
+    "step3p7": _set_text(sliding_window=8),
+    # T5 checkpoints set it (the pad id, 0); the classification head shifts input_ids with it.
+    "t5": _set(decoder_start_token_id=0),
+    # Retrieval checkpoints (blip2-itm-vit-g) feed text through the Q-Former: its layers get
+    # the text feed-forward only with this set.
+    "Blip2ForImageTextRetrieval": _qformer_text,
     "perceiver": _set(qk_channels=64, v_channels=64),
+    # The four coordinate and two shape embeddings are concatenated to the hidden size
+    # (4 * 128 + 2 * 128 = 768 by default): 4 * 10 + 2 * 12 = 64.
+    "layoutlmv3": _set(coordinate_size=10, shape_size=12),
+    # Six layout embeddings of hidden // 6 each are concatenated into a hidden-wide linear:
+    # the hidden size must be a multiple of 6 (and of heads * channel_shrink_ratio, 16).
+    "lilt": _set(hidden_size=96),
+    # The bottleneck and the embeddings are narrower than the hidden size (128 of 512): the
+    # MLM head's extra dense is hidden - embedding wide; true_hidden_size is the bottleneck's.
+    "mobilebert": _both(
+        _set(embedding_size=32, intra_bottleneck_size=32), _derived("true_hidden_size")
+    ),
+    # The box embedding widths are derived from the hidden size and heads.
+    "bros": _derived("dim_bbox_sinusoid_emb_2d", "dim_bbox_sinusoid_emb_1d", "dim_bbox_projection"),
     "HieraForPreTraining": _set(decoder_hidden_size=64, decoder_depth=1, decoder_num_heads=2),
     "ReformerModelWithLMHead": _set(is_decoder=True),
     "T5GemmaEncoderModel": _set(is_encoder_decoder=False),
