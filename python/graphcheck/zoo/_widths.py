@@ -76,6 +76,10 @@ def _shrink_widths(d: Dict, ctx: _Ctx) -> None:
         "conv_dim_out": sz.width,
         "codebook_size": 64,
         "num_embeddings": 64,
+        # Learned queries that a prompt holds one placeholder each of (BLIP-2, Kosmos-2): a
+        # handful, so that they fit in the warm-up's 16 tokens.
+        "num_query_tokens": 4,
+        "latent_query_num": 4,
         "hidden_size_per_layer_input": 8,
         "num_conv_pos_embeddings": 16,
         "num_conv_pos_embedding_groups": 4,

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from graphcheck.zoo._inputs_named import Builder, grid_patches, naflex_patches, named_input
+from graphcheck.zoo._inputs_prompts import PROMPT_ARGUMENTS, place_prompt, prompt_arguments
 from graphcheck.zoo.tiny_config import LOW_IDS, RESERVED_IDS, VOCAB
 
 __all__ = [
@@ -250,8 +251,8 @@ def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
     ``plain``; ``modalities`` where the signature names another modality;
     ``patch_images`` (a vision tower's patches as small images) where it takes
     a patch grid; ``audio_channel`` (raw audio as (batch, 1, samples)) for
-    audio models; ``global_attention`` (global attention on the first token)
-    where the signature takes a ``global_attention_mask``.
+    audio models; ``prompt`` (the modalities and the optional prompt arguments of
+    :mod:`graphcheck.zoo._inputs_prompts`) where the signature names one.
     """
     params = _parameters(model)
     attempts = ["plain"]
@@ -261,8 +262,8 @@ def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
         attempts.append("patch_images")
     if main_input == "input_values":
         attempts.append("audio_channel")
-    if "global_attention_mask" in params:
-        attempts.append("global_attention")
+    if any(p in params for p in PROMPT_ARGUMENTS):
+        attempts.append("prompt")
     return attempts
 
 
@@ -343,7 +344,7 @@ def make_inputs(
         value = named_input(b, companion)
         if isinstance(value, torch.Tensor) and (value.numel() > 0 or "static" not in companion):
             inputs[companion] = value  # static features only where the config counts some
-    extra = [m for m in MODALITIES if m in params] if attempt == "modalities" else []
+    extra = [m for m in MODALITIES if m in params] if attempt in ("modalities", "prompt") else []
     for arg in [*required, *extra]:
         if arg not in inputs:
             inputs.update(_main(model, arg, g, b, attempt) if arg in MAIN_INPUTS else {})
@@ -355,12 +356,9 @@ def make_inputs(
         for key in ("pixel_values", "pixel_attention_mask", *naflex):
             if key in params:
                 inputs[key] = naflex_inputs[key]
-    ids = inputs.get("input_ids")
-    if attempt == "global_attention" and isinstance(ids, torch.Tensor):
-        # Longformer's QA and multiple-choice heads derive the mask from question/answer
-        # separators that random ids lack; its classification head's default: the first token.
-        inputs["global_attention_mask"] = torch.zeros_like(ids)
-        inputs["global_attention_mask"][..., 0] = 1
+    place_prompt(b, params)
+    if attempt == "prompt":
+        prompt_arguments(b, params, lambda: _token_ids(model, config, (1, DECODER_LEN), g))
     derives_decoder = name.endswith("ForSequenceClassification")
     if (
         getattr(config, "is_encoder_decoder", False)

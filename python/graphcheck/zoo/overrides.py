@@ -101,6 +101,45 @@ def _qformer_text(d: Dict, level: str) -> None:
         qformer["use_qformer_text_input"] = True
 
 
+def _vision_frames(d: Dict, level: str) -> None:
+    vision = d.get("vision_config")
+    if isinstance(vision, dict):
+        vision["num_frames"] = 2
+
+
+def _omdet_turbo(d: Dict, level: str) -> None:
+    # The default backbone is timm's Swin-T, which timm builds at its own widths (the tiny
+    # config does not reach it): the layer norms after it and the encoder's input
+    # projections take its three feature maps' channels.
+    backbone = d.get("backbone_config")
+    if isinstance(backbone, dict) and backbone.get("model_type") == "timm_backbone":
+        d["encoder_in_channels"] = [192, 384, 768]
+    # The class embeddings (the text width) are wider than the decoder (512 and 256 by
+    # default): the decoder builds its task projection only when they differ, and its
+    # forward always reads it.
+    text = d.get("text_config")
+    if isinstance(text, dict):
+        text["hidden_size"] = 128
+    d["class_embed_dim"] = d["text_projection_in_dim"] = d["text_projection_out_dim"] = 128
+    # The decoder takes its top num_queries anchors (900) of the feature maps: a 64-pixel
+    # image has 84.
+    d["num_queries"] = 16
+    # The decoder projects the encoder's outputs, one per feature level, each of its width.
+    width = d.get("d_model")  # the encoder_hidden_dim of the attribute map
+    levels = d.get("vision_features_channels")
+    if isinstance(width, int) and isinstance(levels, list):
+        d["vision_features_channels"] = [width] * len(levels)
+
+
+def _set_sub(key: str, **values: Any) -> Callable[[Dict, str], None]:
+    def fixup(d: Dict, level: str) -> None:
+        sub = d.get(key)
+        if isinstance(sub, dict):
+            sub.update(values)
+
+    return fixup
+
+
 def _zamba(d: Dict, level: str) -> None:
     # The shared transformer is tied across hybrid layers: at least two of them are needed.
     d.update(num_hidden_layers=4, attn_layer_period=2, attn_layer_offset=1)
@@ -221,6 +260,27 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     # Retrieval checkpoints (blip2-itm-vit-g) feed text through the Q-Former: its layers get
     # the text feed-forward only with this set.
     "Blip2ForImageTextRetrieval": _qformer_text,
+    # The shared attention's and the Mamba heads' widths are derived from the hidden size.
+    "zamba2": _derived(
+        "attention_hidden_size",
+        "attention_head_dim",
+        "mamba_headdim",
+        "kv_channels",
+        "num_query_groups",
+    ),
+    # Its processor samples frames: the image tensor is (batch, frames, channels, h, w), and
+    # the inputs make such a video where the vision config counts frames (two here).
+    "instructblipvideo": _vision_frames,
+    "omdet-turbo": _omdet_turbo,
+    # The image embedding is the last EfficientNet block's channels, 320 * width_coefficient
+    # (640 by default, the default projection_dim), compared with the projected text: 0.2 makes
+    # it the tiny projection width, 64.
+    # Its default depth (3.1x) and weights drawn at std 0.02 shrink the activations 20-fold a
+    # block: the image embedding underflows to 0 and its normalization gives inf, then NaN
+    # logits, which no replay equals. One block per stage, drawn at std 0.1.
+    "align": _set_sub(
+        "vision_config", width_coefficient=0.2, depth_coefficient=1.0, initializer_range=0.1
+    ),
     "perceiver": _set(qk_channels=64, v_channels=64),
     # The four coordinate and two shape embeddings are concatenated to the hidden size
     # (4 * 128 + 2 * 128 = 768 by default): 4 * 10 + 2 * 12 = 64.
@@ -255,8 +315,40 @@ def _moonshine_streaming(base: Dict) -> None:
     base.setdefault("num_key_value_heads", base.get("num_attention_heads"))
 
 
+def _vision_start(base: Dict) -> None:
+    # The thinker's rope index reads vision_start_token_id, which its config class does not
+    # define: the checkpoints' thinker_config sets it (151652). Set before shrinking, so that
+    # it is remapped into the tiny vocabulary and the input ids avoid it.
+    base.setdefault("vision_start_token_id", 151652)
+
+
+def _shieldgemma2(base: Dict) -> None:
+    # The head reads the logits of "Yes" and "No" at ids its config class does not define
+    # (Gemma's 10784 and 3771 by default): set them before shrinking, so that they are
+    # remapped into the tiny vocabulary as every special id is.
+    base.setdefault("yes_token_index", 10784)
+    base.setdefault("no_token_index", 3771)
+
+
+def _image_token(name: str, value: int) -> Callable[[Dict], None]:
+    # The Q-Former models scatter their queries at image (video) tokens whose id the default
+    # leaves None and every checkpoint sets: set before shrinking, so that it is remapped
+    # into the tiny vocabulary and the prompt's placeholders (_inputs_prompts) can use it.
+    def prepare(base: Dict) -> None:
+        if base.get(name) is None:
+            base[name] = value
+
+    return prepare
+
+
 PREPARE: dict[str, Callable[[Dict], None]] = {
+    "blip-2": _image_token("image_token_index", 50265),  # Salesforce/blip2-opt-2.7b
+    "instructblip": _image_token("image_token_index", 32001),  # instructblip-vicuna-7b
+    "instructblipvideo": _image_token("video_token_index", 32001),
+    "shieldgemma2": _shieldgemma2,
     "dbrx": _dbrx,
+    "qwen2_5_omni_thinker": _vision_start,
+    "qwen3_omni_moe_thinker": _vision_start,
     "moonshine_streaming": _moonshine_streaming,
 }
 
