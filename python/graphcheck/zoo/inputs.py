@@ -8,8 +8,8 @@ series' features and masks, a trajectory's actions and rewards) by name
 (:mod:`graphcheck.zoo._inputs_named`). A model may need more than one try:
 :func:`input_attempts` says how many input sets there are, in order (the plain
 one; every modality the signature names, for dual encoders and multimodal
-models; raw audio with a channel dimension), and the worker keeps the first
-that runs.
+models; raw audio with a channel dimension; the optional prompt arguments of
+:mod:`graphcheck.zoo._inputs_prompts`), and the worker keeps the first that runs.
 """
 
 from __future__ import annotations
