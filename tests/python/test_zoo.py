@@ -35,6 +35,7 @@ from graphcheck.zoo.tiny_config import (
     RESERVED_IDS,
     VOCAB,
     WIDTH,
+    fit_mrope_section,
     shrink,
 )
 
@@ -128,6 +129,16 @@ def test_shrink_widths_heads_experts_vocab_positions() -> None:
     assert d["vision_config"]["hidden_size"] == d["vision_config"]["out_hidden_size"] == WIDTH
     assert d["vision_config"]["depth"] == LAYERS
     assert d["vision_config"]["image_size"] == 14 * 4
+
+
+def test_mrope_sections_split_the_rotary_part_of_the_head() -> None:
+    # Half the rotary dimension: all of a 16-wide head, or the half GLM-4.5V rotates.
+    full = {"mrope_section": [16, 24, 24]}
+    fit_mrope_section(full, 16)
+    assert full["mrope_section"] == [3, 3, 2]
+    partial = {"mrope_section": [8, 12, 12], "partial_rotary_factor": 0.5}
+    fit_mrope_section(partial, 16)
+    assert partial["mrope_section"] == [2, 1, 1]
 
 
 def test_shrink_moves_special_tokens_consistently_across_subconfigs() -> None:

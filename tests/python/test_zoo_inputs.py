@@ -142,6 +142,65 @@ def test_raw_audio_with_a_channel_dimension() -> None:
     assert attempt == "audio_channel" and shapes(inputs) == {"input_values": (1, 1, 16000)}
 
 
+@needs_transformers
+def test_query_placeholders_and_image_position_mask() -> None:
+    # BLIP-2 scatters its projected queries at image tokens: one per query after the first id.
+    model, attempt, inputs = run("Blip2Model")
+    queries, token = model.config.num_query_tokens, model.config.image_token_id
+    assert attempt == "plain"
+    assert inputs["input_ids"][0, 1 : 1 + queries].tolist() == [token] * queries
+    assert int((inputs["input_ids"] == token).sum()) == queries
+    # InstructBLIP-Video: one set of queries per frame of the (batch, frames, c, h, w) video.
+    model, _, inputs = run("InstructBlipVideoModel")
+    frames = inputs["pixel_values"].shape[1]
+    assert inputs["pixel_values"].dim() == 5
+    count = int((inputs["input_ids"] == model.config.video_token_id).sum())
+    assert count == model.config.num_query_tokens * frames
+    # Kosmos-2 says where its image embeddings go with a mask beside the ids.
+    model, attempt, inputs = run("Kosmos2Model")
+    mask = inputs["image_embeds_position_mask"]
+    assert attempt == "modalities" and mask.shape == inputs["input_ids"].shape
+    assert mask[0].tolist() == [0] + [1] * model.config.latent_query_num + [0] * (
+        mask.shape[-1] - 1 - model.config.latent_query_num
+    )
+
+
+@needs_transformers
+def test_prompt_attempt_adds_optional_prompt_arguments() -> None:
+    model = build("SplinterForPreTraining")
+    assert input_attempts(model, "input_ids") == ["plain", "prompt"]
+    _, attempt, inputs = run("SplinterForPreTraining")
+    assert attempt == "prompt" and inputs["question_positions"].tolist() == [[1]]
+    _, attempt, inputs = run("LongformerForQuestionAnswering")
+    assert attempt == "prompt" and inputs["global_attention_mask"][0].tolist() == [1] + [0] * 15
+    _, attempt, inputs = run("IdeficsModel")
+    assert attempt == "prompt" and inputs["pixel_values"].dim() == 5
+    assert shapes(inputs)["image_attention_mask"] == (1, 16, 1)
+    _, attempt, inputs = run("BlipForQuestionAnswering")
+    assert attempt == "prompt" and shapes(inputs)["decoder_input_ids"] == (1, 8)
+    model, attempt, inputs = run("Blip2QFormerModel")
+    assert attempt == "prompt"
+    assert shapes(inputs) == {
+        "query_embeds": (1, 4, model.config.hidden_size),
+        "encoder_hidden_states": (1, 16, model.config.encoder_hidden_size),
+    }
+    # A model whose plain set runs keeps it (its head puts global attention on <s> itself).
+    _, attempt, inputs = run("LongformerForSequenceClassification")
+    assert attempt == "plain" and "global_attention_mask" not in inputs
+
+
+@needs_transformers
+def test_required_prompt_arguments_by_name() -> None:
+    _, attempt, inputs = run("OmDetTurboForObjectDetection")
+    assert attempt == "plain"
+    assert inputs["classes_structure"].tolist() == [inputs["classes_input_ids"].shape[0]]
+    _, attempt, inputs = run("JevForDecision")
+    assert attempt == "plain"
+    assert shapes(inputs)["marks"] == (1, 1) and int(inputs["marks"]) == 16
+    assert inputs["num_options"].tolist() == [[2]]
+    assert inputs["question_type_ids"].tolist() == [[0]]
+
+
 class _Noisy(torch.nn.Module):
     """A forward that draws random numbers (as MAE's masking or VITS's noise do)."""
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from graphcheck.zoo._inputs_prompts import prompt_input
+
 __all__ = ["Builder", "grid_patches", "naflex_patches", "named_input", "time_series_length"]
 
 #: Tokens of the boxes, features and patches made here (the warm-up's sequence length).
@@ -238,7 +240,8 @@ def named_input(b: Builder, name: str) -> Any:
         # Codec decoders: (batch, latent channels, frames).
         dim = b.field("hidden_size", "latent_dim", "codebook_dim", default=64)
         return b.randn(1, int(dim), SEQ_LEN)
-    return _trajectory(b, name)
+    value = _trajectory(b, name)
+    return value if value is not None else prompt_input(b, name)
 
 
 def _trajectory(b: Builder, name: str) -> Any:

@@ -76,6 +76,10 @@ def _shrink_widths(d: Dict, ctx: _Ctx) -> None:
         "conv_dim_out": sz.width,
         "codebook_size": 64,
         "num_embeddings": 64,
+        # Learned queries that a prompt holds one placeholder each of (BLIP-2, Kosmos-2): a
+        # handful, so that they fit in the warm-up's 16 tokens.
+        "num_query_tokens": 4,
+        "latent_query_num": 4,
         "hidden_size_per_layer_input": 8,
         "num_conv_pos_embeddings": 16,
         "num_conv_pos_embedding_groups": 4,
@@ -184,9 +188,17 @@ def _mrope(d: Dict) -> None:
 
 
 def fit_mrope_section(params: Dict, head_dim: int) -> None:
-    """Rescales ``params["mrope_section"]`` (if any) to sum to ``head_dim // 2``."""
+    """Rescales ``params["mrope_section"]`` (if any) to sum to half the rotary dimension.
+
+    The rotary dimension is ``head_dim``, or ``head_dim * partial_rotary_factor`` where the
+    same dict names a factor (GLM-4.5V rotates half of each head: its sections split that).
+    """
     section = params.get("mrope_section")
-    total = head_dim // 2
+    factor = params.get("partial_rotary_factor")
+    rotary = head_dim
+    if isinstance(factor, float | int) and not isinstance(factor, bool) and 0 < factor < 1:
+        rotary = int(head_dim * factor)
+    total = rotary // 2
     if _int_list(section) and sum(section) != total and total >= len(section):
         parts = [total // len(section)] * len(section)
         for i in range(total - sum(parts)):

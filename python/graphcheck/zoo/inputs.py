@@ -8,8 +8,8 @@ series' features and masks, a trajectory's actions and rewards) by name
 (:mod:`graphcheck.zoo._inputs_named`). A model may need more than one try:
 :func:`input_attempts` says how many input sets there are, in order (the plain
 one; every modality the signature names, for dual encoders and multimodal
-models; raw audio with a channel dimension), and the worker keeps the first
-that runs.
+models; raw audio with a channel dimension; the optional prompt arguments of
+:mod:`graphcheck.zoo._inputs_prompts`), and the worker keeps the first that runs.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from graphcheck.zoo._inputs_named import Builder, grid_patches, naflex_patches, named_input
+from graphcheck.zoo._inputs_prompts import PROMPT_ARGUMENTS, place_prompt, prompt_arguments
 from graphcheck.zoo.tiny_config import LOW_IDS, RESERVED_IDS, VOCAB
 
 __all__ = [
@@ -250,7 +251,8 @@ def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
     ``plain``; ``modalities`` where the signature names another modality;
     ``patch_images`` (a vision tower's patches as small images) where it takes
     a patch grid; ``audio_channel`` (raw audio as (batch, 1, samples)) for
-    audio models.
+    audio models; ``prompt`` (the modalities and the optional prompt arguments of
+    :mod:`graphcheck.zoo._inputs_prompts`) where the signature names one.
     """
     params = _parameters(model)
     attempts = ["plain"]
@@ -260,6 +262,8 @@ def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
         attempts.append("patch_images")
     if main_input == "input_values":
         attempts.append("audio_channel")
+    if any(p in params for p in PROMPT_ARGUMENTS):
+        attempts.append("prompt")
     return attempts
 
 
@@ -340,7 +344,7 @@ def make_inputs(
         value = named_input(b, companion)
         if isinstance(value, torch.Tensor) and (value.numel() > 0 or "static" not in companion):
             inputs[companion] = value  # static features only where the config counts some
-    extra = [m for m in MODALITIES if m in params] if attempt == "modalities" else []
+    extra = [m for m in MODALITIES if m in params] if attempt in ("modalities", "prompt") else []
     for arg in [*required, *extra]:
         if arg not in inputs:
             inputs.update(_main(model, arg, g, b, attempt) if arg in MAIN_INPUTS else {})
@@ -352,6 +356,9 @@ def make_inputs(
         for key in ("pixel_values", "pixel_attention_mask", *naflex):
             if key in params:
                 inputs[key] = naflex_inputs[key]
+    place_prompt(b, params)
+    if attempt == "prompt":
+        prompt_arguments(b, params, lambda: _token_ids(model, config, (1, DECODER_LEN), g))
     derives_decoder = name.endswith("ForSequenceClassification")
     if (
         getattr(config, "is_encoder_decoder", False)

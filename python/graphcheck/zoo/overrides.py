@@ -76,6 +76,70 @@ def _set_text(**values: Any) -> Callable[[Dict, str], None]:
     return fixup
 
 
+def _derived(*keys: str) -> Callable[[Dict, str], None]:
+    # Fields that the config's __post_init__ derives from others: the default's to_dict keeps
+    # their default-size values, and from_dict would set those back after the derivation.
+    def fixup(d: Dict, level: str) -> None:
+        for key in keys:
+            d.pop(key, None)
+
+    return fixup
+
+
+def _paddleocr_vl(d: Dict, level: str) -> None:
+    from graphcheck.zoo.tiny_config import HEAD_DIM, fit_mrope_section
+
+    rope = _text(d).get("rope_parameters")
+    if isinstance(rope, dict) and "mrope_section" not in rope:
+        rope["mrope_section"] = [16, 24, 24]
+        fit_mrope_section(rope, int(_text(d).get("head_dim") or HEAD_DIM))
+
+
+def _qformer_text(d: Dict, level: str) -> None:
+    qformer = d.get("qformer_config")
+    if isinstance(qformer, dict):
+        qformer["use_qformer_text_input"] = True
+
+
+def _vision_frames(d: Dict, level: str) -> None:
+    vision = d.get("vision_config")
+    if isinstance(vision, dict):
+        vision["num_frames"] = 2
+
+
+def _omdet_turbo(d: Dict, level: str) -> None:
+    # The default backbone is timm's Swin-T, which timm builds at its own widths (the tiny
+    # config does not reach it): the layer norms after it and the encoder's input
+    # projections take its three feature maps' channels.
+    backbone = d.get("backbone_config")
+    if isinstance(backbone, dict) and backbone.get("model_type") == "timm_backbone":
+        d["encoder_in_channels"] = [192, 384, 768]
+    # The class embeddings (the text width) are wider than the decoder (512 and 256 by
+    # default): the decoder builds its task projection only when they differ, and its
+    # forward always reads it.
+    text = d.get("text_config")
+    if isinstance(text, dict):
+        text["hidden_size"] = 128
+    d["class_embed_dim"] = d["text_projection_in_dim"] = d["text_projection_out_dim"] = 128
+    # The decoder takes its top num_queries anchors (900) of the feature maps: a 64-pixel
+    # image has 84.
+    d["num_queries"] = 16
+    # The decoder projects the encoder's outputs, one per feature level, each of its width.
+    width = d.get("d_model")  # the encoder_hidden_dim of the attribute map
+    levels = d.get("vision_features_channels")
+    if isinstance(width, int) and isinstance(levels, list):
+        d["vision_features_channels"] = [width] * len(levels)
+
+
+def _set_sub(key: str, **values: Any) -> Callable[[Dict, str], None]:
+    def fixup(d: Dict, level: str) -> None:
+        sub = d.get(key)
+        if isinstance(sub, dict):
+            sub.update(values)
+
+    return fixup
+
+
 def _zamba(d: Dict, level: str) -> None:
     # The shared transformer is tied across hybrid layers: at least two of them are needed.
     d.update(num_hidden_layers=4, attn_layer_period=2, attn_layer_offset=1)
@@ -186,7 +250,51 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     "zamba": _zamba,
     "gemma3n": _gemma3n,
     "gemma3n_text": _gemma3n,
+    # The rotary embedding falls back to [16, 24, 24] when the rope parameters name no
+    # sections (checkpoints do): an explicit one, which the shrinking fits to the head.
+    "paddleocr_vl": _paddleocr_vl,
+    # A checkpoint's field that the default leaves None; the attention mask reads it.
+    "step3p7": _set_text(sliding_window=8),
+    # T5 checkpoints set it (the pad id, 0); the classification head shifts input_ids with it.
+    "t5": _set(decoder_start_token_id=0),
+    # Retrieval checkpoints (blip2-itm-vit-g) feed text through the Q-Former: its layers get
+    # the text feed-forward only with this set.
+    "Blip2ForImageTextRetrieval": _qformer_text,
+    # The shared attention's and the Mamba heads' widths are derived from the hidden size.
+    "zamba2": _derived(
+        "attention_hidden_size",
+        "attention_head_dim",
+        "mamba_headdim",
+        "kv_channels",
+        "num_query_groups",
+    ),
+    # Its processor samples frames: the image tensor is (batch, frames, channels, h, w), and
+    # the inputs make such a video where the vision config counts frames (two here).
+    "instructblipvideo": _vision_frames,
+    "omdet-turbo": _omdet_turbo,
+    # The image embedding is the last EfficientNet block's channels, 320 * width_coefficient
+    # (640 by default, the default projection_dim), compared with the projected text: 0.2 makes
+    # it the tiny projection width, 64.
+    # Its default depth (3.1x) and weights drawn at std 0.02 shrink the activations 20-fold a
+    # block: the image embedding underflows to 0 and its normalization gives inf, then NaN
+    # logits, which no replay equals. One block per stage, drawn at std 0.1.
+    "align": _set_sub(
+        "vision_config", width_coefficient=0.2, depth_coefficient=1.0, initializer_range=0.1
+    ),
     "perceiver": _set(qk_channels=64, v_channels=64),
+    # The four coordinate and two shape embeddings are concatenated to the hidden size
+    # (4 * 128 + 2 * 128 = 768 by default): 4 * 10 + 2 * 12 = 64.
+    "layoutlmv3": _set(coordinate_size=10, shape_size=12),
+    # Six layout embeddings of hidden // 6 each are concatenated into a hidden-wide linear:
+    # the hidden size must be a multiple of 6 (and of heads * channel_shrink_ratio, 16).
+    "lilt": _set(hidden_size=96),
+    # The bottleneck and the embeddings are narrower than the hidden size (128 of 512): the
+    # MLM head's extra dense is hidden - embedding wide; true_hidden_size is the bottleneck's.
+    "mobilebert": _both(
+        _set(embedding_size=32, intra_bottleneck_size=32), _derived("true_hidden_size")
+    ),
+    # The box embedding widths are derived from the hidden size and heads.
+    "bros": _derived("dim_bbox_sinusoid_emb_2d", "dim_bbox_sinusoid_emb_1d", "dim_bbox_projection"),
     "HieraForPreTraining": _set(decoder_hidden_size=64, decoder_depth=1, decoder_num_heads=2),
     "ReformerModelWithLMHead": _set(is_decoder=True),
     "T5GemmaEncoderModel": _set(is_encoder_decoder=False),
@@ -207,8 +315,40 @@ def _moonshine_streaming(base: Dict) -> None:
     base.setdefault("num_key_value_heads", base.get("num_attention_heads"))
 
 
+def _vision_start(base: Dict) -> None:
+    # The thinker's rope index reads vision_start_token_id, which its config class does not
+    # define: the checkpoints' thinker_config sets it (151652). Set before shrinking, so that
+    # it is remapped into the tiny vocabulary and the input ids avoid it.
+    base.setdefault("vision_start_token_id", 151652)
+
+
+def _shieldgemma2(base: Dict) -> None:
+    # The head reads the logits of "Yes" and "No" at ids its config class does not define
+    # (Gemma's 10784 and 3771 by default): set them before shrinking, so that they are
+    # remapped into the tiny vocabulary as every special id is.
+    base.setdefault("yes_token_index", 10784)
+    base.setdefault("no_token_index", 3771)
+
+
+def _image_token(name: str, value: int) -> Callable[[Dict], None]:
+    # The Q-Former models scatter their queries at image (video) tokens whose id the default
+    # leaves None and every checkpoint sets: set before shrinking, so that it is remapped
+    # into the tiny vocabulary and the prompt's placeholders (_inputs_prompts) can use it.
+    def prepare(base: Dict) -> None:
+        if base.get(name) is None:
+            base[name] = value
+
+    return prepare
+
+
 PREPARE: dict[str, Callable[[Dict], None]] = {
+    "blip-2": _image_token("image_token_index", 50265),  # Salesforce/blip2-opt-2.7b
+    "instructblip": _image_token("image_token_index", 32001),  # instructblip-vicuna-7b
+    "instructblipvideo": _image_token("video_token_index", 32001),
+    "shieldgemma2": _shieldgemma2,
     "dbrx": _dbrx,
+    "qwen2_5_omni_thinker": _vision_start,
+    "qwen3_omni_moe_thinker": _vision_start,
     "moonshine_streaming": _moonshine_streaming,
 }
 
