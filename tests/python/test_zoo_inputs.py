@@ -219,3 +219,98 @@ def test_seeded_replay_of_a_random_forward_is_equal() -> None:
     seeded = testing.check_graph_replay(_Noisy, lambda _m: (x,), seed=7)
     assert [s.outputs_equal for s in unseeded] == [False, False, False]
     assert [s.outputs_equal for s in seeded] == [True, True, True]
+
+
+@needs_transformers
+def test_audio_token_ids_one_per_codebook() -> None:
+    # MusicGen's decoder takes (batch * codebooks, seq); Dia's (batch, seq, channels).
+    model, _, inputs = run("MusicgenForConditionalGeneration")
+    assert shapes(inputs)["decoder_input_ids"] == (model.config.decoder.num_codebooks, 8)
+    model, _, inputs = run("DiaModel")
+    assert shapes(inputs)["decoder_input_ids"] == (1, 8, model.config.decoder_config.num_channels)
+    # Kyutai STT: a text token and one token per codebook at each step; one mask entry per step.
+    model, _, inputs = run("KyutaiSpeechToTextModel")
+    assert shapes(inputs) == {
+        "input_ids": (1, 16, 1 + model.config.num_codebooks),
+        "attention_mask": (1, 16),
+    }
+
+
+@needs_transformers
+def test_feature_layouts() -> None:
+    # GLM-ASR convolves over time: mel bins first, on the second try.
+    model, attempt, inputs = run("GlmAsrEncoder")
+    assert attempt == "features_mel_first"
+    assert shapes(inputs) == {"input_features": (1, model.config.num_mel_bins, 64)}
+    # Gemma 4's audio projection is sized for 128 mel bins; its config names none.
+    _, attempt, inputs = run("Gemma4AudioModel")
+    assert attempt == "features_128" and shapes(inputs)["input_features"] == (1, 64, 128)
+    # Granite Speech 5 reads 4 x num_mel_bins per frame (delta-expanded, stacked in pairs).
+    model, attempt, inputs = run("GraniteSpeech5Encoder")
+    assert attempt == "features_first_layer"
+    assert shapes(inputs) == {"input_features": (1, 64, 4 * model.config.num_mel_bins)}
+    # AudioFlamingo 3 reads its mask's lengths: ones over the frames come with the features.
+    model, attempt, inputs = run("AudioFlamingo3Encoder")
+    mel = model.config.num_mel_bins
+    assert attempt == "plain"
+    assert shapes(inputs)["input_features_mask"] == (1, inputs["input_features"].shape[-1])
+    assert inputs["input_features"].shape[1] == mel
+    # Qwen3-ASR: whole chunks of 2 * n_window frames.
+    model, _, inputs = run("Qwen3ASREncoder")
+    assert inputs["input_features"].shape[-1] % (2 * model.config.n_window) == 0
+    # CLAP's audio Swin: (batch, 1, frames, mel), beside the text.
+    model, attempt, inputs = run("ClapModel")
+    assert attempt == "modalities"
+    assert shapes(inputs)["input_features"] == (1, 1, 64, model.config.audio_config.num_mel_bins)
+
+
+@needs_transformers
+def test_speech_seq2seq_inputs() -> None:
+    # The speech encoder-decoder wrapper's `inputs` is its encoder's main input (raw audio).
+    _, _, inputs = run("SpeechEncoderDecoderModel")
+    assert shapes(inputs) == {"inputs": (1, 16000), "decoder_input_ids": (1, 8)}
+    # SpeechT5's speech decoder reads mel frames; the bare model (no pre-nets) embeddings.
+    model, _, inputs = run("SpeechT5ForTextToSpeech")
+    assert shapes(inputs)["decoder_input_values"] == (1, 8, model.config.num_mel_bins)
+    model, attempt, inputs = run("SpeechT5Model")
+    hidden = model.config.hidden_size
+    assert attempt == "hidden_values"
+    assert shapes(inputs) == {
+        "input_values": (1, 16, hidden),
+        "decoder_input_values": (1, 8, hidden),
+    }
+
+
+@needs_transformers
+def test_codec_inputs() -> None:
+    # A semantic path beside the raw audio: one feature frame per 320 samples.
+    _, attempt, inputs = run("Xcodec2Model")
+    assert attempt == "audio_channel"
+    assert inputs["input_values"].shape == (1, 1, 16000)
+    assert inputs["input_features"].shape[1] == 50
+    # VibeVoice's tokenizer halves name their input hidden_states: audio, then latents.
+    _, attempt, inputs = run("VibeVoiceAcousticTokenizerEncoderModel")
+    assert attempt == "audio_channel" and shapes(inputs) == {"hidden_states": (1, 1, 16000)}
+    model, attempt, inputs = run("VibeVoiceAcousticTokenizerDecoderModel")
+    assert attempt == "latents"
+    assert shapes(inputs) == {"hidden_states": (1, model.config.hidden_size, 16)}
+    # MuSE Spark takes whole tokens of samples.
+    model, _, inputs = run("MuseSparkAudioModel")
+    assert inputs["input_values"].shape[-1] % model.config.samples_per_token == 0
+    # PE audio: token ids and raw audio with a channel dimension.
+    _, attempt, inputs = run("PeAudioModel")
+    assert attempt == "audio_channel" and shapes(inputs)["input_values"] == (1, 1, 16000)
+
+
+@needs_transformers
+def test_embeddings_as_main_input() -> None:
+    model, _, inputs = run("Nemotron3_5TranscribeWordTimestampModel")
+    assert shapes(inputs) == {"inputs_embeds": (1, 16, model.config.hidden_size)}
+    # A DFlash draft block beside the target's context; the mask spans both.
+    model, _, inputs = run("MuseGlimmerAssistantModel")
+    cfg = model.config
+    assert shapes(inputs) == {
+        "noise_embeds": (1, cfg.block_size, cfg.hidden_size),
+        "context_hidden_states": (1, 16, cfg.hidden_size * len(cfg.target_layer_ids)),
+        "attention_mask": (1, 16 + cfg.block_size),
+    }

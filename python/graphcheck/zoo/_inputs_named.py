@@ -181,6 +181,10 @@ def _mask_like(b: Builder, name: str) -> Any:
     ids = b.inputs.get(f"{prefix}input_ids", b.inputs.get("input_ids"))
     if isinstance(ids, torch.Tensor):
         return torch.ones_like(ids)
+    noise, context = b.inputs.get("noise_embeds"), b.inputs.get("context_hidden_states")
+    if isinstance(noise, torch.Tensor) and isinstance(context, torch.Tensor):
+        # DFlash: the keys are the target's context then the draft block.
+        return torch.ones((1, context.shape[1] + noise.shape[1]), dtype=torch.long)
     states = b.inputs.get("states")
     if isinstance(states, torch.Tensor):
         return torch.ones(states.shape[:2], dtype=torch.long)  # one per trajectory step
@@ -240,8 +244,22 @@ def named_input(b: Builder, name: str) -> Any:
         # Codec decoders: (batch, latent channels, frames).
         dim = b.field("hidden_size", "latent_dim", "codebook_dim", default=64)
         return b.randn(1, int(dim), SEQ_LEN)
+    if name == "inputs_embeds":
+        # Heads that read another model's states (Nemotron 3.5's word timestamps).
+        return b.randn(1, SEQ_LEN, _hidden(b))
+    if name == "noise_embeds":
+        # DFlash draft models (MuSE Glimmer's assistant): one block of noised embeddings.
+        return b.randn(1, int(b.field("block_size", default=SEQ_LEN)), _hidden(b))
+    if name == "context_hidden_states":
+        # ... beside the target model's states of its target_layer_ids, concatenated.
+        layers = b.field("target_layer_ids", default=[0])
+        return b.randn(1, SEQ_LEN, _hidden(b) * max(1, len(layers)))
     value = _trajectory(b, name)
     return value if value is not None else prompt_input(b, name)
+
+
+def _hidden(b: Builder) -> int:
+    return int(b.field("hidden_size", default=64))
 
 
 def _trajectory(b: Builder, name: str) -> Any:

@@ -68,6 +68,7 @@ _WIDTH_EXCLUDE = {
     "latent_dim",
     "mel_dim",
     "input_dim",
+    "model_in_dim",  # a vocoder's mel bins (HiFi-GAN), tied to its TTS model's num_mel_bins
     "output_dim",
     "feature_dim",
     "time_dim",

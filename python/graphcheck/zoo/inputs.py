@@ -19,6 +19,16 @@ from typing import Any
 
 import torch
 
+from graphcheck.zoo._inputs_audio import (
+    DECODER_LEN,
+    FEATURE_ATTEMPTS,
+    audio_mel,
+    config_tree,
+    decoder_ids_shape,
+    first_linear_width,
+    input_features,
+    input_values,
+)
 from graphcheck.zoo._inputs_named import Builder, grid_patches, naflex_patches, named_input
 from graphcheck.zoo._inputs_prompts import PROMPT_ARGUMENTS, place_prompt, prompt_arguments
 from graphcheck.zoo.tiny_config import LOW_IDS, RESERVED_IDS, VOCAB
@@ -46,6 +56,8 @@ MAIN_INPUTS = (
     "audio_mel",
     "flattened_patches",
     "states",
+    "inputs_embeds",
+    "noise_embeds",
 )
 #: What a main input brings along when the signature names it: a series' past and future
 #: features and masks (the seq2seq forecasters need the future as decoder input), a
@@ -60,27 +72,18 @@ COMPANIONS = {
         "static_real_features",
     ),
     "states": ("actions", "rewards", "returns_to_go", "timesteps", "attention_mask"),
+    # A DFlash draft block attends to the target's context too: its mask spans both.
+    "noise_embeds": ("context_hidden_states", "attention_mask"),
+    # Audio encoders that read the mask's lengths without a None default (AudioFlamingo 3).
+    "input_features": ("input_features_mask",),
 }
 SEQ_LEN = 16
-DECODER_LEN = 8
-#: One second at 16 kHz: long enough for the x-vector heads' dilated convolutions.
-AUDIO_SAMPLES = 16000
-
-
-def _configs(config: Any) -> list[Any]:
-    """``config`` and its sub-configs, depth first."""
-    out = [config]
-    for key in getattr(config, "sub_configs", {}) or {}:
-        sub = getattr(config, key, None)
-        if sub is not None and hasattr(sub, "to_dict"):
-            out.extend(_configs(sub))
-    return out
 
 
 def special_token_ids(config: Any) -> set[int]:
     """Every special token id a config tree names (``*_token_id``, ``*_token_index``, ...)."""
     ids: set[int] = set()
-    for cfg in _configs(config):
+    for cfg in config_tree(config):
         for key, value in vars(cfg).items():
             if not (key.endswith(("token_id", "token_ids", "token_index"))):
                 continue
@@ -98,7 +101,7 @@ def _vocab(model: torch.nn.Module, config: Any) -> int:
     n = getattr(emb, "num_embeddings", None)
     if isinstance(n, int) and n > 0:
         return n
-    for cfg in _configs(config):
+    for cfg in config_tree(config):
         v = getattr(cfg, "vocab_size", None)
         if isinstance(v, int) and v > 0:
             return v
@@ -148,37 +151,6 @@ def _pixel_values(config: Any, g: torch.Generator) -> torch.Tensor:
     return torch.randn((1, channels, h, w), generator=g)
 
 
-def _input_features(config: Any, g: torch.Generator) -> torch.Tensor:
-    cfg = getattr(config, "audio_config", None) or getattr(config, "encoder_config", None) or config
-    mel = getattr(cfg, "num_mel_bins", None)
-    source = getattr(cfg, "max_source_positions", None)
-    if isinstance(mel, int) and isinstance(source, int):
-        # Whisper-like encoders: (batch, mel bins, 2 * max_source_positions).
-        return torch.randn((1, mel, 2 * source), generator=g)
-    projection = getattr(cfg, "feature_projection_input_dim", None)
-    if isinstance(projection, int):
-        return torch.randn((1, 4 * SEQ_LEN, projection), generator=g)
-    per_channel = getattr(cfg, "input_feat_per_channel", None)
-    if isinstance(per_channel, int):
-        channels = getattr(cfg, "input_channels", 1) or 1
-        return torch.randn((1, 4 * SEQ_LEN, per_channel * channels), generator=g)
-    features = mel or getattr(cfg, "feature_size", None) or getattr(cfg, "input_dim", None) or 80
-    return torch.randn((1, 4 * SEQ_LEN, int(features)), generator=g)
-
-
-def _input_values(config: Any, g: torch.Generator) -> torch.Tensor:
-    cfg = getattr(config, "audio_config", None) or config
-    mel, frames = getattr(cfg, "num_mel_bins", None), getattr(cfg, "max_length", None)
-    if isinstance(mel, int) and isinstance(frames, int):
-        # Spectrogram transformers (AST): (batch, frames, mel bins).
-        return torch.randn((1, frames, mel), generator=g)
-    channels = getattr(cfg, "audio_channels", None)
-    if isinstance(channels, int) and channels > 0:
-        # Codecs (EnCodec, Mimi, DAC): (batch, channels, samples).
-        return torch.randn((1, channels, AUDIO_SAMPLES), generator=g)
-    return torch.randn((1, AUDIO_SAMPLES), generator=g)
-
-
 def _video(config: Any, g: torch.Generator) -> torch.Tensor:
     """``pixel_values_videos``: (batch, frames, channels, height, width)."""
     cfg = _vision_config(config)
@@ -203,12 +175,6 @@ def _flattened_patches(config: Any, g: torch.Generator) -> torch.Tensor:
     index = torch.arange(SEQ_LEN, dtype=torch.float32)
     rows, cols = (index // 4 + 1).unsqueeze(-1), (index % 4 + 1).unsqueeze(-1)
     return torch.cat([rows, cols, torch.randn((SEQ_LEN, width), generator=g)], -1).unsqueeze(0)
-
-
-def _audio_mel(config: Any, g: torch.Generator) -> torch.Tensor:
-    """Gemma 3n's audio encoder input: (batch, frames, mel features)."""
-    features = getattr(config, "input_feat_size", None) or getattr(config, "num_mel_bins", None)
-    return torch.randn((1, 4 * SEQ_LEN, int(features or 128)), generator=g)
 
 
 def _parameters(model: torch.nn.Module) -> dict[str, inspect.Parameter]:
@@ -251,8 +217,14 @@ def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
     ``plain``; ``modalities`` where the signature names another modality;
     ``patch_images`` (a vision tower's patches as small images) where it takes
     a patch grid; ``audio_channel`` (raw audio as (batch, 1, samples)) for
-    audio models; ``prompt`` (the modalities and the optional prompt arguments of
-    :mod:`graphcheck.zoo._inputs_prompts`) where the signature names one.
+    audio models, and ``audio_video`` (with video frames) for audio-video
+    encoders; the other layouts of ``input_features``
+    (:data:`~graphcheck.zoo._inputs_audio.FEATURE_ATTEMPTS`); ``latents`` for
+    a codec decoder whose forward names its input ``hidden_states``;
+    ``hidden_values`` (embeddings for encoder and decoder) for speech
+    seq2seq models without pre-nets; last, ``prompt`` (the modalities and the
+    optional prompt arguments of :mod:`graphcheck.zoo._inputs_prompts`) where
+    the signature names one.
     """
     params = _parameters(model)
     attempts = ["plain"]
@@ -260,8 +232,16 @@ def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
         attempts.append("modalities")
     if "grid_thw" in params or "image_grid_thw" in params:
         attempts.append("patch_images")
-    if main_input == "input_values":
+    if main_input == "input_values" or "input_values" in params:
         attempts.append("audio_channel")
+        if "pixel_values_videos" in params:
+            attempts.append("audio_video")  # audio-video encoders (PE audio-video) need both
+    if "input_features" in params:
+        attempts.extend(FEATURE_ATTEMPTS)
+    if main_input not in params and "hidden_states" in params:
+        attempts.append("latents")
+    if "decoder_input_values" in params:
+        attempts.append("hidden_values")  # SpeechT5Model: no pre-nets, embeddings in and out
     if any(p in params for p in PROMPT_ARGUMENTS):
         attempts.append("prompt")
     return attempts
@@ -275,13 +255,19 @@ def _ids(model: torch.nn.Module, config: Any, g: torch.Generator) -> dict[str, A
         shape = (1, 2, SEQ_LEN)
     elif isinstance(codebooks, int) and codebooks > 1 and name.startswith("Musicgen"):
         shape = (codebooks, SEQ_LEN)  # one row per codebook (MusicGen's decoder)
+    elif isinstance(codebooks, int) and getattr(config, "codebook_vocab_size", None):
+        # Kyutai STT: each step is a text token and one token per audio codebook, embedded
+        # with per-codebook offsets and summed: (batch, seq, 1 + num_codebooks).
+        shape = (1, SEQ_LEN, 1 + codebooks)
     ids = _token_ids(model, config, shape, g)
     eos = getattr(config, "eos_token_id", None)
     if name.endswith("ForSequenceClassification") and isinstance(eos, int):
         ids[..., -1] = eos  # BART-style heads pool the hidden state at </s>
     inputs: dict[str, Any] = {"input_ids": ids}
     if _accepts(model, "attention_mask"):
-        inputs["attention_mask"] = torch.ones_like(ids)
+        # One mask entry per step, not per codebook token (Kyutai).
+        steps = ids[..., 0] if ids.dim() == 3 and shape[1] == SEQ_LEN else ids
+        inputs["attention_mask"] = torch.ones_like(steps)
     return inputs
 
 
@@ -295,10 +281,15 @@ def _main(
     if name == "pixel_values":
         return {"pixel_values": _pixel_values(config, g)}
     if name == "input_features":
-        return {"input_features": _input_features(config, g)}
+        with_audio = "input_values" in b.inputs
+        if attempt == "features_first_layer" and (width := first_linear_width(model)):
+            return {"input_features": b.randn(1, 4 * SEQ_LEN, width)}
+        return {"input_features": input_features(config, g, attempt, with_audio=with_audio)}
     if name == "input_values":
-        values = _input_values(config, g)
-        if attempt == "audio_channel" and values.dim() == 2:
+        if attempt == "hidden_values":
+            return {"input_values": b.randn(1, SEQ_LEN, int(b.field("hidden_size", default=64)))}
+        values = input_values(config, g)
+        if attempt in ("audio_channel", "audio_video") and values.dim() == 2:
             values = values.unsqueeze(1)  # codecs and CTC heads that take (batch, 1, samples)
         return {"input_values": values}
     if name == "pixel_values_videos":
@@ -306,9 +297,23 @@ def _main(
     if name == "flattened_patches":
         return {"flattened_patches": _flattened_patches(config, g)}
     if name == "audio_mel":
-        return {"audio_mel": _audio_mel(config, g)}
+        return {"audio_mel": audio_mel(config, g)}
+    if name == "inputs" and (encoder := _wrapped_encoder(model)) is not None:
+        # Speech encoder-decoder wrappers pass ``inputs`` to their encoder as its main input.
+        inner = str(encoder.main_input_name)
+        value = _main(encoder, inner, g, b, attempt).get(inner)
+        return {} if value is None else {name: value}
     value = named_input(b, name)
     return {} if value is None else {name: value}
+
+
+def _wrapped_encoder(model: torch.nn.Module) -> torch.nn.Module | None:
+    """The encoder of an encoder-decoder wrapper whose own main input is ``inputs``."""
+    encoder = getattr(model, "encoder", None)
+    inner = getattr(encoder, "main_input_name", None)
+    if isinstance(encoder, torch.nn.Module) and inner in MAIN_INPUTS and inner != "inputs":
+        return encoder
+    return None
 
 
 def make_inputs(
@@ -334,6 +339,13 @@ def make_inputs(
         patches, thw = grid_patches(b, images=attempt == "patch_images")
         inputs["hidden_states" if "hidden_states" in required else "pixel_values"] = patches
         inputs[grid] = thw
+    elif main_input not in params and "hidden_states" in required:
+        # Halves of an audio tokenizer whose forward names its input hidden_states (VibeVoice):
+        # the encoder takes the main input (raw audio), the decoder latents.
+        if attempt == "latents":
+            inputs["hidden_states"] = named_input(b, "latents")
+        elif (value := _main(model, main_input, g, b, attempt).get(main_input)) is not None:
+            inputs["hidden_states"] = value
     elif main_input in params or not required:
         inputs.update(_main(model, main_input, g, b, attempt))
     for companion in COMPANIONS.get(main_input, ()):
@@ -344,7 +356,15 @@ def make_inputs(
         value = named_input(b, companion)
         if isinstance(value, torch.Tensor) and (value.numel() > 0 or "static" not in companion):
             inputs[companion] = value  # static features only where the config counts some
-    extra = [m for m in MODALITIES if m in params] if attempt in ("modalities", "prompt") else []
+    # A later layout of one modality comes with the others where the main input is another
+    # (CLAP and CLVP take token ids and features, PE audio token ids and audio).
+    with_modalities = attempt in ("modalities", "prompt") or (
+        (attempt in FEATURE_ATTEMPTS and main_input != "input_features")
+        or (attempt == "audio_channel" and main_input != "input_values")
+    )
+    extra = [m for m in MODALITIES if m in params] if with_modalities else []
+    if attempt == "audio_video":
+        extra = ["input_values", "pixel_values_videos"]
     for arg in [*required, *extra]:
         if arg not in inputs:
             inputs.update(_main(model, arg, g, b, attempt) if arg in MAIN_INPUTS else {})
@@ -359,13 +379,20 @@ def make_inputs(
     place_prompt(b, params)
     if attempt == "prompt":
         prompt_arguments(b, params, lambda: _token_ids(model, config, (1, DECODER_LEN), g))
+    if "decoder_input_values" in params and "decoder_input_ids" not in params:
+        # Speech decoders (SpeechT5): mel frames for the decoder pre-net, or its embeddings.
+        key = "hidden_size" if attempt == "hidden_values" else "num_mel_bins"
+        width = int(b.field(key, "hidden_size", default=64))
+        inputs["decoder_input_values"] = b.randn(1, DECODER_LEN, width)
+        return inputs
     derives_decoder = name.endswith("ForSequenceClassification")
     if (
         getattr(config, "is_encoder_decoder", False)
         and _accepts(model, "decoder_input_ids")
         and not derives_decoder  # these shift input_ids into the decoder themselves
     ):
-        inputs["decoder_input_ids"] = _token_ids(model, config, (1, DECODER_LEN), g)
+        shape = decoder_ids_shape(config)
+        inputs["decoder_input_ids"] = _token_ids(model, config, shape, g)
     return inputs
 
 

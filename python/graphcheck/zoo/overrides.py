@@ -220,6 +220,47 @@ _QSA = {
     "indexer_head_dim": 16,
 }
 
+
+def _clvp(d: Dict, level: str) -> None:
+    # The speech encoder reads the speech decoder's argmax tokens: released checkpoints give
+    # both one vocabulary (8194); the default speech_config keeps the text encoder's 256.
+    speech, decoder = d.get("speech_config"), d.get("decoder_config")
+    if isinstance(speech, dict) and isinstance(decoder, dict):
+        speech["vocab_size"] = decoder.get("vocab_size", speech.get("vocab_size"))
+    # The encoders' rotary part is at least 32 wide: heads of 16 cannot hold it.
+    for key in ("text_config", "speech_config"):
+        sub = d.get(key)
+        if isinstance(sub, dict) and isinstance(sub.get("hidden_size"), int):
+            sub["num_attention_heads"] = max(1, sub["hidden_size"] // 32)
+
+
+def _clap(d: Dict, level: str) -> None:
+    # The audio Swin's last stage (patch_embeds_hidden_size * 2**(stages - 1)) is the audio
+    # width the projection reads: 96 * 8 = 768 = hidden_size in the released checkpoints.
+    audio = d.get("audio_config")
+    if isinstance(audio, dict) and isinstance(audio.get("depths"), list):
+        stages = 2 ** (len(audio["depths"]) - 1)
+        audio["patch_embeds_hidden_size"] = max(1, int(audio.get("hidden_size", 64)) // stages)
+
+
+def _semantic_codec(d: Dict, level: str) -> None:
+    # The quantizer reads the concatenated semantic and acoustic features: quantization_dim is
+    # their sum (1024 + 1024 = 2048 by default), which shrinking the widths must keep.
+    semantic = d.get("semantic_model_config")
+    if isinstance(semantic, dict) and isinstance(d.get("hidden_size"), int):
+        d["quantization_dim"] = d["hidden_size"] + int(semantic.get("hidden_size", 0))
+
+
+def _higgs_tokenizer(d: Dict, level: str) -> None:
+    # The released tokenizer's DAC hops 960 samples at 24 kHz (25 frames/s), the rate of its
+    # HuBERT path (16 kHz / 320, every 2nd frame); the default's [8, 5, 4, 2] (320) gives the
+    # acoustic path 1.5x the semantic frames, which do not concatenate.
+    acoustic = d.get("acoustic_model_config")
+    if isinstance(acoustic, dict):
+        acoustic["downsampling_ratios"] = [8, 5, 4, 2, 3]
+        acoustic["upsampling_ratios"] = [8, 5, 4, 2, 3]
+
+
 FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     "gpt_neo": _gpt_neo,
     # ESM's vocabulary comes from its tokenizer; the embeddings and token dropout read
@@ -234,6 +275,14 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
         _per_layer(["dense", "sparse"]), _set_text(num_experts_per_tok=2, topk_group=1)
     ),
     "dbrx": _dbrx_clip,
+    "clvp": _clvp,
+    "clap": _clap,
+    "neucodec": _semantic_codec,
+    "xcodec2": _semantic_codec,
+    # codebook_dim is the acoustic plus the semantic width, derived when None; the default's
+    # to_dict carries the full-size sum (256 + 768), which no width rule shrinks.
+    "xcodec": _set(codebook_dim=None),
+    "higgs_audio_v2_tokenizer": _higgs_tokenizer,
     "reformer": _set(
         axial_pos_embds_dim=[32, 32],
         axial_pos_shape=[8, 16],

@@ -214,6 +214,10 @@ def _fill_missing(d: Dict, ctx: _Ctx) -> None:
         d["moe_intermediate_size"] = FFN if ctx.level != "shallow" else d.get("intermediate_size")
     if "prediction_length" in d and d["prediction_length"] is None:
         d["prediction_length"] = 8
+    label, context = d.get("label_length"), d.get("context_length") or d.get("prediction_length")
+    if isinstance(label, int) and isinstance(context, int) and label > context:
+        # Autoformer's decoder starts from the last label_length steps of the context.
+        d["label_length"] = context
     rope = d.get("rope_parameters")
     if isinstance(rope, dict) and not rope and ("rope_theta" in d or "layer_types" in d):
         theta = d.get("rope_theta") or 10000.0
