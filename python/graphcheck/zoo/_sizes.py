@@ -17,6 +17,8 @@ VOCAB = 512
 RESERVED_IDS = 64
 LOW_IDS = 4
 POSITIONS = 128
+#: Object queries of detection and segmentation heads (fewer than a tiny image's tokens).
+QUERIES = 16
 EXPERTS = 4
 TOP_K = 2
 #: Largest image side at the narrow level (SAM's 1024 would take a minute per forward).

@@ -147,6 +147,54 @@ def _dbrx_clip(d: Dict, level: str) -> None:
         attn["clip_qkv"] = 8.0
 
 
+def _pp_doclayout_v2(d: Dict, level: str) -> None:
+    # The detector's forward ends in post-processing that reads per-label thresholds and the
+    # reading-order class of each label (a checkpoint sets both; the default leaves None), and
+    # the reading-order model embeds the boxes' 0..1000 page coordinates.
+    n = len(d.get("id2label") or {}) or 2
+    d.setdefault("class_thresholds", None)
+    if d["class_thresholds"] is None:
+        d["class_thresholds"] = [0.5] * n
+    if d.get("class_order") is None:
+        d["class_order"] = list(range(n))
+    order = d.get("reading_order_config")
+    if isinstance(order, dict):
+        order["max_2d_position_embeddings"] = 1024
+
+
+def _pp_doclayout_x4(d: Dict, level: str) -> None:
+    # The mask head's lateral convolution takes the backbone's first stage output (x4_feat_dim
+    # is that stage's width, 128 by default): it follows the shrunk backbone.
+    backbone = d.get("backbone_config")
+    if isinstance(backbone, dict) and isinstance(backbone.get("stage_out_channels"), list):
+        d["x4_feat_dim"] = backbone["stage_out_channels"][0]
+
+
+def _eomt(d: Dict, level: str) -> None:
+    # The queries join the last num_blocks layers (4 by default): with fewer layers than that
+    # they never join, and the mask head gets no patch tokens. Keep it within the layers.
+    if isinstance(d.get("num_blocks"), int):
+        d["num_blocks"] = min(d["num_blocks"], _layers(d))
+
+
+def _efficientnet(d: Dict, level: str) -> None:
+    # hidden_dim is the width of the top convolution, which the model builds as
+    # round_filters(1280) (1280 * width_coefficient, to the depth divisor): it is not a free
+    # width, and the generic shrinking of "*_dim" widths breaks the batch norm that reads it.
+    divisor = int(d.get("depth_divisor") or 8)
+    channels = 1280 * float(d.get("width_coefficient") or 1.0)
+    dim = max(divisor, int(channels + divisor / 2) // divisor * divisor)
+    d["hidden_dim"] = dim + divisor if dim < 0.9 * channels else dim
+
+
+def _edgetam(d: Dict, level: str) -> None:
+    # The timm RepViT backbone keeps timm's widths (the shrinking does not reach into timm):
+    # the neck's backbone_channel_list (its stages, top-down) stays RepViT-M1's.
+    for cfg in (d, d.get("vision_config")):
+        if isinstance(cfg, dict) and isinstance(cfg.get("backbone_channel_list"), list):
+            cfg["backbone_channel_list"] = [384, 192, 96, 48]
+
+
 #: Qwen4-exp's sparse attention indexer: fields its checkpoints set, the default leaves None.
 _QSA = {
     "indexer_budget": 16,
@@ -192,6 +240,18 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     "T5GemmaEncoderModel": _set(is_encoder_decoder=False),
     "DetrForSegmentation": _set(encoder_attention_heads=8, decoder_attention_heads=8),
     "BeitForSemanticSegmentation": _beit_segmentation,
+    "eomt": _eomt,
+    "edgetam": _edgetam,
+    "edgetam_vision_model": _edgetam,
+    "efficientnet": _efficientnet,
+    # LW-DETR's default has no projector scale (num_feature_levels is derived from their
+    # count, but the dict's own 0 wins), so the detector gets no feature map; the released
+    # small model uses one scale, 1.0.
+    "lw_detr": _set(projector_scale_factors=[1.0], num_feature_levels=1),
+    "eomt_dinov3": _eomt,
+    "pp_doclayout_v2": _pp_doclayout_v2,
+    "pp_doclayout_v3": _pp_doclayout_x4,
+    "pp_doclayout_v4": _pp_doclayout_x4,
 }
 
 
@@ -233,6 +293,17 @@ def _replace_timm(d: Dict) -> None:
                 _replace_timm(value)
 
 
+def _timm_architecture(d: Dict) -> None:
+    # transformers 5.24.0's EdgeTAM vision config misspells the backbone's key ("archirecture":
+    # "repvit_m1"), so TimmWrapperConfig keeps its own default, resnet50, whose widths the neck
+    # does not expect; checkpoints name repvit_m1 under "architecture".
+    for value in d.values():
+        if isinstance(value, dict) and isinstance(value.get("model_type"), str):
+            if value["model_type"] == "timm_wrapper" and isinstance(value.get("archirecture"), str):
+                value["architecture"] = value.pop("archirecture")
+            _timm_architecture(value)
+
+
 def prepare_base(arch: Arch, base: Dict) -> None:
     """Edits the default config dict of ``arch`` before shrinking.
 
@@ -243,6 +314,7 @@ def prepare_base(arch: Arch, base: Dict) -> None:
     """
     if importlib.util.find_spec("timm") is None:
         _replace_timm(base)
+    _timm_architecture(base)
     prepare = PREPARE.get(arch.model_type)
     if prepare is not None:
         prepare(base)
