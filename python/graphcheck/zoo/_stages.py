@@ -15,6 +15,9 @@ the shrunk lists:
   RT-DETR family, ``[256, 256, 256]`` with ``d_model`` 256) stays that;
 - a list that was the backbone's channels at its ``out_indices`` (the
   detectors' ``encoder_in_channels``) follows the shrunk backbone;
+- a list that was another one reversed (SAM 2's neck lists the Hiera backbone's
+  stage widths top-down, ``backbone_channel_list``) is that one reversed, and a
+  ``hidden_size`` that was the first stage's width (Hiera's 96) stays that;
 - the feature-map sizes a SAM 2-style model reshapes its backbone's outputs to
   (``backbone_feature_sizes``, ``[[256, 256], [128, 128], [64, 64]]`` for a
   1024-pixel image) scale with the image.
@@ -33,6 +36,7 @@ _SCALAR_WIDTHS = ("d_model", "hidden_size", "encoder_hidden_dim")
 def couple_stages(old: Dict, new: Dict) -> None:
     """Restores on ``new`` (shrunk) the per-stage ties that ``old`` (its default) has."""
     _couple(old, new)
+    _follow_reversed(_stage_lists(old, new))
     image = _image_sizes(old, new)
     if image is not None:
         _feature_sizes(new, *image)
@@ -46,6 +50,7 @@ def _couple(old: Dict, new: Dict) -> None:
     _chain(old, new)
     _follow_width(old, new)
     _follow_backbone(old, new)
+    _follow_first_stage(old, new)
 
 
 def _chain(old: Dict, new: Dict) -> None:
@@ -129,3 +134,39 @@ def _feature_sizes(d: Dict, old: int, new: int) -> None:
     for value in d.values():
         if _is_subconfig(value):
             _feature_sizes(value, old, new)
+
+
+def _follow_first_stage(old: Dict, new: Dict) -> None:
+    hidden_old, hidden_new = old.get("hidden_size"), new.get("hidden_size")
+    if not isinstance(hidden_old, int) or not isinstance(hidden_new, int):
+        return
+    for key in _STAGE_WIDTH_KEYS:
+        values, shrunk = old.get(key), new.get(key)
+        if _int_list(values) and _int_list(shrunk) and len(values) > 1 and values[0] == hidden_old:
+            new["hidden_size"] = shrunk[0]
+            return
+
+
+_Lists = list[tuple[Dict, str, list[int]]]
+
+
+def _stage_lists(old: Dict, new: Dict) -> _Lists:
+    """Every per-stage width list of the tree: (its shrunk dict, key, default value)."""
+    found: _Lists = []
+    for key, value in new.items():
+        before = old.get(key)
+        if key in _STAGE_WIDTH_KEYS and _int_list(before) and _int_list(value):
+            found.append((new, key, before))
+        elif _is_subconfig(value) and isinstance(before, dict):
+            found.extend(_stage_lists(before, value))
+    return found
+
+
+def _follow_reversed(lists: _Lists) -> None:
+    for target, key, values in lists:
+        if len(values) < 2 or values == sorted(values):
+            continue  # a list in stage order is scaled as it is; a top-down one follows it
+        for source, other, other_values in lists:
+            if other_values == values[::-1] and len(source[other]) == len(target[key]):
+                target[key] = source[other][::-1]
+                break

@@ -195,6 +195,21 @@ def _edgetam(d: Dict, level: str) -> None:
             cfg["backbone_channel_list"] = [384, 192, 96, 48]
 
 
+def _sam(d: Dict, level: str) -> None:
+    # The vision neck's output_channels (256) is the mask decoder's width (256 by default),
+    # and the shared positional embedding's num_pos_feats half of it: both follow the decoder.
+    # Not a generic rule: the OCR models built on SAM's encoder (GOT-OCR2, DeepSeek-OCR-2, ...)
+    # feed output_channels to their own fixed-width projector.
+    vision, decoder = d.get("vision_config"), d.get("mask_decoder_config")
+    if (
+        isinstance(vision, dict)
+        and isinstance(decoder, dict)
+        and isinstance(decoder.get("hidden_size"), int)
+    ):
+        vision["output_channels"] = decoder["hidden_size"]
+        vision["num_pos_feats"] = decoder["hidden_size"] // 2
+
+
 #: Qwen4-exp's sparse attention indexer: fields its checkpoints set, the default leaves None.
 _QSA = {
     "indexer_budget": 16,
@@ -241,6 +256,8 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     "DetrForSegmentation": _set(encoder_attention_heads=8, decoder_attention_heads=8),
     "BeitForSemanticSegmentation": _beit_segmentation,
     "eomt": _eomt,
+    "sam": _sam,
+    "sam_hq": _sam,
     "edgetam": _edgetam,
     "edgetam_vision_model": _edgetam,
     "efficientnet": _efficientnet,

@@ -168,6 +168,11 @@ def _shrink_spatial(d: Dict) -> None:
             d[key] = _tiny_image(value, patch_int)
         elif _int_list(value) and len(value) == 2:
             d[key] = [_tiny_image(v, patch_int) for v in value]
+    size = d.get("image_size")
+    if isinstance(d.get("image_embedding_size"), int) and isinstance(size, int) and patch_int:
+        # Derived by __post_init__ (image // patch) and written by to_dict: the stale value
+        # from the dict would win (SAM's prompt encoder).
+        d["image_embedding_size"] = size // patch_int
     window = d.get("window_size")
     depths = d.get("depths")
     if isinstance(window, int) and window > 2 and _int_list(depths) and patch_int:
