@@ -18,6 +18,9 @@ the shrunk lists:
 - a list that was another one reversed (SAM 2's neck lists the Hiera backbone's
   stage widths top-down, ``backbone_channel_list``) is that one reversed, and a
   ``hidden_size`` that was the first stage's width (Hiera's 96) stays that;
+- per-stage widths that a PP-LCNet-style ``block_configs`` (which the shrinking
+  leaves as it is: ``[kernel, in, out, stride, se]`` per block) also states
+  stay what the blocks say;
 - the feature-map sizes a SAM 2-style model reshapes its backbone's outputs to
   (``backbone_feature_sizes``, ``[[256, 256], [128, 128], [64, 64]]`` for a
   1024-pixel image) scale with the image.
@@ -51,6 +54,7 @@ def _couple(old: Dict, new: Dict) -> None:
     _follow_width(old, new)
     _follow_backbone(old, new)
     _follow_first_stage(old, new)
+    _follow_blocks(old, new)
 
 
 def _chain(old: Dict, new: Dict) -> None:
@@ -170,3 +174,16 @@ def _follow_reversed(lists: _Lists) -> None:
             if other_values == values[::-1] and len(source[other]) == len(target[key]):
                 target[key] = source[other][::-1]
                 break
+
+
+def _follow_blocks(old: Dict, new: Dict) -> None:
+    blocks = new.get("block_configs")
+    if not (isinstance(blocks, list) and blocks == old.get("block_configs")):
+        return
+    try:
+        outs = [int(stage[-1][2]) for stage in blocks]
+    except (TypeError, IndexError, ValueError):
+        return
+    for key in _STAGE_WIDTH_KEYS:
+        if old.get(key) == outs:
+            new[key] = list(outs)

@@ -210,6 +210,23 @@ def _sam(d: Dict, level: str) -> None:
         vision["num_pos_feats"] = decoder["hidden_size"] // 2
 
 
+def _zoedepth(d: Dict, level: str) -> None:
+    # The metric head's bottleneck is the fusion stage's output (both 256 by default).
+    if isinstance(d.get("fusion_hidden_size"), int):
+        d["bottleneck_features"] = d["fusion_hidden_size"]
+
+
+def _uvdoc(d: Dict, level: str) -> None:
+    # The head concatenates one feature map per bridge stage (bridge_connector[0] *
+    # len(stage_configs) channels), but the default backbone outputs only the last stage
+    # (out_indices [6]); the checkpoints output every stage.
+    backbone = d.get("backbone_config")
+    if isinstance(backbone, dict) and isinstance(backbone.get("stage_configs"), list):
+        n = len(backbone["stage_configs"])
+        backbone["out_indices"] = list(range(1, n + 1))
+        backbone["out_features"] = [f"stage{i}" for i in range(1, n + 1)]
+
+
 #: Qwen4-exp's sparse attention indexer: fields its checkpoints set, the default leaves None.
 _QSA = {
     "indexer_budget": 16,
@@ -256,6 +273,12 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     "DetrForSegmentation": _set(encoder_attention_heads=8, decoder_attention_heads=8),
     "BeitForSemanticSegmentation": _beit_segmentation,
     "eomt": _eomt,
+    "zoedepth": _zoedepth,
+    "uvdoc": _uvdoc,
+    # A text-line recognizer: the backbone divides the height by 32 and the head pools 3 rows,
+    # so the image is at least 96 pixels high (the processor makes 48 x 320 lines for the
+    # checkpoint's own strides). The config names no image size; the zoo's input reads this.
+    "pp_ocrv5_mobile_rec": _set(image_size=[96, 64]),
     "sam": _sam,
     "sam_hq": _sam,
     "edgetam": _edgetam,
