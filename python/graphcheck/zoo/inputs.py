@@ -19,7 +19,13 @@ from typing import Any
 
 import torch
 
-from graphcheck.zoo._inputs_named import Builder, grid_patches, naflex_patches, named_input
+from graphcheck.zoo._inputs_named import (
+    Builder,
+    grid_patches,
+    naflex_patches,
+    named_input,
+    tiled_inputs,
+)
 from graphcheck.zoo.tiny_config import LOW_IDS, RESERVED_IDS, VOCAB
 
 __all__ = [
@@ -248,8 +254,9 @@ def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
     """The input sets to try, in order, for :func:`make_inputs`'s ``attempt``.
 
     ``plain``; ``modalities`` where the signature names another modality;
-    ``patch_images`` (a vision tower's patches as small images) where it takes
-    a patch grid; ``audio_channel`` (raw audio as (batch, 1, samples)) for
+    ``patch_images`` (a vision tower's patches as small images) and
+    ``token_patches`` (one block of merged patches per token) where it takes a
+    patch grid; ``audio_channel`` (raw audio as (batch, 1, samples)) for
     audio models.
     """
     params = _parameters(model)
@@ -257,7 +264,7 @@ def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
     if any(m in params and m != main_input for m in MODALITIES):
         attempts.append("modalities")
     if "grid_thw" in params or "image_grid_thw" in params:
-        attempts.append("patch_images")
+        attempts.extend(("patch_images", "token_patches"))
     if main_input == "input_values":
         attempts.append("audio_channel")
     return attempts
@@ -327,7 +334,9 @@ def make_inputs(
     b = Builder(model, g, inputs, lambda shape: _token_ids(model, config, shape, g))
     grid = next((n for n in ("grid_thw", "image_grid_thw") if n in required), None)
     if grid is not None:
-        patches, thw = grid_patches(b, images=attempt == "patch_images")
+        patches, thw = grid_patches(
+            b, images=attempt == "patch_images", tokens=attempt == "token_patches"
+        )
         inputs["hidden_states" if "hidden_states" in required else "pixel_values"] = patches
         inputs[grid] = thw
     elif main_input in params or not required:
@@ -346,6 +355,11 @@ def make_inputs(
             inputs.update(_main(model, arg, g, b, attempt) if arg in MAIN_INPUTS else {})
         if arg not in inputs and (value := named_input(b, arg)) is not None:
             inputs[arg] = value
+    for name in ("target_sizes", "aspect_ratio_ids"):
+        # Optional in some signatures, but the NaViT-style towers index positions by
+        # target_sizes; Mllama's tiles come with their aspect ratio.
+        if name in params and "pixel_values" in inputs:
+            inputs.update(tiled_inputs(b, name))
     naflex = [n for n in ("spatial_shapes", "pixel_position_ids") if n in params]
     if naflex and "pixel_values" in inputs:
         naflex_inputs = naflex_patches(b)  # patch sequences, not an image tensor

@@ -216,6 +216,18 @@ def _zoedepth(d: Dict, level: str) -> None:
         d["bottleneck_features"] = d["fusion_hidden_size"]
 
 
+def _llama4(d: Dict, level: str) -> None:
+    # The vision projector's MLP takes the pixel-shuffled patches (hidden_size / ratio**2
+    # values: 1408 * 4 = 5632 in the checkpoints); the default vision width (768) does not
+    # match its own intermediate_size (5632), so tie it to the tiny width.
+    vision = d.get("vision_config") if d.get("model_type") == "llama4" else d
+    if not isinstance(vision, dict):
+        return
+    ratio, hidden = vision.get("pixel_shuffle_ratio"), vision.get("hidden_size")
+    if isinstance(ratio, float) and ratio > 0 and isinstance(hidden, int):
+        vision["intermediate_size"] = int(hidden / ratio**2)
+
+
 def _uvdoc(d: Dict, level: str) -> None:
     # The head concatenates one feature map per bridge stage (bridge_connector[0] *
     # len(stage_configs) channels), but the default backbone outputs only the last stage
@@ -275,6 +287,8 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     "eomt": _eomt,
     "zoedepth": _zoedepth,
     "uvdoc": _uvdoc,
+    "llama4": _llama4,
+    "llama4_vision_model": _llama4,
     # A text-line recognizer: the backbone divides the height by 32 and the head pools 3 rows,
     # so the image is at least 96 pixels high (the processor makes 48 x 320 lines for the
     # checkpoint's own strides). The config names no image size; the zoo's input reads this.
