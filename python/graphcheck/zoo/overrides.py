@@ -228,6 +228,26 @@ def _llama4(d: Dict, level: str) -> None:
         vision["intermediate_size"] = int(hidden / ratio**2)
 
 
+def _pe_video(d: Dict, level: str) -> None:
+    # The frame encoder is timm's PE-Core ViT-L/14 at 336 pixels (300M parameters, and the
+    # shrinking does not reach into timm): timm's own keyword arguments shrink it to the
+    # zoo's sizes, at 64 pixels in 16-pixel patches; the zoo's frames read image_size.
+    for key, value in d.items():
+        if not isinstance(value, dict):
+            continue
+        if key == "vision_config" and value.get("model_type") == "timm_wrapper":
+            value["model_args"] = {
+                "img_size": 64,
+                "patch_size": 16,
+                "depth": 2,
+                "embed_dim": 64,
+                "num_heads": 4,
+            }
+            value["image_size"] = 64
+        else:
+            _pe_video(value, level)  # PeVideoModel holds the encoder's config as video_config
+
+
 def _uvdoc(d: Dict, level: str) -> None:
     # The head concatenates one feature map per bridge stage (bridge_connector[0] *
     # len(stage_configs) channels), but the default backbone outputs only the last stage
@@ -287,6 +307,8 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     "eomt": _eomt,
     "zoedepth": _zoedepth,
     "uvdoc": _uvdoc,
+    "pe_video": _pe_video,
+    "pe_video_encoder": _pe_video,
     "llama4": _llama4,
     "llama4_vision_model": _llama4,
     # A text-line recognizer: the backbone divides the height by 32 and the head pools 3 rows,
