@@ -257,6 +257,10 @@ def named_input(b: Builder, name: str) -> Any:
         return grid_patches(b)[1]
     if name == "target_sizes":
         return _target_sizes(b)
+    if name in ("prompt_pixel_values", "prompt_masks"):
+        # SegGPT's in-context prompt: an image and its mask, shaped like the input image.
+        pixels = b.inputs.get("pixel_values")
+        return b.randn(*pixels.shape) if isinstance(pixels, torch.Tensor) else None
     if name == "merge_sizes":
         return torch.tensor([int(b.field("spatial_merge_size", "merge_size", default=2))])
     if name.startswith(("past_", "future_", "static_")) or name == "observed_mask":

@@ -267,6 +267,8 @@ def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
         attempts.extend(("patch_images", "token_patches"))
     if main_input == "input_values":
         attempts.append("audio_channel")
+    if main_input == "pixel_values" and getattr(model.config, "keypoint_detector_config", None):
+        attempts.append("image_pair")  # keypoint matchers (SuperGlue, LightGlue) take two images
     return attempts
 
 
@@ -296,7 +298,10 @@ def _main(
     if name == "input_ids":
         return _ids(model, config, g)
     if name == "pixel_values":
-        return {"pixel_values": _pixel_values(config, g)}
+        pixels = _pixel_values(config, g)
+        if attempt == "image_pair" and pixels.dim() == 4:
+            pixels = torch.stack([pixels, torch.randn(pixels.shape, generator=g)], dim=1)
+        return {"pixel_values": pixels}
     if name == "input_features":
         return {"input_features": _input_features(config, g)}
     if name == "input_values":
@@ -341,6 +346,10 @@ def make_inputs(
         inputs[grid] = thw
     elif main_input in params or not required:
         inputs.update(_main(model, main_input, g, b, attempt))
+    pixels = inputs.get("pixel_values")
+    if "prompt_pixel_values" in params and isinstance(pixels, torch.Tensor):
+        # SegGPT's image_size is the prompt above the input: each is half of it in height.
+        inputs["pixel_values"] = pixels[..., : pixels.shape[-2] // 2, :].contiguous()
     for companion in COMPANIONS.get(main_input, ()):
         if companion not in params or companion in inputs:
             continue

@@ -307,6 +307,14 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     "eomt": _eomt,
     "zoedepth": _zoedepth,
     "uvdoc": _uvdoc,
+    # The visual prompter pads every frame to max_img_size (448) around a base of
+    # max_img_size - 2 * visual_prompt_size: both shrink to the zoo's 64-pixel frames, and the
+    # 48 frames of a clip to 2.
+    "tvp": _set(max_img_size=64, visual_prompt_size=16, num_frames=2),
+    # SegGPT merges the prompt and input streams after layer merge_index (2), which must come
+    # before the first layer it reads features from: with two layers, merge at the first.
+    # Its image_size is the prompt and the input stacked ([896, 448]): two 64-pixel images.
+    "seggpt": _set(merge_index=0, image_size=[128, 64]),
     "pe_video": _pe_video,
     "pe_video_encoder": _pe_video,
     "llama4": _llama4,
