@@ -248,6 +248,21 @@ def _pe_video(d: Dict, level: str) -> None:
             _pe_video(value, level)  # PeVideoModel holds the encoder's config as video_config
 
 
+def _depth_pro(d: Dict, level: str) -> None:
+    # DepthPro cuts the image, scaled by 0.25, 0.5 and 1, into patch_size tiles (384: the
+    # patch encoder's image size) and taps two of the patch encoder's layers
+    # (intermediate_hook_ids [11, 5]). Tiles become the tiny encoder's image size, the taps
+    # its two layers, and the image (DepthPro's config names none; the zoo's input reads it)
+    # four tiles a side, so that the 0.25 scale still holds one.
+    patch = d.get("patch_model_config")
+    if not isinstance(patch, dict) or not isinstance(patch.get("image_size"), int):
+        return
+    d["patch_size"] = patch["image_size"]
+    layers = _layers(patch)
+    d["intermediate_hook_ids"] = [layers - 1, 0]
+    d["image_size"] = 4 * patch["image_size"]
+
+
 def _uvdoc(d: Dict, level: str) -> None:
     # The head concatenates one feature map per bridge stage (bridge_connector[0] *
     # len(stage_configs) channels), but the default backbone outputs only the last stage
@@ -307,6 +322,7 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     "eomt": _eomt,
     "zoedepth": _zoedepth,
     "uvdoc": _uvdoc,
+    "depth_pro": _depth_pro,
     # The visual prompter pads every frame to max_img_size (448) around a base of
     # max_img_size - 2 * visual_prompt_size: both shrink to the zoo's 64-pixel frames, and the
     # 48 frames of a clip to 2.
