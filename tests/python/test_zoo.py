@@ -31,6 +31,7 @@ from graphcheck.zoo.sites import generalize, resolve_site, split_path
 from graphcheck.zoo.subset import FAMILIES, SUBSET
 from graphcheck.zoo.tiny_config import (
     HEADS,
+    KV_HEADS,
     LAYERS,
     RESERVED_IDS,
     VOCAB,
@@ -171,6 +172,71 @@ def test_shrink_runs_fixups_last() -> None:
         hybrid_config(), "narrow", fixups=lambda d, level: seen.append((d["hidden_size"], level))
     )
     assert seen == [(WIDTH, "narrow")]
+
+
+def test_shrink_keeps_per_stage_ties() -> None:
+    backbone = {
+        "model_type": "hgnet_v2",
+        "stem_channels": [3, 32, 48],
+        "stage_in_channels": [48, 128, 512, 1024],
+        "stage_out_channels": [128, 512, 1024, 2048],
+        "hidden_sizes": [256, 512, 1024, 2048],
+        "out_indices": [2, 3, 4],
+    }
+    detector = {
+        "model_type": "d_fine",
+        "d_model": 256,
+        "num_queries": 300,
+        "encoder_in_channels": [512, 1024, 2048],
+        "decoder_in_channels": [256, 256, 256],
+        "backbone_config": backbone,
+    }
+    d = shrink(detector, "tiny")
+    bb = d["backbone_config"]
+    # a chain: each stage takes what the one before gives, the first what the stem gives
+    assert bb["stage_in_channels"] == [48, *bb["stage_out_channels"][:-1]]
+    # the backbone's channels at its out_indices; a list of hidden sizes; fewer queries
+    assert d["encoder_in_channels"] == [bb["stage_out_channels"][i - 1] for i in bb["out_indices"]]
+    assert d["decoder_in_channels"] == [d["d_model"]] * 3 and d["num_queries"] == 16
+    sam2 = {
+        "model_type": "sam2_vision_model",
+        "backbone_channel_list": [768, 384, 192, 96],
+        "backbone_feature_sizes": [[256, 256], [128, 128], [64, 64]],
+        "backbone_config": {
+            "model_type": "sam2_hiera_det_model",
+            "hidden_size": 96,
+            "patch_size": 16,
+            "image_size": 1024,
+            "embed_dim_per_stage": [96, 192, 384, 768],
+        },
+    }
+    d = shrink(sam2, "tiny")
+    hiera = d["backbone_config"]
+    # a top-down list follows the stage list; the first stage's width stays the hidden size
+    assert d["backbone_channel_list"] == hiera["embed_dim_per_stage"][::-1]
+    assert hiera["hidden_size"] == hiera["embed_dim_per_stage"][0]
+    # feature-map sizes scale with the image
+    side = hiera["image_size"]
+    assert d["backbone_feature_sizes"] == [[side // 4] * 2, [side // 8] * 2, [side // 16] * 2]
+
+
+def test_shrink_per_layer_flags_named_like_index_lists() -> None:
+    flags = [1, 1, 1, 0] * 12
+    d = shrink(
+        {
+            "model_type": "llama4_text",
+            "num_hidden_layers": 48,
+            "no_rope_layers": flags,
+            "moe_layers": list(range(48)),
+            "num_attention_heads": 16,
+            "num_key_value_heads_per_layer": [16, 8] * 24,
+        },
+        "tiny",
+    )
+    n = d["num_hidden_layers"]
+    assert sorted(set(d["no_rope_layers"])) == [0, 1] and len(d["no_rope_layers"]) == n
+    assert d["moe_layers"] == list(range(n))
+    assert set(d["num_key_value_heads_per_layer"]) == {HEADS, KV_HEADS}
 
 
 # -------------------------------------------------------------------- sites

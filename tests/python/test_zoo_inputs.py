@@ -201,6 +201,47 @@ def test_required_prompt_arguments_by_name() -> None:
     assert inputs["question_type_ids"].tolist() == [[0]]
 
 
+@needs_transformers
+def test_merged_token_patches_and_target_sizes() -> None:
+    # Inkling 2 takes one block of merge x merge patches per token, its grid in tokens.
+    model, attempt, inputs = run("Inkling2VisionModel")
+    cfg = model.config
+    block = cfg.spatial_merge_size * cfg.patch_size
+    assert attempt == "token_patches"
+    assert shapes(inputs) == {
+        "pixel_values": (4, block, block, cfg.num_channels),
+        "image_grid_thw": (1, 3),
+    }
+    assert inputs["image_grid_thw"].tolist() == [[1, 2, 2]]
+    # MiniCPM-V's tower: target_sizes (optional in the signature) is the image's patch grid.
+    model, _, inputs = run("MiniCPMOcrVisionModel")
+    side = inputs["pixel_values"].shape[-1] // model.config.patch_size
+    assert inputs["target_sizes"].tolist() == [[side, side]]
+
+
+@needs_transformers
+def test_tiles_pairs_and_prompts() -> None:
+    # Mllama: one image of max_num_tiles tiles, aspect ratio id 1 (1x1), its first tile valid.
+    model, _, inputs = run("MllamaVisionModel")
+    tiles = model.config.max_num_tiles
+    assert inputs["pixel_values"].dim() == 6 and inputs["pixel_values"].shape[:3] == (1, 1, tiles)
+    assert inputs["aspect_ratio_ids"].tolist() == [[1]]
+    assert inputs["aspect_ratio_mask"].tolist() == [[[1] + [0] * (tiles - 1)]]
+    # Keypoint matchers take a pair of images.
+    model = build("SuperGlueForKeypointMatching")
+    assert input_attempts(model, "pixel_values") == ["plain", "image_pair"]
+    _, attempt, inputs = run("SuperGlueForKeypointMatching")
+    assert attempt == "image_pair" and inputs["pixel_values"].shape[:2] == (1, 2)
+    # SegGPT: the prompt image and mask are shaped like the input, half of image_size high.
+    model, _, inputs = run("SegGptModel")
+    height, width = model.config.image_size
+    assert shapes(inputs) == {
+        "pixel_values": (1, 3, height // 2, width),
+        "prompt_pixel_values": (1, 3, height // 2, width),
+        "prompt_masks": (1, 3, height // 2, width),
+    }
+
+
 class _Noisy(torch.nn.Module):
     """A forward that draws random numbers (as MAE's masking or VITS's noise do)."""
 

@@ -19,7 +19,14 @@ import torch
 
 from graphcheck.zoo._inputs_prompts import prompt_input
 
-__all__ = ["Builder", "grid_patches", "naflex_patches", "named_input", "time_series_length"]
+__all__ = [
+    "Builder",
+    "grid_patches",
+    "naflex_patches",
+    "named_input",
+    "tiled_inputs",
+    "time_series_length",
+]
 
 #: Tokens of the boxes, features and patches made here (the warm-up's sequence length).
 SEQ_LEN = 16
@@ -74,19 +81,26 @@ def _boxes(b: Builder) -> torch.Tensor:
     return torch.cat([corner, corner + size], dim=-1)
 
 
-def grid_patches(b: Builder, *, images: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def grid_patches(
+    b: Builder, *, images: bool = False, tokens: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Flattened patches and their ``grid_thw`` for a Qwen-VL-style vision tower.
 
     One image of ``2m x 2m`` patches (``m``: the spatial merge size, so that the
     merger's windows tile it), each patch ``channels * temporal * patch * patch``
     values, as the processors of these models flatten them; with ``images``, each
-    patch as a small image (Kimi-K2.5's patch embedding is a 2-D convolution).
+    patch as a small image (Kimi-K2.5's patch embedding is a 2-D convolution); with
+    ``tokens``, one ``(m * patch, m * patch, channels)`` block per merged token and the
+    grid counted in those tokens, ``[[1, 2, 2]]`` (Inkling 2's tower).
     """
     patch = int(b.field("patch_size", default=14))
     temporal = int(b.field("temporal_patch_size", "patch_temporal", default=1))
     channels = int(b.field("in_channels", "num_channels", "in_chans", default=3))
     merge = int(b.field("spatial_merge_size", "merge_size", default=2))
     side = 2 * merge
+    if tokens:
+        grid = torch.tensor([[1, 2, 2]], dtype=torch.long)
+        return b.randn(4, merge * patch, merge * patch, channels), grid
     grid = torch.tensor([[1, side, side]], dtype=torch.long)
     if images:
         return b.randn(side * side, channels, patch, patch), grid
@@ -111,6 +125,42 @@ def naflex_patches(b: Builder) -> dict[str, torch.Tensor]:
         "pixel_attention_mask": torch.ones((1, side * side), dtype=torch.long),
         "spatial_shapes": torch.tensor([[side, side]], dtype=torch.long),
         "pixel_position_ids": positions,
+    }
+
+
+def _target_sizes(b: Builder) -> Any:
+    """MiniCPM-V's NaViT-style towers: the patch grid ``(h, w)`` of each image in the batch."""
+    pixels = b.inputs.get("pixel_values")
+    if not isinstance(pixels, torch.Tensor) or pixels.dim() != 4:
+        return None
+    patch = int(b.field("patch_size", default=14))
+    h, w = pixels.shape[-2] // patch, pixels.shape[-1] // patch
+    return torch.tensor([[h, w]] * pixels.shape[0], dtype=torch.int32)
+
+
+def tiled_inputs(b: Builder, name: str) -> dict[str, torch.Tensor]:
+    """What an image tensor brings along when the signature names ``name``.
+
+    ``target_sizes``: the patch grid of each image (MiniCPM-V). ``aspect_ratio_ids``:
+    Mllama's tiled images, ``(batch, images, max_num_tiles, channels, h, w)``, one image of
+    aspect ratio id 1 (the first supported ratio, 1x1: one tile; 0 is padding) with its
+    tile mask.
+    """
+    pixels = b.inputs.get("pixel_values")
+    if not isinstance(pixels, torch.Tensor) or name in b.inputs:
+        return {}
+    if name == "target_sizes":
+        sizes = _target_sizes(b)
+        return {} if sizes is None else {"target_sizes": sizes}
+    tiles = int(b.field("max_num_tiles", default=4))
+    if pixels.dim() == 4:
+        pixels = pixels.unsqueeze(1).unsqueeze(1).expand(-1, 1, tiles, -1, -1, -1).contiguous()
+    mask = torch.zeros((1, 1, tiles), dtype=torch.long)
+    mask[..., 0] = 1
+    return {
+        "pixel_values": pixels,
+        "aspect_ratio_ids": torch.ones((1, 1), dtype=torch.long),
+        "aspect_ratio_mask": mask,
     }
 
 
@@ -211,6 +261,12 @@ def named_input(b: Builder, name: str) -> Any:
         return _boxes(b)
     if name in ("grid_thw", "image_grid_thw"):
         return grid_patches(b)[1]
+    if name == "target_sizes":
+        return _target_sizes(b)
+    if name in ("prompt_pixel_values", "prompt_masks"):
+        # SegGPT's in-context prompt: an image and its mask, shaped like the input image.
+        pixels = b.inputs.get("pixel_values")
+        return b.randn(*pixels.shape) if isinstance(pixels, torch.Tensor) else None
     if name == "merge_sizes":
         return torch.tensor([int(b.field("spatial_merge_size", "merge_size", default=2))])
     if name.startswith(("past_", "future_", "static_")) or name == "observed_mask":

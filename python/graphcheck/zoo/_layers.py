@@ -21,6 +21,18 @@ def _layer_key(d: Dict) -> str | None:
     return None
 
 
+def _increasing(values: list[object]) -> bool:
+    """Whether ``values`` increase strictly, as the layer numbers of an index list do.
+
+    A flag per layer (Llama 4's ``no_rope_layers``, ``[1, 1, 1, 0, ...]``) repeats
+    values, whatever its name says.
+    """
+    return all(
+        isinstance(a, int) and isinstance(b, int) and a < b
+        for a, b in zip(values, values[1:], strict=False)
+    )
+
+
 def _per_layer(d: Dict, key: str, old: int, level: str) -> None:
     """Shrinks the layer count ``d[key]`` and the lists that describe each layer.
 
@@ -37,7 +49,7 @@ def _per_layer(d: Dict, key: str, old: int, level: str) -> None:
         and old > 1
         and k not in _STAGE_DEPTH_KEYS
         and all(isinstance(x, (str, bool, int, float, type(None))) for x in v)
-        and not _INDEX_LIST_RE.search(k)
+        and (not _INDEX_LIST_RE.search(k) or not _increasing(v))
         and not (k == "stage_names" or k == "out_features")
     ]
     per_layer_config = d.get("per_layer_config")

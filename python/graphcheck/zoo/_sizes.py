@@ -17,6 +17,8 @@ VOCAB = 512
 RESERVED_IDS = 64
 LOW_IDS = 4
 POSITIONS = 128
+#: Object queries of detection and segmentation heads (fewer than a tiny image's tokens).
+QUERIES = 16
 EXPERTS = 4
 TOP_K = 2
 #: Largest image side at the narrow level (SAM's 1024 would take a minute per forward).
@@ -76,6 +78,8 @@ _WIDTH_EXCLUDE = {
     "num_hidden_dim",
     "image_token_embed_dim",
     "spk_emb_dim",
+    # SuperPoint: one score per pixel of an 8x8 cell plus the "no keypoint" bin (65).
+    "keypoint_decoder_dim",
 }
 _FFN_RE = re.compile(r"(?:^|_)(intermediate_size|ffn_dim|d_ff|mlp_dim|ffn_hidden_size|d_inner)$")
 _HEADS_RE = re.compile(r"(?:^|_)(num_attention_heads|attention_heads|n_head|n_heads|num_heads)$")

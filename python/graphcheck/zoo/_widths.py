@@ -29,6 +29,15 @@ def _shrink_widths(d: Dict, ctx: _Ctx) -> None:
         (v for k, v in d.items() if _HEADS_RE.search(k) and isinstance(v, int)), None
     )
     for key, value in list(d.items()):
+        # Per-layer key/value heads (Sapiens2's num_key_value_heads_per_layer): each layer's
+        # count maps as the scalar would, full heads to heads and grouped ones to kv_heads.
+        per_layer = key.endswith("_per_layer") and _KV_RE.search(key.removesuffix("_per_layer"))
+        if per_layer and _int_list(value):
+            d[key] = [
+                sz.heads if heads_before is not None and v == heads_before else sz.kv_heads
+                for v in value
+            ]
+    for key, value in list(d.items()):
         if not isinstance(value, int) or isinstance(value, bool):
             continue
         if _WIDTH_RE.search(key) and key not in _WIDTH_EXCLUDE and value > sz.width:

@@ -29,7 +29,13 @@ from graphcheck.zoo._inputs_audio import (
     input_features,
     input_values,
 )
-from graphcheck.zoo._inputs_named import Builder, grid_patches, naflex_patches, named_input
+from graphcheck.zoo._inputs_named import (
+    Builder,
+    grid_patches,
+    naflex_patches,
+    named_input,
+    tiled_inputs,
+)
 from graphcheck.zoo._inputs_prompts import PROMPT_ARGUMENTS, place_prompt, prompt_arguments
 from graphcheck.zoo.tiny_config import LOW_IDS, RESERVED_IDS, VOCAB
 
@@ -215,8 +221,9 @@ def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
     """The input sets to try, in order, for :func:`make_inputs`'s ``attempt``.
 
     ``plain``; ``modalities`` where the signature names another modality;
-    ``patch_images`` (a vision tower's patches as small images) where it takes
-    a patch grid; ``audio_channel`` (raw audio as (batch, 1, samples)) for
+    ``patch_images`` (a vision tower's patches as small images) and
+    ``token_patches`` (one block of merged patches per token) where it takes a
+    patch grid; ``image_pair`` (two images) for keypoint matchers; ``audio_channel`` (raw audio as (batch, 1, samples)) for
     audio models, and ``audio_video`` (with video frames) for audio-video
     encoders; the other layouts of ``input_features``
     (:data:`~graphcheck.zoo._inputs_audio.FEATURE_ATTEMPTS`); ``latents`` for
@@ -231,7 +238,7 @@ def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
     if any(m in params and m != main_input for m in MODALITIES):
         attempts.append("modalities")
     if "grid_thw" in params or "image_grid_thw" in params:
-        attempts.append("patch_images")
+        attempts.extend(("patch_images", "token_patches"))
     if main_input == "input_values" or "input_values" in params:
         attempts.append("audio_channel")
         if "pixel_values_videos" in params:
@@ -242,6 +249,8 @@ def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
         attempts.append("latents")
     if "decoder_input_values" in params:
         attempts.append("hidden_values")  # SpeechT5Model: no pre-nets, embeddings in and out
+    if main_input == "pixel_values" and getattr(model.config, "keypoint_detector_config", None):
+        attempts.append("image_pair")  # keypoint matchers (SuperGlue, LightGlue) take two images
     if any(p in params for p in PROMPT_ARGUMENTS):
         attempts.append("prompt")
     return attempts
@@ -279,7 +288,10 @@ def _main(
     if name == "input_ids":
         return _ids(model, config, g)
     if name == "pixel_values":
-        return {"pixel_values": _pixel_values(config, g)}
+        pixels = _pixel_values(config, g)
+        if attempt == "image_pair" and pixels.dim() == 4:
+            pixels = torch.stack([pixels, torch.randn(pixels.shape, generator=g)], dim=1)
+        return {"pixel_values": pixels}
     if name == "input_features":
         with_audio = "input_values" in b.inputs
         if attempt == "features_first_layer" and (width := first_linear_width(model)):
@@ -336,7 +348,9 @@ def make_inputs(
     b = Builder(model, g, inputs, lambda shape: _token_ids(model, config, shape, g))
     grid = next((n for n in ("grid_thw", "image_grid_thw") if n in required), None)
     if grid is not None:
-        patches, thw = grid_patches(b, images=attempt == "patch_images")
+        patches, thw = grid_patches(
+            b, images=attempt == "patch_images", tokens=attempt == "token_patches"
+        )
         inputs["hidden_states" if "hidden_states" in required else "pixel_values"] = patches
         inputs[grid] = thw
     elif main_input not in params and "hidden_states" in required:
@@ -348,6 +362,10 @@ def make_inputs(
             inputs["hidden_states"] = value
     elif main_input in params or not required:
         inputs.update(_main(model, main_input, g, b, attempt))
+    pixels = inputs.get("pixel_values")
+    if "prompt_pixel_values" in params and isinstance(pixels, torch.Tensor):
+        # SegGPT's image_size is the prompt above the input: each is half of it in height.
+        inputs["pixel_values"] = pixels[..., : pixels.shape[-2] // 2, :].contiguous()
     for companion in COMPANIONS.get(main_input, ()):
         if companion not in params or companion in inputs:
             continue
@@ -370,6 +388,11 @@ def make_inputs(
             inputs.update(_main(model, arg, g, b, attempt) if arg in MAIN_INPUTS else {})
         if arg not in inputs and (value := named_input(b, arg)) is not None:
             inputs[arg] = value
+    for name in ("target_sizes", "aspect_ratio_ids"):
+        # Optional in some signatures, but the NaViT-style towers index positions by
+        # target_sizes; Mllama's tiles come with their aspect ratio.
+        if name in params and "pixel_values" in inputs:
+            inputs.update(tiled_inputs(b, name))
     naflex = [n for n in ("spatial_shapes", "pixel_position_ids") if n in params]
     if naflex and "pixel_values" in inputs:
         naflex_inputs = naflex_patches(b)  # patch sequences, not an image tensor

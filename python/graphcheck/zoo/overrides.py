@@ -20,6 +20,7 @@ import importlib.util
 from collections.abc import Callable
 from typing import Any
 
+from graphcheck.zoo._overrides_vision import VISION_FIXUPS
 from graphcheck.zoo.catalog import Arch
 
 __all__ = ["FIXUPS", "PREPARE", "apply_fixups", "prepare_base"]
@@ -349,6 +350,23 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     "T5GemmaEncoderModel": _set(is_encoder_decoder=False),
     "DetrForSegmentation": _set(encoder_attention_heads=8, decoder_attention_heads=8),
     "BeitForSemanticSegmentation": _beit_segmentation,
+    **VISION_FIXUPS,
+    # The visual prompter pads every frame to max_img_size (448) around a base of
+    # max_img_size - 2 * visual_prompt_size: both shrink to the zoo's 64-pixel frames, and the
+    # 48 frames of a clip to 2.
+    "tvp": _set(max_img_size=64, visual_prompt_size=16, num_frames=2),
+    # SegGPT merges the prompt and input streams after layer merge_index (2), which must come
+    # before the first layer it reads features from: with two layers, merge at the first.
+    # Its image_size is the prompt and the input stacked ([896, 448]): two 64-pixel images.
+    "seggpt": _set(merge_index=0, image_size=[128, 64]),
+    # A text-line recognizer: the backbone divides the height by 32 and the head pools 3 rows,
+    # so the image is at least 96 pixels high (the processor makes 48 x 320 lines for the
+    # checkpoint's own strides). The config names no image size; the zoo's input reads this.
+    "pp_ocrv5_mobile_rec": _set(image_size=[96, 64]),
+    # LW-DETR's default has no projector scale (num_feature_levels is derived from their
+    # count, but the dict's own 0 wins), so the detector gets no feature map; the released
+    # small model uses one scale, 1.0.
+    "lw_detr": _set(projector_scale_factors=[1.0], num_feature_levels=1),
 }
 
 
@@ -422,6 +440,17 @@ def _replace_timm(d: Dict) -> None:
                 _replace_timm(value)
 
 
+def _timm_architecture(d: Dict) -> None:
+    # transformers 5.24.0's EdgeTAM vision config misspells the backbone's key ("archirecture":
+    # "repvit_m1"), so TimmWrapperConfig keeps its own default, resnet50, whose widths the neck
+    # does not expect; checkpoints name repvit_m1 under "architecture".
+    for value in d.values():
+        if isinstance(value, dict) and isinstance(value.get("model_type"), str):
+            if value["model_type"] == "timm_wrapper" and isinstance(value.get("archirecture"), str):
+                value["architecture"] = value.pop("archirecture")
+            _timm_architecture(value)
+
+
 def prepare_base(arch: Arch, base: Dict) -> None:
     """Edits the default config dict of ``arch`` before shrinking.
 
@@ -432,6 +461,7 @@ def prepare_base(arch: Arch, base: Dict) -> None:
     """
     if importlib.util.find_spec("timm") is None:
         _replace_timm(base)
+    _timm_architecture(base)
     prepare = PREPARE.get(arch.model_type)
     if prepare is not None:
         prepare(base)

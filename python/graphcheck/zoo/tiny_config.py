@@ -53,6 +53,7 @@ from graphcheck.zoo._sizes import (
     LOW_IDS,
     MAX_IMAGE,
     POSITIONS,
+    QUERIES,
     RESERVED_IDS,
     TOP_K,
     VOCAB,
@@ -65,6 +66,7 @@ from graphcheck.zoo._sizes import (
     _rope_dicts,
     _scale_list,
 )
+from graphcheck.zoo._stages import couple_stages
 from graphcheck.zoo._widths import (
     _fix_head_dims,
     _groups,
@@ -149,6 +151,14 @@ def _shrink_positions(d: Dict) -> None:
             params["original_max_position_embeddings"] = POSITIONS // 2
 
 
+def _shrink_queries(d: Dict) -> None:
+    # Object queries: two-stage detectors (RT-DETR, D-FINE, RF-DETR) pick the top num_queries
+    # of the encoder's tokens, and a tiny image has fewer than the default 300 (64 pixels at
+    # strides 8, 16, 32: 84); EoMT appends its queries to the patch tokens.
+    if isinstance(d.get("num_queries"), int) and d["num_queries"] > QUERIES:
+        d["num_queries"] = QUERIES
+
+
 def _shrink_spatial(d: Dict) -> None:
     patch = d.get("patch_size")
     patch_int = patch if isinstance(patch, int) else (patch[0] if _int_list(patch) else None)
@@ -158,6 +168,11 @@ def _shrink_spatial(d: Dict) -> None:
             d[key] = _tiny_image(value, patch_int)
         elif _int_list(value) and len(value) == 2:
             d[key] = [_tiny_image(v, patch_int) for v in value]
+    size = d.get("image_size")
+    if isinstance(d.get("image_embedding_size"), int) and isinstance(size, int) and patch_int:
+        # Derived by __post_init__ (image // patch) and written by to_dict: the stale value
+        # from the dict would win (SAM's prompt encoder).
+        d["image_embedding_size"] = size // patch_int
     window = d.get("window_size")
     depths = d.get("depths")
     if isinstance(window, int) and window > 2 and _int_list(depths) and patch_int:
@@ -266,6 +281,7 @@ def _shrink_dict(d: Dict, ctx: _Ctx) -> None:
     _tied_head_dims(d, before)
     _mrope(d)
     if ctx.level == "tiny":
+        _shrink_queries(d)
         _shrink_spatial(d)
     elif ctx.level == "narrow":
         _cap_images(d)
@@ -287,6 +303,8 @@ def shrink(
     ctx = _Ctx(level, sizes)
     d = copy.deepcopy(dict(config_dict))
     _shrink_dict(d, ctx)
+    if level == "tiny":
+        couple_stages(dict(config_dict), d)  # per-stage lists were scaled one by one
     if fixups is not None:
         fixups(d, level)
     return d
