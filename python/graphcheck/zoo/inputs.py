@@ -220,18 +220,16 @@ MODALITIES = (
 def input_attempts(model: torch.nn.Module, main_input: str) -> list[str]:
     """The input sets to try, in order, for :func:`make_inputs`'s ``attempt``.
 
-    ``plain``; ``modalities`` where the signature names another modality;
-    ``patch_images`` (a vision tower's patches as small images) and
-    ``token_patches`` (one block of merged patches per token) where it takes a
-    patch grid; ``image_pair`` (two images) for keypoint matchers; ``audio_channel`` (raw audio as (batch, 1, samples)) for
-    audio models, and ``audio_video`` (with video frames) for audio-video
-    encoders; the other layouts of ``input_features``
-    (:data:`~graphcheck.zoo._inputs_audio.FEATURE_ATTEMPTS`); ``latents`` for
-    a codec decoder whose forward names its input ``hidden_states``;
-    ``hidden_values`` (embeddings for encoder and decoder) for speech
-    seq2seq models without pre-nets; last, ``prompt`` (the modalities and the
-    optional prompt arguments of :mod:`graphcheck.zoo._inputs_prompts`) where
-    the signature names one.
+    ``plain``; ``modalities`` where the signature names another modality; ``patch_images`` (a
+    vision tower's patches as small images) and ``token_patches`` (one block of merged patches
+    per token) where it takes a patch grid; ``image_pair`` (two images) for keypoint matchers;
+    ``audio_channel`` (raw audio as (batch, 1, samples)) for audio models, and ``audio_video``
+    (with video frames) for audio-video encoders; the other layouts of ``input_features``
+    (:data:`~graphcheck.zoo._inputs_audio.FEATURE_ATTEMPTS`); ``latents`` for a codec decoder
+    whose forward names its input ``hidden_states``; ``hidden_values`` (embeddings for encoder
+    and decoder) for speech seq2seq models without pre-nets; last, ``prompt`` (the modalities
+    and the optional prompt arguments of :mod:`graphcheck.zoo._inputs_prompts`) where the
+    signature names one.
     """
     params = _parameters(model)
     attempts = ["plain"]
