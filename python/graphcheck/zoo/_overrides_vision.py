@@ -10,16 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from graphcheck.zoo._util import layer_count
+
 __all__ = ["VISION_FIXUPS"]
 
 Dict = dict[str, Any]
-
-
-def _layers(d: Dict) -> int:
-    for key in ("num_hidden_layers", "num_layers", "n_layer"):
-        if isinstance(d.get(key), int):
-            return int(d[key])
-    return 2
 
 
 def _pp_doclayout_v2(d: Dict, level: str) -> None:
@@ -49,7 +44,7 @@ def _eomt(d: Dict, level: str) -> None:
     # The queries join the last num_blocks layers (4 by default): with fewer layers than that
     # they never join, and the mask head gets no patch tokens. Keep it within the layers.
     if isinstance(d.get("num_blocks"), int):
-        d["num_blocks"] = min(d["num_blocks"], _layers(d))
+        d["num_blocks"] = min(d["num_blocks"], layer_count(d))
 
 
 def _efficientnet(d: Dict, level: str) -> None:
@@ -133,7 +128,7 @@ def _depth_pro(d: Dict, level: str) -> None:
     if not isinstance(patch, dict) or not isinstance(patch.get("image_size"), int):
         return
     d["patch_size"] = patch["image_size"]
-    layers = _layers(patch)
+    layers = layer_count(patch)
     d["intermediate_hook_ids"] = [layers - 1, 0]
     d["image_size"] = 4 * patch["image_size"]
 

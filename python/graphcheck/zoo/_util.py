@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import traceback
+from typing import Any
 
 
 def error_line(exc: BaseException) -> str:
@@ -25,3 +26,11 @@ def error_line(exc: BaseException) -> str:
     marker = f"{os.sep}site-packages{os.sep}"
     where = where.split(marker, 1)[1] if marker in where else os.path.basename(where)
     return f"{type(exc).__name__} at {where}:{frames[-1].lineno}"
+
+
+def layer_count(config: dict[str, Any]) -> int:
+    """The layer count a config dict names (``num_hidden_layers``, ...), else 2."""
+    for key in ("num_hidden_layers", "num_layers", "n_layer"):
+        if isinstance(config.get(key), int):
+            return int(config[key])
+    return 2

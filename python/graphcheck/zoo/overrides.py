@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from graphcheck.zoo._overrides_vision import VISION_FIXUPS
+from graphcheck.zoo._util import layer_count
 from graphcheck.zoo.catalog import Arch
 
 __all__ = ["FIXUPS", "PREPARE", "apply_fixups", "prepare_base"]
@@ -28,16 +29,9 @@ __all__ = ["FIXUPS", "PREPARE", "apply_fixups", "prepare_base"]
 Dict = dict[str, Any]
 
 
-def _layers(d: Dict) -> int:
-    for key in ("num_hidden_layers", "num_layers", "n_layer"):
-        if isinstance(d.get(key), int):
-            return int(d[key])
-    return 2
-
-
 def _gpt_neo(d: Dict, level: str) -> None:
     # attention_types is a run-length list ([[["global", "local"], 12]]) that must cover the layers.
-    n = _layers(d)
+    n = layer_count(d)
     d["attention_types"] = [[["global", "local"], max(1, n // 2)]]
     d["num_layers"] = 2 * max(1, n // 2)
     d.pop("attention_layers", None)
@@ -52,7 +46,7 @@ def _per_layer(values: list[Any]) -> Callable[[Dict, str], None]:
     # A per-layer list that the default leaves None (a checkpoint always sets it).
     def fixup(d: Dict, level: str) -> None:
         cfg = _text(d)
-        n = _layers(cfg)
+        n = layer_count(cfg)
         key = (
             "layer_types"
             if isinstance(values[0], str) and values[0] != "dense"
