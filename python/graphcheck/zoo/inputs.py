@@ -386,11 +386,11 @@ def make_inputs(
             inputs.update(_main(model, arg, g, b, attempt) if arg in MAIN_INPUTS else {})
         if arg not in inputs and (value := named_input(b, arg)) is not None:
             inputs[arg] = value
-    for name in ("target_sizes", "aspect_ratio_ids"):
+    for tiled in ("target_sizes", "aspect_ratio_ids"):
         # Optional in some signatures, but the NaViT-style towers index positions by
         # target_sizes; Mllama's tiles come with their aspect ratio.
-        if name in params and "pixel_values" in inputs:
-            inputs.update(tiled_inputs(b, name))
+        if tiled in params and "pixel_values" in inputs:
+            inputs.update(tiled_inputs(b, tiled))
     naflex = [n for n in ("spatial_shapes", "pixel_position_ids") if n in params]
     if naflex and "pixel_values" in inputs:
         naflex_inputs = naflex_patches(b)  # patch sequences, not an image tensor
