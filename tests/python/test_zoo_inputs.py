@@ -355,3 +355,16 @@ def test_embeddings_as_main_input() -> None:
         "context_hidden_states": (1, 16, cfg.hidden_size * len(cfg.target_layer_ids)),
         "attention_mask": (1, 16 + cfg.block_size),
     }
+
+
+@needs_transformers
+def test_seq2seq_classification_heads_derive_their_decoder_inputs() -> None:
+    # Bart's and T5's classification heads shift input_ids into the decoder and pool at the
+    # last </s>: decoder ids of another length break the pooling, so none are made.
+    _, attempt, inputs = run("BartForSequenceClassification")
+    assert attempt == "plain" and shapes(inputs) == {
+        "input_ids": (1, 16),
+        "attention_mask": (1, 16),
+    }
+    _, _, seq2seq = run("BartModel")
+    assert shapes(seq2seq)["decoder_input_ids"] == (1, 8)
