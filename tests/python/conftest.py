@@ -10,6 +10,7 @@ from shadowing the package.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,12 @@ def cli() -> Path:
     if not path:
         pytest.skip("GRAPHCHECK_CLI is not set (CTest sets it to the build's graphcheck binary)")
     return Path(path)
+
+
+@pytest.fixture
+def no_watch_left() -> Iterator[None]:
+    """Closes the process watch a test left active (watch tests: ``usefixtures``)."""
+    yield
+    active = graphcheck.current_watch()
+    if active is not None:
+        active.close()

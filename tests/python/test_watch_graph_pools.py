@@ -8,7 +8,7 @@ runs the real allocator."""
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -24,12 +24,7 @@ USER_POOL = (0, 99)  # a user MemPool (vLLM's tagged weights pool): not a graph'
 PRIVATE = (5, 0)  # a graph's own private pool
 
 
-@pytest.fixture(autouse=True)
-def no_watch_left() -> Iterator[None]:
-    yield
-    active = graphcheck.current_watch()
-    if active is not None:
-        active.close()
+pytestmark = pytest.mark.usefixtures("no_watch_left")
 
 
 class PooledGraph(FakeCUDAGraph):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,13 +15,7 @@ import graphcheck
 from graphcheck._watch.cuda_capture import READER_CUDA_GRAPH, READER_DISPATCHER, ReadNodes
 from watch_fakes import FakeCUDAGraph, fake_watch
 
-
-@pytest.fixture(autouse=True)
-def no_watch_left() -> Iterator[None]:
-    yield
-    active = graphcheck.current_watch()
-    if active is not None:
-        active.close()
+pytestmark = pytest.mark.usefixtures("no_watch_left")
 
 
 class Scaled(torch.nn.Module):
