@@ -1,7 +1,6 @@
 // Allowlist globs: reading them from a file, and matching them during a check.
 #include "graphcheck/detail/allowlist.h"
 
-#include <fnmatch.h>
 #include <graphcheck/checker.h>
 #include <graphcheck/error.h>
 
@@ -9,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string_view>
+
+#include "graphcheck/detail/glob.h"
 
 namespace graphcheck {
 namespace detail {
@@ -27,7 +28,7 @@ bool Allowlist::allows(const std::string* const* names, std::size_t count) const
   for (const std::string& glob : globs_) {
     for (std::size_t n = 0; n < count; ++n) {
       const std::string* name = names[n];
-      if (name != nullptr && !name->empty() && fnmatch(glob.c_str(), name->c_str(), 0) == 0) {
+      if (name != nullptr && !name->empty() && glob_matches(glob, *name)) {
         return true;
       }
     }
@@ -39,9 +40,8 @@ void Allowlist::note_owner(std::string_view owner) {
   if (owner.empty()) {
     return;
   }
-  const std::string name(owner);
   for (std::size_t g = 0; g < globs_.size(); ++g) {
-    if (used_[g] == 0 && fnmatch(globs_[g].c_str(), name.c_str(), 0) == 0) {
+    if (used_[g] == 0 && glob_matches(globs_[g], owner)) {
       used_[g] = 1;
       --unused_count_;
     }

@@ -9,7 +9,8 @@
 
 namespace graphcheck::detail {
 
-/// Globs (fnmatch, no flags) matched against owner names and allocation labels.
+/// Globs (`glob_matches`: `*` within a path component, `**` across) matched against owner
+/// names and allocation labels.
 /// Thread safety: not thread-safe (records use); one per check.
 class Allowlist {
  public:

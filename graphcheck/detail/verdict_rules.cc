@@ -273,7 +273,7 @@ bool VerdictRules::NamesLess::operator()(const std::array<const std::string*, 3>
                                       std::less<const std::string*>());
 }
 
-// allowlist_.allows, remembered per set of names: fnmatch is costly next to a map lookup.
+// allowlist_.allows, remembered per set of names: a glob match is costly next to a map lookup.
 bool VerdictRules::allowed(const std::string* const (&names)[3]) {
   const std::array<const std::string*, 3> key = {names[0], names[1], names[2]};
   const auto [at, fresh] = allowed_.try_emplace(key, false);

@@ -17,7 +17,8 @@ struct CheckOptions {
   /// The epoch to compare against for `stale` and `lost`; empty means each graph's own
   /// capture epoch. References are always found in each graph's capture epoch.
   std::string baseline;
-  /// Allowlist globs (fnmatch) added to the snapshot's own `allow` list.
+  /// Allowlist globs (`*` within a path component, `**` across: docs/verdicts.md) added to
+  /// the snapshot's own `allow` list.
   std::vector<std::string> allow;
   /// Whether globs that match the owner of no reference in any epoch fail the check.
   StaleAllowPolicy stale_allow = StaleAllowPolicy::kFail;

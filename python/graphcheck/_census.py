@@ -61,9 +61,6 @@ RUNTIME_STATE_ATTRS: Mapping[str, str] = MappingProxyType(
         "ssm_state": "Mamba SSM state: per-request runtime state, reset, never loaded",
         "recurrent_states": "recurrent (RG-LRU) state between decode steps: per-request "
         "runtime state, reset, never loaded",
-        "rope_deltas": "multimodal RoPE position offsets of the current request (Qwen-VL and "
-        "Qwen-Omni get_rope_index): per-request runtime state, recomputed from each prompt, "
-        "never loaded",
         "workspace": "kernel workspace: scratch whose contents do not outlive a kernel call "
         "(a workspace that must hold zeros at launch, as Marlin's locks, is re-zeroed by "
         "its owner after wake: declare it in persistent_tensors() to keep it instead)",

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 import weakref
 from collections.abc import Callable, Iterable
 
 import torch
 
 from graphcheck._census import census
-from graphcheck._utils import named_storage_leaves
+from graphcheck._utils import named_storage_leaves, storage_leaves
 
 __all__ = ["ENGINE_STATE_REASON", "EngineState", "ModelRegistry", "model_registry"]
 
@@ -92,12 +93,43 @@ def model_registry(model: torch.nn.Module, engine_states: Iterable[EngineState])
         obj = state.ref()
         if obj is not None:
             runtime += _engine_ranges(obj, state, unregistered)
-    return ModelRegistry(
-        named_storage_leaves(model.named_parameters()),
-        named_storage_leaves(model.named_buffers()),
-        runtime,
-        [(e.storage_begin, e.storage_end, e.path) for e in reached],
-    )
+    parameters = named_storage_leaves(model.named_parameters())
+    buffers = named_storage_leaves(model.named_buffers())
+    labels = [(e.storage_begin, e.storage_end, e.path) for e in reached]
+    known = {_span(t) for _, t in (*parameters, *buffers)} | unregistered
+    known |= {(begin, end) for begin, end, _, _ in runtime}
+    return ModelRegistry(parameters, buffers, runtime, labels + _global_labels(model, known))
+
+
+def _span(tensor: torch.Tensor) -> tuple[int, int]:
+    storage = tensor.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
+def _global_labels(
+    model: torch.nn.Module, known: set[tuple[int, int]]
+) -> list[tuple[int, int, str]]:
+    """Labels ``global <module>.<name>`` for the tensors the model's code keeps as module globals.
+
+    The census walks what the model holds, never module globals (a global is no model
+    state: sleep does not touch it, no registry lists it). A forward may still read one (a
+    constant such as ``EPS = torch.tensor(...)`` at module level); naming it by the module
+    that defines it, instead of by the op that first read it, makes a finding name its site.
+    Only the modules that define the model's classes are read, and tensors directly in them.
+    """
+    names = sorted({type(m).__module__ for m in model.modules()})
+    found: list[tuple[int, int, str]] = []
+    for name in names:
+        module = sys.modules.get(name)
+        for attribute, value in sorted(vars(module).items()) if module is not None else ():
+            if not isinstance(value, torch.Tensor) or isinstance(value, torch.nn.Parameter):
+                continue
+            for leaf_name, leaf in storage_leaves(f"global {name}.{attribute}", value):
+                span = _span(leaf)
+                if span[1] > span[0] and span not in known:
+                    known.add(span)
+                    found.append((*span, leaf_name))
+    return found
 
 
 def _engine_ranges(

@@ -20,6 +20,7 @@ __all__ = [
     "glob_regex",
     "internal_prefixes",
     "is_internal_file",
+    "name_glob_regex",
     "named_storage_leaves",
     "storage_leaves",
     "wrapper_leaves",
@@ -27,11 +28,37 @@ __all__ = [
 
 
 def glob_regex(glob: str) -> re.Pattern[str]:
-    """Compile a path glob: fnmatch's ``*`` and ``?``, literal brackets.
+    """Compile a path glob: ``*`` within one path component, ``**`` across them, literal brackets.
 
-    ``[`` and ``]`` match themselves, so that paths such as
-    ``experts[0].weight`` can be pasted as they are. The census's allowlist,
-    the zoo's allowlist and its ``--only`` selection all read globs this way.
+    ``*`` matches any run of characters but ``.`` (so ``layers.*.scale`` names the layers'
+    own attribute, never ``layers.0.mlp.experts.3.scale``), ``**`` any run at all (every
+    depth), ``?`` one character but ``.``. ``[`` and ``]`` match themselves, so that paths
+    such as ``experts[0].weight`` can be pasted as they are. The census's allowlist and the
+    zoo's allowlist read globs this way (the checker's allowlist too: docs/verdicts.md).
+    """
+    parts: list[str] = []
+    i = 0
+    while i < len(glob):
+        if glob.startswith("**", i):
+            parts.append(".*")
+            i += 2
+        elif glob[i] == "*":
+            parts.append("[^.]*")
+            i += 1
+        elif glob[i] == "?":
+            parts.append("[^.]")
+            i += 1
+        else:
+            parts.append(re.escape(glob[i]))
+            i += 1
+    return re.compile("(?s:" + "".join(parts) + r")\Z")
+
+
+def name_glob_regex(glob: str) -> re.Pattern[str]:
+    """Compile a name glob: fnmatch's ``*`` (anything, dots included) and ``?``, literal brackets.
+
+    For names that are not paths (the zoo's ``--only`` over ``Arch@option=value`` names,
+    whose values may hold dots).
     """
     return re.compile(fnmatch.translate(glob.replace("[", "[[]")))
 

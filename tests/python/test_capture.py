@@ -154,6 +154,28 @@ def test_python_frame_labels_memory_the_census_cannot_reach() -> None:
     assert found == {"shift", "aten:aten::mul"}
 
 
+_FLOOR = torch.full((8,), -1.0)  # a module-level constant, as gemma3n.py's EPS
+
+
+class ReadsAGlobal(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.maximum(self.lin(x), _FLOOR)
+
+
+def test_a_module_global_is_named_by_its_module_not_by_the_op_that_read_it() -> None:
+    report = graphcheck.capture(ReadsAGlobal(), torch.ones(2, 8)).check("capture")
+    assert owners(report, "unregistered") == {f"global {__name__}._FLOOR"}
+    # Registered, it is no finding; the census still does not walk globals.
+    model = ReadsAGlobal()
+    model.register_buffer("floor", _FLOOR, persistent=False)
+    assert graphcheck.capture(model, torch.ones(2, 8)).check("capture").ok
+    assert not graphcheck.census(ReadsAGlobal()).entries
+
+
 def test_arena_allocations_carry_pool_and_generation() -> None:
     arena = graphcheck.WeightsArena(1 << 24, pool="weights")
     with arena.loading():

@@ -5,7 +5,9 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import re
 import types
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -390,10 +392,16 @@ def test_allow_globs_and_stale_entries() -> None:
     assert result.stale_allow == ("gone.*",)
     assert not result.ok
     assert census(m, allow=["experts[1].bias", "other"]).allowed[0].path == "experts[1].bias"
-    overlapping = census(m, allow=["experts[*]*", "experts[0].weight", "*"])
+    overlapping = census(m, allow=["experts[*]**", "experts[0].weight", "*"])
     assert overlapping.stale_allow == ()
     assert overlapping.entries == ()
-    assert {e.reason for e in overlapping.allowed} == {"experts[*]*", "*"}
+    assert {e.reason for e in overlapping.allowed} == {"experts[*]**", "*"}
+    # '*' stays within one path component; '**' crosses them.
+    within = census(m, allow=["experts[*]*", "*"])
+    assert within.stale_allow == ("experts[*]*",)
+    assert {e.reason for e in within.allowed} == {"*"}
+    assert sorted(paths(within)) == ["experts[0].bias", "experts[0].weight", "experts[1].bias",
+                                     "experts[1].weight"]  # fmt: skip
 
 
 def test_allow_matches_aliases_and_ok() -> None:
@@ -472,3 +480,61 @@ def test_str_is_a_readable_table() -> None:
     assert lines[2].split()[:5] == ["rope", "(3,)", "float32", "cpu", "12"]
     assert "exempt (runtime state):" in lines
     assert "stale allow glob: 'stale'" in lines
+
+
+# ------------------------------------------------------------------- runtime state by name
+
+_DOCS = Path(__file__).resolve().parents[2] / "docs" / "python-contract.md"
+
+
+def _documented_runtime_names() -> dict[str, str]:
+    """Name -> reason, from the table of docs/python-contract.md ("Runtime state")."""
+    text = _DOCS.read_text(encoding="utf-8").split("### Runtime state", 1)[1].split("###", 1)[0]
+    rows: dict[str, str] = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].startswith("`"):
+            for name in re.findall(r"`([^`]+)`", cells[0]):
+                rows[name] = cells[1]
+    return rows
+
+
+@pytest.mark.parametrize("name", sorted(RUNTIME_STATE_ATTRS))
+def test_every_runtime_name_is_exempt_with_its_documented_reason(name: str) -> None:
+    model = torch.nn.Module()
+    model.layer = torch.nn.Module()
+    setattr(model.layer, name, torch.zeros(4))
+    found = census(model)
+    assert not found.entries
+    assert [(e.path, e.reason) for e in found.exempt] == [
+        (f"layer.{name}", RUNTIME_STATE_ATTRS[name])
+    ]
+    documented = _documented_runtime_names()
+    assert name in documented, f"{name} has no row in {_DOCS.name}"
+    assert len(documented[name].split()) >= 4, f"{name}: the documented reason says why"
+
+
+def test_the_documented_table_names_nothing_outside_the_set() -> None:
+    assert set(_documented_runtime_names()) == set(RUNTIME_STATE_ATTRS)
+
+
+def test_a_rebound_per_request_tensor_is_a_finding_not_runtime_state() -> None:
+    """Qwen-VL's rope_deltas: rebound at every prefill, so a captured graph would read the old
+    tensor. It must be reported, whatever its contents mean."""
+
+    class VisionLanguage(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(4, 4)
+            self.rope_deltas: torch.Tensor | None = None
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.rope_deltas = x.sum(-1, keepdim=True)  # rebound per request, as Qwen2VLModel
+            return self.proj(x) + self.rope_deltas
+
+    model = VisionLanguage()
+    model(torch.ones(2, 4))
+    first = model.rope_deltas
+    assert [e.path for e in census(model).entries] == ["rope_deltas"]
+    model(torch.ones(2, 4) * 2)
+    assert model.rope_deltas is not first  # a new tensor at a new address: not in place

@@ -231,14 +231,17 @@ def test_findings_of_a_snapshot_built_in_python() -> None:
 
 
 def test_allow_turns_findings_into_allowed_and_reports_stale_globs(tmp_path: Path) -> None:
-    report = graphcheck.check(small_snapshot(), allow=["layers.*.workspace", "gone.*"])
+    report = graphcheck.check(small_snapshot(), allow=["layers.*.quant.workspace", "gone.*"])
     assert report.ok
     assert report.summary["allowed"] == 2
     assert report.stale_allow == ["gone.*"]
     globs = tmp_path / "allow.txt"
-    globs.write_text("# known sites\n\n  layers.*.workspace  \n")
-    assert graphcheck.read_allowlist(globs) == ["layers.*.workspace"]
+    globs.write_text("# known sites\n\n  layers.*.quant.workspace  \n")
+    assert graphcheck.read_allowlist(globs) == ["layers.*.quant.workspace"]
     assert graphcheck.check(small_snapshot(), allow=graphcheck.read_allowlist(globs)).ok
+    # '*' stays within one path component, '**' crosses them (docs/verdicts.md).
+    assert not graphcheck.check(small_snapshot(), allow=["layers.*.workspace"]).ok
+    assert graphcheck.check(small_snapshot(), allow=["layers.**.workspace"]).ok
 
 
 def test_allow_must_be_an_iterable_of_str() -> None:
@@ -246,7 +249,7 @@ def test_allow_must_be_an_iterable_of_str() -> None:
         graphcheck.check(small_snapshot(), allow="layers.*")
     with pytest.raises(TypeError, match=r"allow\[1\]: expected a str glob, found int"):
         graphcheck.check(small_snapshot(), allow=["a", 3])
-    assert graphcheck.check(small_snapshot(), allow=(g for g in ["layers.*"])).ok
+    assert graphcheck.check(small_snapshot(), allow=(g for g in ["layers.**"])).ok
 
 
 # --- reports -------------------------------------------------------------------------------

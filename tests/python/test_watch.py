@@ -158,7 +158,7 @@ def test_check_on_capture_off_waits_for_check_pending() -> None:
 
 
 def test_allowlist_and_stale_globs(caplog: pytest.LogCaptureFixture) -> None:
-    watch = graphcheck.watch(allow=["layers.*.quant_method.*", "nothing.matches"])
+    watch = graphcheck.watch(allow=["layers.*.*.*.quant_method.*", "nothing.matches"])
     model, _ = model_in_arena("legacy")
     with caplog.at_level("WARNING", logger="graphcheck.watch"):
         watch.capture(model, **reference_inputs(model))

@@ -309,6 +309,9 @@ def test_read_zoo_allowlist_and_errors(tmp_path: Path) -> None:
     f.write_text("EsmModel:ok\nno-colon-here\n")
     with pytest.raises(ValueError, match=r"allow.txt:2: expected 'Arch:path-glob'"):
         rep.read_zoo_allowlist(f)
+    f.write_text("Gemma3nForCausalLM:aten:aten::maximum\n")
+    with pytest.raises(ValueError, match=r"allow.txt:1: 'aten:aten::maximum' is an op label"):
+        rep.read_zoo_allowlist(f)
 
 
 def test_evaluate_new_allowed_stale_unverified() -> None:
@@ -347,7 +350,10 @@ def test_capture_owners_and_allocation_labels() -> None:
     assert rep.is_allocation_label("aten:aten::view") and rep.is_allocation_label("f.py:3 in g")
     assert not rep.is_allocation_label("tables['a:b'].x")
     text = rep.allowlist_text(results, "9.9.9")
-    assert "A:aten:aten::view" in text and text.count("A:layers.*.c") == 1
+    assert text.count("A:layers.*.c") == 1
+    # An op label names no site: written as a note, never an entry, and refused when read.
+    assert "A:aten:aten::view" not in text
+    assert "# not allowlisted: aten:aten::view is an op label" in text
 
 
 def test_creation_site_owners_are_written_without_their_line(tmp_path: Path) -> None:
@@ -358,22 +364,35 @@ def test_creation_site_owners_are_written_without_their_line(tmp_path: Path) -> 
     rep.write_allowlist(out, {"A": captured}, "9.9.9")
     text = out.read_text()
     assert "# unregistered owner at capture (creation site), not reached by the census" in text
-    assert "# unregistered owner at capture (allocation label)" in text
     entries = rep.read_zoo_allowlist(out)
-    assert [str(e) for e in entries] == [
-        "A:aten:aten::mm",
-        "A:pkg/m.py:* in C.index (cached: C.index)",
-    ]
+    assert [str(e) for e in entries] == ["A:pkg/m.py:* in C.index (cached: C.index)"]
     moved = dict(captured, capture={"summary": {}, "unregistered": [site.replace("213", "250")]})
-    ev = rep.evaluate({"A": moved}, entries[1:])  # the line moved: the entry still allows it
+    ev = rep.evaluate({"A": moved}, entries)  # the line moved: the entry still allows it
     assert ev.capture_allowed["A"] == [site.replace("213", "250")] and not ev.stale
 
 
-def test_site_globs() -> None:
-    assert rep.site_globs(["enc.a.0.pad", "enc.a.3.b.1.pad", "dec.a.0.pad"]) == ["*.pad"]
-    assert rep.site_globs(["q.s.layers.0.cb._e", "q.a.layers.3.cb._e"]) == ["q.*.layers.*.cb._e"]
+def test_site_globs_name_each_path_shape_exactly() -> None:
+    # One glob per path shape, the layer numbers as '*': never a glob across components.
+    assert rep.site_globs(["enc.a.0.pad", "enc.a.3.b.1.pad", "dec.a.0.pad", "enc.a.1.pad"]) == [
+        "dec.a.*.pad", "enc.a.*.b.*.pad", "enc.a.*.pad"
+    ]  # fmt: skip
+    assert rep.site_globs(["q.s.layers.0.cb._e", "q.a.layers.3.cb._e"]) == [
+        "q.a.layers.*.cb._e", "q.s.layers.*.cb._e"
+    ]  # fmt: skip
     assert rep.site_globs(["s.0.cache['cpu']", "s.1.cache['cpu']"]) == ["s.*.cache['cpu']"]
-    assert rep.site_globs(["a.x", "b.y"]) == ["a.x", "b.y"]  # never a bare '*'
+    assert rep.site_globs(["a.x", "b.y"]) == ["a.x", "b.y"]
+    assert all("**" not in g for g in rep.site_globs(["x.0.y", "x.1.z.y"]))
+
+
+def test_the_shipped_baselines_name_exact_sites() -> None:
+    """No glob across path components and no op label in a shipped baseline (issue 30 §3)."""
+    from graphcheck.zoo.vllm_engine import BASELINE as VLLM_BASELINE
+
+    for baseline in (BASELINE, VLLM_BASELINE):
+        for entry in rep.read_zoo_allowlist(baseline):
+            assert "**" not in entry.path, (baseline.name, entry.line, str(entry))
+            assert not entry.path.startswith("aten:"), (baseline.name, entry.line, str(entry))
+            assert not entry.path.startswith("*"), (baseline.name, entry.line, str(entry))
 
 
 def test_written_allowlist_allows_exactly_the_findings(tmp_path: Path) -> None:

@@ -4,8 +4,10 @@ itself runs in the vllm tier (tests/vllm, the vLLM environment)."""
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from graphcheck.integrations._vllm_foreign import (
     EMPTIED,
     HANDLE,
     emptied_parameters,
+    native_mapping,
     split_foreign,
 )
 from graphcheck.zoo import report as rep
@@ -37,43 +40,87 @@ def finding(path: str, owner: str, attribute: str, dtype: str = "int64", shape: 
     }
 
 
-def test_handles_are_split_from_ordinary_findings_and_say_what_they_are() -> None:
-    onednn = finding("l.cpu_linear.handler.handler_tensor", "vllm._custom_ops.CPUDNNLGEMMHandler",
-                     "handler_tensor")  # fmt: skip
-    by_name = finding("l.kernel.handle", "pkg.Kernel", "handle")
-    scale = finding("attn._k_scale_cpu", "pkg.Attention", "_k_scale_cpu", "float32")
-    vector = finding("l.handles", "pkg.Kernel", "handles", "int64", (4,))  # not 0-d: a tensor
-    ordinary, handles = split_foreign([onednn, by_name, scale, vector])
-    assert [f["path"] for f in ordinary] == ["attn._k_scale_cpu", "l.handles"]
-    assert [(f["path"], f["kind"]) for f in handles] == [
-        ("l.cpu_linear.handler.handler_tensor", HANDLE),
-        ("l.kernel.handle", HANDLE),
-    ]
-    assert "oneDNN matmul primitive" in handles[0]["what"]
-    assert "pkg.Kernel.handle" in handles[1]["what"]
-    assert all("reload must repack" in f["fix"] for f in handles)
+class NativeBuffer:
+    """A native object: memory that ctypes allocates outside torch, alive while this is."""
+
+    def __init__(self) -> None:
+        self.memory = ctypes.create_string_buffer(256)
+        self.address = ctypes.addressof(self.memory)
+
+
+class Packer:
+    """Keeps a pointer to its native object in a 0-d int64 tensor, under an ordinary name."""
+
+    def __init__(self, native: NativeBuffer) -> None:
+        self.native = native
+        self.state = torch.tensor(native.address, dtype=torch.int64)
 
 
 class PackedLinear(torch.nn.Module):
     """vLLM's CPU linear after processing: an empty weight, the weights behind a closure."""
 
-    def __init__(self) -> None:
+    def __init__(self, native: NativeBuffer) -> None:
         super().__init__()
         self.weight = torch.nn.Parameter(torch.empty(0), requires_grad=False)
         self.bias = torch.nn.Parameter(torch.zeros(4), requires_grad=False)
-        handle = torch.tensor(1234, dtype=torch.int64)
-        self.cpu_linear = lambda x, weight, bias: x + handle
+        packer = Packer(native)
+        self.cpu_linear = lambda x, weight, bias: x + packer.state
 
 
-def test_emptied_parameters_are_those_beside_a_cpu_linear() -> None:
-    model = torch.nn.Module()
-    model.proj = PackedLinear()
-    model.plain = torch.nn.Linear(4, 4)
-    model.plain.unused = torch.nn.Parameter(torch.empty(0))  # empty, but no packed weights
-    found = emptied_parameters(model, ["proj.cpu_linear.handle"])
+class Model(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.native = NativeBuffer()
+        self.proj = PackedLinear(self.native)
+        self.plain = torch.nn.Linear(4, 4)
+        self.plain.unused = torch.nn.Parameter(torch.empty(0))  # empty, but holds no handle
+        self.counter = torch.nn.Module()
+        self.counter.handle = torch.tensor(7, dtype=torch.int64)  # named so; holds no pointer
+        self.counter.own = torch.tensor(self.plain.weight.data_ptr(), dtype=torch.int64)
+        self.counter.handles = torch.tensor([self.native.address] * 4)  # not 0-d: a tensor
+        self.scale = torch.tensor(1.0)
+
+
+def test_handles_are_decided_by_what_they_are_not_by_their_name() -> None:
+    model = Model()
+    findings = [
+        finding("proj.cpu_linear.packer.state", "tests.Packer", "state"),
+        finding("counter.handle", "torch.nn.Module", "handle"),
+        finding("counter.own", "torch.nn.Module", "own"),  # points into a torch storage
+        finding("counter.handles", "torch.nn.Module", "handles", shape=(4,)),
+        finding("scale", "tests.Model", "scale", "float32"),
+    ]
+    ordinary, handles = split_foreign(findings, model)
+    assert [f["path"] for f in handles] == ["proj.cpu_linear.packer.state"]
+    assert [f["path"] for f in ordinary] == [
+        "counter.handle", "counter.own", "counter.handles", "scale"
+    ]  # fmt: skip
+    assert handles[0]["kind"] == HANDLE and "reload must repack" in handles[0]["fix"]
+    assert f"{model.native.address:#x}" in handles[0]["what"]
+    assert "tests.Packer.state" in handles[0]["what"]
+    assert native_mapping(model.native.address)
+    assert not native_mapping(7) and not native_mapping(0)
+
+
+def test_a_known_holder_says_what_its_handle_is() -> None:
+    model = Model()
+    onednn = finding("proj.cpu_linear.packer.state", "vllm._custom_ops.CPUDNNLGEMMHandler",
+                     "handler_tensor")  # fmt: skip
+    _, handles = split_foreign([onednn], model)
+    assert "oneDNN matmul primitive" in handles[0]["what"]
+
+
+def test_emptied_parameters_are_those_beside_a_handle() -> None:
+    model = Model()
+    found = emptied_parameters(model, ["proj.cpu_linear.packer.state"])
     assert [(f["path"], f["kind"], f["shape"]) for f in found] == [("proj.weight", EMPTIED, [0])]
-    assert "proj.cpu_linear.handle" in found[0]["fix"]
+    assert "proj.cpu_linear.packer.state" in found[0]["fix"]
     assert "PackedLinear" in found[0]["what"]
+    assert emptied_parameters(model, []) == []
+    # The values kept as a tensor of the layer's closure (vLLM's AMX kernels): the same.
+    packed = emptied_parameters(model, ["proj.cpu_linear.packed_weight", "counter.handle"])
+    assert [f["path"] for f in packed] == ["proj.weight"]
+    assert "held by proj.cpu_linear.packed_weight" in packed[0]["fix"]
 
 
 def test_vllm_sizes_give_the_cpu_attention_head_size() -> None:
@@ -135,7 +182,8 @@ def test_report_rows_for_foreign_memory_reload_and_refused_replays() -> None:
         "status": "built", "variant": "", "level": "tiny", "findings": [], "error": "",
         "forward": {"eligible": True, "ran": True}, "capture_status": "ran",
         "capture": {"summary": {}, "unregistered": []},
-        "foreign": [{"kind": HANDLE}, {"kind": HANDLE}, {"kind": EMPTIED}],
+        "foreign": [{"kind": HANDLE, "path": "l.0.h"}, {"kind": HANDLE, "path": "l.1.h"},
+                    {"kind": EMPTIED, "path": "l.0.weight"}],
         "reload": {"status": "ran"},
         "steps": [{"label": "capture", "outputs_equal": True, "replay": "ran"},
                   {"label": "after_reload", "outputs_equal": False, "replay": "refused: x"},
@@ -154,7 +202,8 @@ def test_report_rows_for_foreign_memory_reload_and_refused_replays() -> None:
     assert summary["foreign"] == {HANDLE: 2, EMPTIED: 1}
     assert summary["foreign_architectures"] == 1
     assert summary["reload"] == {"ran": 1, "not run: transformers has no X": 1}
-    assert summary["steps"]["after_reload: replay refused (reads freed memory)"] == 1
+    label = "after_reload: not replayed: reads memory freed since the capture (dangling)"
+    assert summary["steps"][label] == 1
     # A step whose replay or eager forward raised (ReplayStep.error) was checked, not compared.
     assert summary["steps"]["after_rebind: not compared (replay raised)"] == 1
     table = rep.format_table(summary, "0.32.0", "vllm")
@@ -189,3 +238,102 @@ def test_steps_compare_nan_at_the_same_position_as_equal() -> None:
     equal, diff = steps_compare(left, torch.tensor([nan, nan]))
     assert not equal and diff != diff  # NaN where only one side has NaN
     assert steps_compare(left, torch.tensor([3.0, nan])) == (False, 2.0)
+
+
+# ------------------------------------------------------------------- the run's exit status
+# What the vLLM zoo exists to find fails a run unless the baseline lists it: memory torch does
+# not own (a native handle, the parameter it emptied) and what a reload leaves dangling.
+
+
+def llama_like(**changes: Any) -> dict[str, Any]:
+    """A built architecture as the vLLM worker records it: one layer's handle and weight."""
+    result: dict[str, Any] = {
+        "status": "built", "variant": "", "level": "tiny", "error": "",
+        "forward": {"eligible": True, "ran": True}, "capture_status": "ran",
+        "findings": [{"path": "model.layers.0.attn._k_scale_cpu"}],
+        "foreign": [
+            {"kind": HANDLE, "path": "model.layers.0.proj.cpu_linear.handler.handler_tensor"},
+            {"kind": EMPTIED, "path": "model.layers.0.proj.weight"},
+        ],
+        "capture": {"summary": {}, "unregistered": [],
+                    "foreign": ["model.layers.0.proj.cpu_linear.handler.handler_tensor"]},
+        "reload": {"status": "ran"},
+        "steps": [
+            {"label": "capture", "outputs_equal": True, "replay": "ran", "owners": {}},
+            {"label": "after_reload", "outputs_equal": False, "replay": "refused: x",
+             "owners": {"dangling": ["model.layers.0.proj.cpu_linear.handler.handler_tensor"]}},
+        ],
+        "seconds": {},
+    }  # fmt: skip
+    result.update(changes)
+    return result
+
+
+BASELINE_OF_LLAMA = [
+    rep.AllowEntry("Llama", "model.layers.*.attn._k_scale_cpu"),
+    rep.AllowEntry("Llama", "model.layers.*.proj.cpu_linear.handler.handler_tensor"),
+    rep.AllowEntry("Llama", "model.layers.*.proj.weight"),
+    rep.AllowEntry("Llama", "model.layers.*.proj.cpu_linear.handler.handler_tensor",
+                   verdict="dangling"),
+]  # fmt: skip
+
+
+def test_what_the_baseline_lists_passes() -> None:
+    ev = rep.evaluate({"Llama": llama_like()}, BASELINE_OF_LLAMA)
+    assert not ev.failed(), ev
+    assert ev.later_allowed["Llama"] == [
+        "after_reload dangling model.layers.0.proj.cpu_linear.handler.handler_tensor"
+    ]
+
+
+def test_a_planted_foreign_handle_fails_the_run() -> None:
+    planted = llama_like()
+    planted["foreign"].append(
+        {"kind": HANDLE, "path": "model.layers.0.mlp.cpu_linear.handler.handler_tensor"}
+    )
+    ev = rep.evaluate({"Llama": planted}, BASELINE_OF_LLAMA)
+    assert ev.failed()
+    assert ev.new["Llama"] == ["model.layers.0.mlp.cpu_linear.handler.handler_tensor"]
+
+
+def test_a_planted_emptied_parameter_fails_the_run() -> None:
+    planted = llama_like()
+    planted["foreign"].append({"kind": EMPTIED, "path": "model.layers.0.mlp.weight"})
+    ev = rep.evaluate({"Llama": planted}, BASELINE_OF_LLAMA)
+    assert ev.failed() and ev.new["Llama"] == ["model.layers.0.mlp.weight"]
+
+
+def test_a_planted_dangling_read_after_reload_fails_the_run() -> None:
+    planted = llama_like()
+    planted["steps"][1]["owners"]["dangling"].append("model.layers.0.attn.impl.alibi_slopes")
+    ev = rep.evaluate({"Llama": planted}, BASELINE_OF_LLAMA)
+    assert ev.failed()
+    assert ev.later_new["Llama"] == ["after_reload dangling model.layers.0.attn.impl.alibi_slopes"]
+    # An entry for the census site does not allow the same owner dangling after a reload.
+    listed = [*BASELINE_OF_LLAMA, rep.AllowEntry("Llama", "model.layers.*.attn.impl.alibi_slopes")]
+    assert rep.evaluate({"Llama": planted}, listed).failed()
+    summary = rep.summarize({"Llama": planted}, ev, 1.0, 1, "avx2")
+    assert summary["later_with_findings"] == 1
+    table = rep.format_table(summary, "0.32.0", "vllm")
+    assert "after_reload dangling model.layers.*.attn.impl.alibi_slopes" in table
+
+
+def test_a_verdict_entry_nothing_matches_is_stale_where_a_reload_was_judged() -> None:
+    fixed = llama_like()
+    fixed["steps"][1]["owners"] = {}
+    ev = rep.evaluate({"Llama": fixed}, BASELINE_OF_LLAMA)
+    assert [str(e) for e in ev.stale] == [
+        "[verdict=dangling] Llama:model.layers.*.proj.cpu_linear.handler.handler_tensor"
+    ]
+    not_reloaded = llama_like(steps=[llama_like()["steps"][0]])
+    ev = rep.evaluate({"Llama": not_reloaded}, BASELINE_OF_LLAMA)
+    assert not ev.stale and len(ev.unverified) == 1
+
+
+def test_the_written_baseline_lists_foreign_memory_and_later_verdicts(tmp_path: Path) -> None:
+    results = {"Llama": llama_like()}
+    out = tmp_path / "baseline.txt"
+    rep.write_allowlist(out, results, "0.32.0", engine="vllm")
+    entries = rep.read_zoo_allowlist(out)
+    assert sorted(str(e) for e in entries) == sorted(str(e) for e in BASELINE_OF_LLAMA)
+    assert not rep.evaluate(results, entries).failed()

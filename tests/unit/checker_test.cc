@@ -79,12 +79,13 @@ TEST(CheckerTest, AllowlistTurnsUnregisteredIntoAllowedAndReportsUnusedGlobs) {
   Snapshot snapshot = one_reference(kWs, {}, {make_alloc(kWs, 512, 1, "layers.0.quant.workspace")});
   snapshot.allow = {"layers.*.quant.workspace", "never.*"};
   CheckOptions options;
-  options.allow = {"layers.0.*", "rope_cache"};
+  options.allow = {"layers.0.**", "layers.0.*", "rope_cache"};
   const Report report = check(snapshot, options);
   EXPECT_EQ(only_verdict(report), Verdict::kAllowed);
   EXPECT_TRUE(report.findings.empty());
-  // Both matching globs allowed it; the others allowed nothing.
-  EXPECT_EQ(report.stale_allow, (std::vector<std::string>{"never.*", "rope_cache"}));
+  // Both matching globs allowed it; the others allowed nothing ("*" stays within one path
+  // component: "layers.0.*" does not reach "layers.0.quant.workspace", "layers.0.**" does).
+  EXPECT_EQ(report.stale_allow, (std::vector<std::string>{"never.*", "layers.0.*", "rope_cache"}));
 }
 
 TEST(CheckerTest, GlobMatchingARegisteredOwnerIsStillStale) {

@@ -189,7 +189,7 @@ TEST_F(CliTest, OutputWritesTheReportToAFileInsteadOfStdout) {
 
 TEST_F(CliTest, AllowFileTurnsUnregisteredIntoAllowed) {
   const fs::path allow = dir_ / "allow.txt";
-  write_text(allow, "# known sites\n\n  model.layers.*.gemm1_alpha  \n");
+  write_text(allow, "# known sites\n\n  model.layers.*.mlp.gate_up_proj.gemm1_alpha  \n");
   RunResult result = run({"check", data("verdict_unregistered.json"), "--allow", allow.string()});
   EXPECT_EQ(result.status, 0) << result.out << result.err;
   EXPECT_THAT(result.out, HasSubstr("allowed 1, unregistered 0"));

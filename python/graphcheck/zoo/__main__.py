@@ -92,6 +92,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write every finding of this run as an allowlist (one glob per site)",
     )
+    p.add_argument(
+        "--cpu-capability",
+        metavar="LEVEL",
+        help="run the engine as on a CPU of this capability (one of "
+        "default, avx2, avx512, avx512_bf16, amx; at most this CPU's): torch's ISA probes above "
+        "it answer False, so vLLM takes that CPU's code paths, and the baseline's CPU "
+        "conditions are read for it (default: this CPU's, graphcheck.zoo.cpu)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--list", action="store_true", help="list the selected architectures and exit")
     return p
@@ -103,9 +111,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.jobs < 1 or args.timeout <= 0:
         print("graphcheck.zoo: --jobs must be >= 1 and --timeout > 0", file=sys.stderr)
         return 2
+    from graphcheck.zoo import cpu
     from graphcheck.zoo import report as rep
     from graphcheck.zoo.catalog import filter_architectures
     from graphcheck.zoo.runner import run
+
+    if args.cpu_capability is not None:
+        try:
+            cpu.emulate(args.cpu_capability)
+        except ValueError as exc:
+            print(f"graphcheck.zoo: --cpu-capability: {exc}", file=sys.stderr)
+            return 2
 
     chosen = engine(args.engine)
     allow_files = list(args.allow) + ([str(chosen.baseline)] if args.baseline else [])
@@ -162,8 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     wall = time.monotonic() - start
     if progress is not None:
         progress.close()
-    evaluation = rep.evaluate(results, entries)
-    summary = rep.summarize(results, evaluation, wall, args.jobs)
+    level = cpu.current()
+    evaluation = rep.evaluate(results, entries, level)
+    summary = rep.summarize(results, evaluation, wall, args.jobs, level)
     print(rep.format_table(summary, version, chosen.name))
     if args.json or args.html:
         import torch
@@ -171,7 +188,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra = {
             "torch": torch.__version__,
             # The kernels a CPU engine picks depend on it (vLLM: AMX changes the linear path).
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cpu_capability": level,
+            "native_cpu_capability": cpu.native(),
+            "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "enumerated_classes": sum(1 for a in archs if not a.variant),
             "enumerated_variants": sum(1 for a in archs if a.variant),
             "options": {
@@ -190,8 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_html(args.html, doc)
     if args.write_allowlist:
         rep.write_allowlist(args.write_allowlist, results, version, engine=chosen.name)
-    bad = any(evaluation.new.values()) or any(evaluation.capture_new.values()) or evaluation.stale
-    return 1 if bad else 0
+    return 1 if evaluation.failed() else 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,11 @@
 """The zoo's allowlist: reading, matching labels, and writing one from a run's findings.
 
 Format (``--allow``, ``--write-allowlist``): one entry per line,
-``Arch:path-glob``; blank lines and lines starting with ``#`` are comments.
+``Arch:path-glob``, optionally led by conditions: ``[cpu=avx512_bf16,amx]`` (the
+capabilities of :mod:`graphcheck.zoo.cpu` on which the site exists: on another CPU the entry
+is neither required nor stale) and ``[verdict=dangling]`` (the entry allows that verdict of
+the owner after the capture, a reload's, instead of a census finding or an unregistered owner
+at capture); blank lines and lines starting with ``#`` are comments.
 ``Arch`` is an architecture name or an fnmatch glob over names
 (``LlamaModel@rope_type=*``, ``*``); ``path-glob`` is a census path glob as
 :func:`graphcheck.census` takes it (``*`` and ``?``, brackets literal:
@@ -22,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from graphcheck._utils import glob_regex
-from graphcheck.zoo.sites import generalize, is_allocation_label, owner_entry
+from graphcheck.zoo.cpu import LEVELS
+from graphcheck.zoo.sites import generalize, is_allocation_label, is_op_label, owner_entry
 
 __all__ = [
+    "LATER_VERDICTS",
     "AllowEntry",
     "allowlist_text",
     "is_allocation_label",
@@ -36,16 +42,63 @@ __all__ = [
 Result = dict[str, Any]
 
 
+#: The verdicts of a later epoch (after a reload) that an entry must name to allow them.
+LATER_VERDICTS = ("dangling", "stale", "lost")
+
+
 @dataclasses.dataclass(frozen=True)
 class AllowEntry:
-    """One allowlist line: architecture glob, census path glob, and where it was read."""
+    """One allowlist line: architecture glob, census path glob, and where it was read.
+
+    ``cpus`` are the CPU capabilities (:data:`graphcheck.zoo.cpu.LEVELS`) the entry holds on;
+    empty: every CPU. ``verdict`` (one of :data:`LATER_VERDICTS`) makes it allow an owner
+    with that verdict after the capture (a reload) instead of a census finding or an
+    unregistered owner at capture.
+    """
 
     arch: str
     path: str
     line: int = 0
+    cpus: tuple[str, ...] = ()
+    verdict: str = ""
 
     def __str__(self) -> str:
-        return f"{self.arch}:{self.path}"
+        condition = f"[cpu={','.join(self.cpus)}] " if self.cpus else ""
+        condition += f"[verdict={self.verdict}] " if self.verdict else ""
+        return f"{condition}{self.arch}:{self.path}"
+
+    def holds_on(self, cpu: str) -> bool:
+        """Whether the entry applies on a CPU of capability ``cpu``."""
+        return not self.cpus or cpu in self.cpus
+
+
+_CONDITION = re.compile(r"\[(cpu|verdict)=([^\]]*)\]\s*")
+_EXAMPLE = "'[cpu=avx512_bf16,amx] Arch:path-glob' or '[verdict=dangling] Arch:path-glob'"
+
+
+def _conditions(line: str, where: str) -> tuple[tuple[str, ...], str, str]:
+    """``(cpus, verdict, rest)`` of a line that may start with ``[cpu=...]``/``[verdict=...]``."""
+    cpus: tuple[str, ...] = ()
+    verdict = ""
+    while line.startswith("["):
+        match = _CONDITION.match(line)
+        if match is None:
+            raise ValueError(f"{where}: expected a condition such as {_EXAMPLE}, found {line!r}")
+        key, values = match.group(1), [v.strip() for v in match.group(2).split(",") if v.strip()]
+        known = LEVELS if key == "cpu" else LATER_VERDICTS
+        unknown = [v for v in values if v not in known]
+        if not values or unknown or (key == "verdict" and len(values) != 1):
+            raise ValueError(
+                f"{where}: condition {match.group(0).strip()!r}: expected "
+                f"{'capabilities among' if key == 'cpu' else 'one verdict of'} "
+                f"{', '.join(known)}, found {', '.join(unknown or values) or 'none'}"
+            )
+        if key == "cpu":
+            cpus = tuple(values)
+        else:
+            verdict = values[0]
+        line = line[match.end() :]
+    return cpus, verdict, line
 
 
 def read_zoo_allowlist(path: str | Path) -> list[AllowEntry]:
@@ -60,48 +113,67 @@ def read_zoo_allowlist(path: str | Path) -> list[AllowEntry]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
+        cpus, verdict, line = _conditions(line, f"{path}:{number}")
         arch, sep, glob = line.partition(":")
         if not sep or not arch.strip() or not glob.strip():
             raise ValueError(
                 f"{path}:{number}: expected 'Arch:path-glob' (e.g. "
                 f"'EsmModel@rotary:encoder.layer.*.rotary_embeddings._cos_cached'), found {line!r}"
             )
-        entries.append(AllowEntry(arch.strip(), glob.strip(), number))
+        if is_op_label(glob.strip()):
+            raise ValueError(
+                f"{path}:{number}: {glob.strip()!r} is an op label (the op that first read memory "
+                "nothing names), not a site: an entry for it would allow any such memory; name "
+                "the tensor's holder instead"
+            )
+        entries.append(AllowEntry(arch.strip(), glob.strip(), number, cpus, verdict))
     return entries
 
 
 def site_globs(paths: Iterable[str]) -> list[str]:
-    """The globs covering the paths of one site: one ``prefix*suffix`` by path components.
+    """The globs covering the paths of one site: each path with its numeric components as ``*``.
 
-    Numeric components become ``*`` first (:func:`~graphcheck.zoo.sites.generalize`);
-    paths that still differ keep their common leading and trailing components
-    around one ``*`` (``encoder.a.padding_left`` and ``decoder.b.c.padding_left``
-    give ``*.padding_left``; ``*`` matches across dots). Paths without a common
-    trailing component keep one glob each (a bare ``*`` would allow anything).
+    ``layers.0.attn.scale`` and ``layers.1.attn.scale`` give ``layers.*.attn.scale``
+    (:func:`~graphcheck.zoo.sites.generalize`); paths of other shapes keep a glob each, so that
+    an entry names exactly the attribute paths of its site (``*`` never crosses a ``.``).
     """
-    globs = sorted({generalize(p) for p in paths})
-    if len(globs) == 1:
-        return globs
-    split = [[part for part in re.split(r"(?=[.\[])", g) if part] for g in globs]
-    head: list[str] = []
-    for column in zip(*split, strict=False):
-        if len(set(column)) != 1:
-            break
-        head.append(column[0])
-    tail: list[str] = []
-    for column in zip(*(parts[len(head) :][::-1] for parts in split), strict=False):
-        if len(set(column)) != 1:
-            break
-        tail.insert(0, column[0])
-    while tail and tail[0] in (".*", "[*]"):
-        tail.pop(0)  # the joining '*' covers them
-    while head and head[-1] in (".*", "[*]", "*"):
-        head.pop()
-    if not tail:
-        return globs
-    rest = [parts[len(head)] for parts in split if len(parts) > len(head)]
-    dot = "." if head and rest and all(part.startswith(".") for part in rest) else ""
-    return ["".join(head) + dot + "*" + "".join(tail)]
+    return sorted({generalize(p) for p in paths})
+
+
+def architecture_blocks(name: str, result: Result) -> list[tuple[str, list[str]]]:
+    """``(comment, entry lines)`` per site of one architecture's result (empty: nothing found).
+
+    A census site is the class that holds the tensor and its attribute (memory torch does not
+    own included, named by its kind); its globs cover every path where the architecture keeps
+    one. Capture owners no census glob covers follow, then the owners a later epoch judged
+    (``[verdict=...]`` entries). An op label (``aten:...``) names no site: it is written as a
+    comment, never an entry.
+    """
+    if result.get("status") != "built":
+        return []
+    capture = result.get("capture") or {}
+    owners = [*(capture.get("unregistered") or []), *(capture.get("foreign") or [])]
+    by_site: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for f in (*(result.get("findings") or []), *(result.get("foreign") or [])):
+        site = f.get("site", {})
+        owner = str(site.get("owner") or f.get("kind") or "?")
+        attribute = str(site.get("attribute") or f["path"].rsplit(".", 1)[-1])
+        by_site.setdefault((owner, attribute), []).append(f)
+    blocks: list[tuple[str, list[str]]] = []
+    written: list[str] = []
+    for (owner, attribute), found in by_site.items():
+        file = found[0].get("site", {}).get("file") or "?"
+        phases = sorted({str(f.get("phase", "static")) for f in found})
+        kind = f", {found[0]['kind']}" if found[0].get("kind") else ""
+        globs = site_globs(f["path"] for f in found)
+        written += globs
+        comment = f"{owner}.{attribute} ({file}): {len(found)} storage(s), {', '.join(phases)}"
+        blocks.append((comment + kind, [f"{name}:{g}" for g in globs]))
+    blocks += _capture_blocks(name, owners, written)
+    for (epoch, verdict), paths in sorted(_later(result).items()):
+        entries = [f"[verdict={verdict}] {name}:{g}" for g in site_globs(paths)]
+        blocks.append((f"{verdict} after {epoch}: {len(paths)} owner(s)", entries))
+    return blocks
 
 
 def allowlist_text(
@@ -111,51 +183,52 @@ def allowlist_text(
     *,
     engine: str = "transformers",
 ) -> str:
-    """The baseline text: every finding of every built architecture, one glob per site.
-
-    A site is the class that holds the tensor and its attribute; its glob
-    covers every path where that architecture keeps one (all layers).
-    """
+    """The baseline text: every finding of every built architecture, one glob per site."""
     lines = [
         f"# graphcheck.zoo baseline allowlist for {engine} {version}",
-        "# Format: Arch:census-path-glob, one glob per site (see docs/zoo.md). Written by",
-        "#   python -m graphcheck.zoo --write-allowlist FILE",
+        "# Format: [conditions] Arch:census-path-glob, one glob per site (see docs/zoo.md).",
+        "# Written by python -m graphcheck.zoo --write-allowlist FILE",
         *(f"# {h}" for h in header),
     ]
     for name, result in results.items():
-        owners = (result.get("capture") or {}).get("unregistered") or []
-        if result.get("status") != "built" or not (result.get("findings") or owners):
-            continue
-        lines += ["", f"# === {name} ({result.get('model_type')})"]
-        by_site: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for f in result["findings"]:
-            site = f.get("site", {})
-            key = (str(site.get("owner", "?")), str(site.get("attribute", "?")))
-            by_site.setdefault(key, []).append(f)
-        written: list[str] = []
-        for (owner, attribute), found in by_site.items():
-            file = found[0].get("site", {}).get("file") or "?"
-            phases = sorted({str(f.get("phase", "static")) for f in found})
-            lines.append(
-                f"# {owner}.{attribute} ({file}): {len(found)} storage(s), {', '.join(phases)}"
-            )
-            globs = site_globs(f["path"] for f in found)
-            written += globs
-            lines += [f"{name}:{g}" for g in globs]
-        lines += _capture_lines(name, result, written)
+        blocks = architecture_blocks(name, result)
+        if blocks:
+            lines += ["", f"# === {name} ({result.get('model_type')})"]
+            for comment, entries in blocks:
+                lines += [f"# {comment}", *entries]
     return "\n".join(lines) + "\n"
 
 
-def _capture_lines(name: str, result: Result, written: list[str]) -> list[str]:
-    """Entries for the capture's unregistered owners that no census glob already covers."""
+def _later(result: Result) -> dict[tuple[str, str], list[str]]:
+    """(epoch, verdict) -> the owners judged so after the capture (a reload's steps)."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for step in (result.get("steps") or [])[1:]:
+        for verdict, owners in (step.get("owners") or {}).items():
+            if verdict in LATER_VERDICTS and owners:
+                found.setdefault((str(step.get("label")), verdict), []).extend(owners)
+    return found
+
+
+def _capture_blocks(
+    name: str, owners: list[str], written: list[str]
+) -> list[tuple[str, list[str]]]:
+    """Blocks for the capture's unregistered owners that no census glob already covers."""
     patterns = [glob_regex(g) for g in written]
-    owners = (result.get("capture") or {}).get("unregistered") or []
     extra = dict(owner_entry(o) for o in owners if not any(p.fullmatch(o) for p in patterns))
-    lines: list[str] = []
+    blocks: list[tuple[str, list[str]]] = []
     for glob, kind in sorted(extra.items()):
-        lines.append(f"# unregistered owner at capture ({kind}), not reached by the census")
-        lines.append(f"{name}:{glob}")
-    return lines
+        if is_op_label(glob):
+            blocks.append(
+                (
+                    f"not allowlisted: {glob} is an op label (the op that first read "
+                    "memory nothing names), not a site; find and name its holder",
+                    [],
+                )
+            )
+            continue
+        blocks.append((f"unregistered owner at capture ({kind}), not reached by the census",
+                       [f"{name}:{glob}"]))  # fmt: skip
+    return blocks
 
 
 def write_allowlist(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
-from graphcheck._utils import glob_regex
+from graphcheck._utils import name_glob_regex
 
 __all__ = ["Arch", "enumerate_architectures", "filter_architectures", "split_name"]
 
@@ -145,5 +145,5 @@ def filter_architectures(archs: Sequence[Arch], only: Sequence[str]) -> list[Arc
     """
     if not only:
         return list(archs)
-    patterns = [glob_regex(p) for p in only]
+    patterns = [name_glob_regex(p) for p in only]
     return [a for a in archs if any(p.fullmatch(a.name) for p in patterns)]

@@ -1,25 +1,19 @@
-"""The zoo's outputs: the allowlist evaluation, the validation table and the JSON report.
+"""The zoo's outputs: the validation table and the JSON report.
 
-The allowlist's format, reading and writing are :mod:`graphcheck.zoo.allowlist`
-(its names stay importable from here). An entry applies to the architectures
-its ``Arch`` matches among those that ran, and to their variants. It is *stale* when one of them
-built, nothing matched it, and it could have matched (a fixed site must leave
-the baseline); otherwise an unmatched entry is *unverified* (nothing to compare
-with).
+The allowlist's format, reading and writing are :mod:`graphcheck.zoo.allowlist`, its
+evaluation (what is allowed, new, stale) :mod:`graphcheck.zoo.evaluation`; their names stay
+importable from here.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import fnmatch
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from graphcheck._utils import glob_regex
 from graphcheck.zoo.allowlist import (
     AllowEntry,
     allowlist_text,
@@ -28,6 +22,7 @@ from graphcheck.zoo.allowlist import (
     site_globs,
     write_allowlist,
 )
+from graphcheck.zoo.evaluation import Evaluation, evaluate
 from graphcheck.zoo.sites import generalize
 from graphcheck.zoo.sweep import sweep_counts
 
@@ -47,70 +42,8 @@ __all__ = [
 Result = dict[str, Any]
 
 
-@dataclasses.dataclass
-class Evaluation:
-    """Findings split by the allowlist, per architecture, and the entries' state.
-
-    ``allowed``/``new`` hold census finding paths, ``capture_allowed``/
-    ``capture_new`` the unregistered owners of the capture (where it ran).
-    """
-
-    allowed: dict[str, list[str]]
-    new: dict[str, list[str]]
-    stale: list[AllowEntry]
-    unverified: list[AllowEntry]
-    capture_allowed: dict[str, list[str]] = dataclasses.field(default_factory=dict)
-    capture_new: dict[str, list[str]] = dataclasses.field(default_factory=dict)
-
-
 def _capture_ran(result: Result) -> bool:
     return isinstance(result.get("capture"), dict)
-
-
-def evaluate(results: Mapping[str, Result], entries: Sequence[AllowEntry]) -> Evaluation:
-    """Matches every built architecture's census findings and capture owners against ``entries``.
-
-    An entry applies to the architectures its glob names and to their variants
-    (``MimiModel:...`` covers ``MimiModel@rope_type=dynamic``). It is stale when
-    an architecture it applies to built, nothing of it
-    matched, and the entry could have matched: a census path entry always, an
-    allocation label (:func:`is_allocation_label`) only where the capture ran.
-    """
-    ev = Evaluation({}, {}, [], [])
-    used: set[int] = set()
-    could_match: set[int] = set()
-    applies: dict[int, list[str]] = defaultdict(list)
-    compiled = [(i, e, glob_regex(e.path)) for i, e in enumerate(entries)]
-    for name, result in results.items():
-        # An entry naming a class covers its variants too: the same class code, other options.
-        own = (name, name.partition("@")[0])
-        mine = [
-            (i, e, rx) for i, e, rx in compiled if any(fnmatch.fnmatchcase(n, e.arch) for n in own)
-        ]
-        for i, _, _ in mine:
-            applies[i].append(name)
-        if result.get("status") != "built":
-            continue
-        ran = _capture_ran(result)
-        could_match.update(i for i, e, _ in mine if ran or not is_allocation_label(e.path))
-        ev.allowed[name], ev.new[name] = [], []
-        for finding in result.get("findings", []):
-            paths = [finding["path"], *finding.get("aliases", [])]
-            hits = [i for i, _, rx in mine if any(rx.fullmatch(p) for p in paths)]
-            used.update(hits)
-            (ev.allowed if hits else ev.new)[name].append(finding["path"])
-        if ran:
-            ev.capture_allowed[name], ev.capture_new[name] = [], []
-            for owner in result["capture"].get("unregistered", []):
-                hits = [i for i, _, rx in mine if rx.fullmatch(owner)]
-                used.update(hits)
-                (ev.capture_allowed if hits else ev.capture_new)[name].append(owner)
-    for i, entry in enumerate(entries):
-        names = applies.get(i, [])
-        if not names or i in used:
-            continue
-        (ev.stale if i in could_match else ev.unverified).append(entry)
-    return ev
 
 
 def _reason(error: str) -> str:
@@ -135,9 +68,16 @@ def _sites(results: Mapping[str, Result], names: Mapping[str, list[str]]) -> dic
 
 
 def summarize(
-    results: Mapping[str, Result], evaluation: Evaluation, wall: float, jobs: int
+    results: Mapping[str, Result],
+    evaluation: Evaluation,
+    wall: float,
+    jobs: int,
+    cpu: str | None = None,
 ) -> dict[str, Any]:
-    """The validation figures (the table's content), as a JSON-ready dict."""
+    """The validation figures (the table's content), as a JSON-ready dict.
+
+    ``cpu`` is the run's CPU capability (:mod:`graphcheck.zoo.cpu`), recorded as given.
+    """
     built = [n for n, r in results.items() if r.get("status") == "built"]
     failed = [n for n, r in results.items() if r.get("status") != "built"]
     clean = [n for n in built if not results[n].get("findings")]
@@ -162,7 +102,7 @@ def summarize(
         for s in r.get("steps") or []:
             outcome = "equal" if s.get("outputs_equal") else "different"
             if str(s.get("replay", "ran")).startswith("refused"):
-                outcome = "replay refused (reads freed memory)"
+                outcome = "not replayed: reads memory freed since the capture (dangling)"
             elif s.get("error"):
                 outcome = f"not compared ({str(s['error']).split(':', 1)[0]} raised)"
             steps[f"{s.get('label')}: {outcome}"] += 1
@@ -182,7 +122,12 @@ def summarize(
         generalize(o) for n in captured for o in results[n]["capture"].get("unregistered", [])
     }
     capture_new_owners = {generalize(o) for n in capture_new for o in evaluation.capture_new[n]}
+    later_new = [n for n in built if evaluation.later_new.get(n)]
+    later_verdicts = Counter(
+        item.split(" ")[1] for n in built for item in evaluation.later_allowed.get(n, [])
+    ) + Counter(item.split(" ")[1] for n in later_new for item in evaluation.later_new[n])
     return {
+        "cpu_capability": cpu,
         "enumerated": len(results),
         "classes": sum(1 for r in results.values() if not r.get("variant")),
         "variants": sum(1 for r in results.values() if r.get("variant")),
@@ -200,12 +145,19 @@ def summarize(
         "all_finding_sites": len(all_sites),
         "stale_allow": [str(e) for e in evaluation.stale],
         "unverified_allow": [str(e) for e in evaluation.unverified],
+        "other_cpu_allow": [str(e) for e in evaluation.other_cpu],
         "capture": dict(capture),
         "captured": len(captured),
         "capture_clean": len(capture_clean),
         "capture_with_findings": len(capture_new),
         "capture_finding_owners": sorted(capture_new_owners),
         "capture_owners": len(capture_owners),
+        "later_judged": sum(1 for n in built if n in evaluation.later_allowed),
+        "later_verdicts": dict(later_verdicts),
+        "later_with_findings": len(later_new),
+        "later_finding_owners": sorted(
+            {generalize(o) for n in later_new for o in evaluation.later_new[n]}
+        ),
         "steps": dict(steps),
         "foreign": dict(foreign),
         "foreign_architectures": len(foreign_archs),
@@ -280,6 +232,11 @@ def format_table(summary: Mapping[str, Any], version: str, engine: str = "transf
             f"{s['all_finding_sites']} distinct sites",
         ),
         ("stale allow entries", str(len(s["stale_allow"]))),
+        (
+            "CPU capability",
+            f"{s.get('cpu_capability') or '?'}: "
+            f"{len(s.get('other_cpu_allow', []))} allow entries hold on other CPUs only",
+        ),
         ("capture", _capture_row(s["capture"])),
         (
             "clean at capture",
@@ -289,6 +246,16 @@ def format_table(summary: Mapping[str, Any], version: str, engine: str = "transf
             f"{s['capture_owners']} distinct owners in all"
             if s["captured"]
             else "no capture ran",
+        ),
+        (
+            "after the capture",
+            ", ".join(f"{k} {v}" for k, v in sorted(s.get("later_verdicts", {}).items()))
+            + f" owners; {s.get('later_with_findings', 0)} architectures with owners not "
+            "allowlisted"
+            if s.get("later_verdicts") or s.get("later_with_findings")
+            else "no owner dangling, stale or lost"
+            if s.get("later_judged")
+            else "no epoch after the capture judged by owner",
         ),
         (
             "replay after steps",
@@ -336,6 +303,9 @@ def format_table(summary: Mapping[str, Any], version: str, engine: str = "transf
     if s["capture_finding_owners"]:
         lines.append("capture owners not on the allowlist:")
         lines += [f"  {owner}" for owner in s["capture_finding_owners"]]
+    if s.get("later_finding_owners"):
+        lines.append("owners judged after the capture, not on the allowlist:")
+        lines += [f"  {owner}" for owner in s["later_finding_owners"]]
     for entry in s["stale_allow"]:
         lines.append(f"stale allow entry (matched no finding): {entry}")
     return "\n".join(lines)
@@ -362,6 +332,8 @@ def to_json(
         entry["new_findings"] = evaluation.new.get(name, [])
         entry["capture_allowlisted"] = evaluation.capture_allowed.get(name, [])
         entry["capture_new_findings"] = evaluation.capture_new.get(name, [])
+        entry["later_allowlisted"] = evaluation.later_allowed.get(name, [])
+        entry["later_new_findings"] = evaluation.later_new.get(name, [])
         architectures[name] = entry
     doc: dict[str, Any] = {"engine": engine, engine: version}
     doc.update(extra or {})

@@ -19,7 +19,15 @@ import inspect
 import re
 from typing import Any
 
-__all__ = ["generalize", "is_allocation_label", "owner_entry", "resolve_site", "split_path"]
+__all__ = [
+    "GLOBAL_PREFIX",
+    "generalize",
+    "is_allocation_label",
+    "is_op_label",
+    "owner_entry",
+    "resolve_site",
+    "split_path",
+]
 
 _TOKEN = re.compile(r"\[(?:'((?:[^'\\]|\\.)*)'|([^\]]*))\]|\.?([^.\[]+)")
 # A capture owner labelled by its creation site: "file:line in function (cached: name)".
@@ -56,12 +64,27 @@ def is_allocation_label(glob: str) -> bool:
     return ":" in re.sub(r"\[[^\]]*\]", "", glob)
 
 
+#: How a capture names a tensor a module keeps as a global (graphcheck._model_registry).
+GLOBAL_PREFIX = "global "
+
+
+def is_op_label(owner: str) -> bool:
+    """True for an ATen window's op label (``aten:aten::maximum``).
+
+    The op that first read memory nothing else names: it names no site, so it is never a
+    baseline entry.
+    """
+    return owner.startswith("aten:")
+
+
 def owner_entry(owner: str) -> tuple[str, str]:
     """The allowlist glob of a capture owner (unregistered at capture), and what it is.
 
     A creation site (``file.py:12 in f (cached: f)``) loses its line: the entry survives edits
     above the function. A census path gets :func:`generalize`; other labels stay.
     """
+    if owner.startswith(GLOBAL_PREFIX):
+        return owner, "module global"
     site = _CREATION_SITE.fullmatch(owner)
     if site is not None:
         return f"{site['file']}:* in {site['rest']}", "creation site"

@@ -69,8 +69,9 @@ def classify(model: Any, phase: str) -> tuple[list[dict[str, Any]], list[dict[st
     from graphcheck.integrations._vllm_foreign import emptied_parameters, split_foreign
     from graphcheck.zoo.worker import census_entries
 
-    findings, handles = split_foreign(census_entries(model))
-    foreign = handles + emptied_parameters(model, [h["path"] for h in handles])
+    findings, handles = split_foreign(census_entries(model), model)
+    holders = [h["path"] for h in handles] + [f["path"] for f in findings]
+    foreign = handles + emptied_parameters(model, holders)
     for entry in (*findings, *foreign):
         entry["phase"] = phase
     return findings, foreign

@@ -1,0 +1,39 @@
+// Owner globs: a dynamic program over (glob position, name position), one row per glob token.
+#include "graphcheck/detail/glob.h"
+
+#include <cstddef>
+#include <vector>
+
+namespace graphcheck::detail {
+
+bool glob_matches(std::string_view glob, std::string_view name) {
+  const std::size_t n = name.size();
+  // row[j]: the glob consumed so far matches name[0, j).
+  std::vector<char> row(n + 1, 0);
+  std::vector<char> next(n + 1, 0);
+  row[0] = 1;
+  for (std::size_t g = 0; g < glob.size(); ++g) {
+    const char c = glob[g];
+    const bool any_depth = c == '*' && g + 1 < glob.size() && glob[g + 1] == '*';
+    next[0] = (c == '*') ? row[0] : 0;
+    for (std::size_t j = 1; j <= n; ++j) {
+      const char s = name[j - 1];
+      if (any_depth) {
+        next[j] = static_cast<char>(row[j] != 0 || next[j - 1] != 0);
+      } else if (c == '*') {
+        next[j] = static_cast<char>(row[j] != 0 || (next[j - 1] != 0 && s != '.'));
+      } else if (c == '?') {
+        next[j] = static_cast<char>(row[j - 1] != 0 && s != '.');
+      } else {
+        next[j] = static_cast<char>(row[j - 1] != 0 && s == c);
+      }
+    }
+    row.swap(next);
+    if (any_depth) {
+      ++g;  // the second '*' of '**'
+    }
+  }
+  return row[n] != 0;
+}
+
+}  // namespace graphcheck::detail

@@ -1,0 +1,21 @@
+// Owner globs: the one glob language of allowlists (the checker's, the census', the zoo's).
+#ifndef GRAPHCHECK_DETAIL_GLOB_H_
+#define GRAPHCHECK_DETAIL_GLOB_H_
+
+#include <string_view>
+
+namespace graphcheck::detail {
+
+/// True if `glob` matches the whole of `name`. `*` matches any run of characters except
+/// `.` (one component of an attribute path: `layers.*.scale` names the layers' own
+/// attribute, not `layers.0.mlp.scale`), `**` any run at all, `?` one character except `.`;
+/// every other character, `[`, `]` and `\` included, matches itself (census paths such as
+/// `experts[0].weight` are pasted as they are). Python's `graphcheck._utils.glob_regex`
+/// reads globs the same way.
+/// Time O(|glob| * |name|) whatever the glob (no backtracking: a hostile allowlist cannot
+/// make a check slow). Thread safety: a pure function.
+[[nodiscard]] bool glob_matches(std::string_view glob, std::string_view name);
+
+}  // namespace graphcheck::detail
+
+#endif  // GRAPHCHECK_DETAIL_GLOB_H_

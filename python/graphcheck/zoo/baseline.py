@@ -1,0 +1,108 @@
+"""``python -m graphcheck.zoo.baseline``: a baseline allowlist from zoo runs on several CPUs.
+
+A CPU engine's code paths depend on the CPU's capability (:mod:`graphcheck.zoo.cpu`), so one
+run's ``--write-allowlist`` is right on its own CPU only. This merges the JSON reports
+(``--json``) of runs at several capabilities (native, or emulated with ``--cpu-capability``)
+into one baseline: an entry found on every capability its architecture ran on is
+unconditional; one found on some of them only holds on those (``[cpu=...]``). An
+architecture that ran on one capability only gets unconditional entries: run the
+capability-dependent ones (bfloat16, int8, fp8) on every rung to tell. Reports of the same
+capability: the later one's result for an architecture replaces the earlier one's.
+
+    python -m graphcheck.zoo.baseline --output baseline_allow.txt full.json avx2.json ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from graphcheck.zoo.allowlist import architecture_blocks
+from graphcheck.zoo.cpu import LEVELS, rank
+
+__all__ = ["main", "merged_text"]
+
+Doc = Mapping[str, Any]
+
+
+def _runs(docs: Sequence[Doc]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Architecture -> capability -> its result (the last report's, per capability)."""
+    runs: dict[str, dict[str, dict[str, Any]]] = {}
+    for doc in docs:
+        level = str(doc.get("cpu_capability") or "")
+        if level not in LEVELS:
+            raise ValueError(
+                f"a report without a known cpu_capability ({level!r}): write it with this "
+                "graphcheck's python -m graphcheck.zoo --json"
+            )
+        for name, result in (doc.get("architectures") or {}).items():
+            runs.setdefault(name, {})[level] = result
+    return runs
+
+
+def merged_text(docs: Sequence[Doc], header: Sequence[str] = ()) -> str:
+    """The baseline for ``docs`` (zoo JSON reports of one engine and version)."""
+    engines = {(str(d.get("engine")), str(d.get(str(d.get("engine"))))) for d in docs}
+    if len(engines) != 1:
+        raise ValueError(f"reports of one engine and version only, found {sorted(engines)}")
+    ((engine, version),) = engines
+    levels = sorted({str(d.get("cpu_capability")) for d in docs}, key=rank)
+    lines = [
+        f"# graphcheck.zoo baseline allowlist for {engine} {version}",
+        "# Format: [conditions] Arch:census-path-glob (docs/zoo.md). Written by",
+        "#   python -m graphcheck.zoo.baseline from runs on the CPU capabilities "
+        + ", ".join(levels),
+        *(f"# {h}" for h in header),
+    ]
+    for name, by_level in _runs(docs).items():
+        built = [lv for lv, r in by_level.items() if r.get("status") == "built"]
+        found: dict[str, list[str]] = {}  # entry -> the capabilities it was found on
+        blocks: dict[str, list[str]] = {}  # comment -> its entries, each under its first
+        for level in sorted(built, key=rank):
+            for comment, entries in architecture_blocks(name, by_level[level]):
+                block = blocks.setdefault(comment, [])
+                for entry in entries:
+                    if entry not in found:
+                        block.append(entry)
+                    found.setdefault(entry, []).append(level)
+        order = [(c, e) for c, e in blocks.items() if e or c.startswith("not allowlisted")]
+        if not order:
+            continue
+        model = next(iter(by_level.values())).get("model_type")
+        lines += ["", f"# === {name} ({model}; ran on {', '.join(sorted(built, key=rank))})"]
+        for comment, entries in order:
+            lines.append(f"# {comment}")
+            for entry in entries:
+                on = found[entry]
+                condition = "" if len(on) == len(built) else f"[cpu={','.join(on)}] "
+                lines.append(condition + entry)
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Writes the merged baseline; returns the exit status (2 for bad input)."""
+    p = argparse.ArgumentParser(
+        prog="python -m graphcheck.zoo.baseline",
+        description="Merge zoo JSON reports of runs on several CPU capabilities into one "
+        "baseline allowlist, with a [cpu=...] condition on the entries found on some only.",
+    )
+    p.add_argument("reports", nargs="+", metavar="REPORT.json")
+    p.add_argument("--output", required=True, metavar="FILE")
+    p.add_argument("--header", action="append", default=[], metavar="LINE")
+    args = p.parse_args(argv)
+    try:
+        docs = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.reports]
+        text = merged_text(docs, args.header)
+        Path(args.output).write_text(text, encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        print(f"graphcheck.zoo.baseline: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+// Owner globs: `*` within one path component, `**` across, everything else literal.
+#include "graphcheck/detail/glob.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+namespace graphcheck::detail {
+namespace {
+
+TEST(Glob, AStarStaysWithinOnePathComponent) {
+  EXPECT_TRUE(glob_matches("layers.*.scale", "layers.0.scale"));
+  EXPECT_TRUE(glob_matches("layers.*.scale", "layers..scale"));
+  EXPECT_FALSE(glob_matches("layers.*.scale", "layers.0.mlp.scale"));
+  EXPECT_FALSE(glob_matches("*.scale", "a.b.scale"));
+  EXPECT_TRUE(glob_matches("*", "rope"));
+  EXPECT_FALSE(glob_matches("*", "model.rope"));
+  EXPECT_TRUE(glob_matches("model.*", "model.rope"));
+  EXPECT_TRUE(glob_matches("*_cache", "kv_cache"));
+}
+
+TEST(Glob, TwoStarsCrossComponents) {
+  EXPECT_TRUE(glob_matches("**.scale", "a.b.scale"));
+  EXPECT_TRUE(glob_matches("**", ""));
+  EXPECT_TRUE(glob_matches("model.**", "model.layers.0.w"));
+  EXPECT_TRUE(glob_matches("a.**.z", "a.b.c.z"));
+  EXPECT_TRUE(glob_matches("a**z", "a.z"));
+  EXPECT_FALSE(glob_matches("a.**.z", "a.z"));  // the dots around ** are literal
+  EXPECT_TRUE(glob_matches("***", "a.b"));  // '**' then '*'
+}
+
+TEST(Glob, QuestionMarkIsOneCharacterOtherThanADot) {
+  EXPECT_TRUE(glob_matches("layer?", "layer7"));
+  EXPECT_FALSE(glob_matches("layer?", "layer."));
+  EXPECT_FALSE(glob_matches("layer?", "layer"));
+}
+
+TEST(Glob, BracketsBackslashesAndLabelsAreLiteral) {
+  EXPECT_TRUE(glob_matches("experts[*].weight", "experts[3].weight"));
+  EXPECT_FALSE(glob_matches("experts[0-9].weight", "experts[3].weight"));
+  EXPECT_TRUE(glob_matches("experts[0-9].weight", "experts[0-9].weight"));
+  EXPECT_TRUE(glob_matches(R"(a\*)", R"(a\b)"));
+  EXPECT_TRUE(glob_matches("aten:aten::*", "aten:aten::mul"));
+  EXPECT_TRUE(glob_matches("m.py:* in f", "m.py:213 in f"));
+  EXPECT_FALSE(glob_matches("", "x"));
+  EXPECT_TRUE(glob_matches("", ""));
+}
+
+TEST(Glob, AHostileGlobCostsNoMoreThanTheTable) {
+  // Exponential for a backtracking matcher: many stars and a near miss.
+  const std::string glob = std::string(40, '*').replace(0, 0, "a") + "b" + std::string(40, '*');
+  std::string name(4000, 'a');
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(glob_matches("*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*c", name));
+  EXPECT_TRUE(glob_matches(glob, name + "b"));
+  // A loose bound: a table of ~160k cells, far from the hours backtracking would take.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+}  // namespace
+}  // namespace graphcheck::detail
