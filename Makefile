@@ -42,10 +42,18 @@ example: build
 lint: configure
 	scripts/lint.sh build
 
+# Every tier in both configurations and lint, then the table of tiers (scripts/tier_table.py):
+# what ran, with its counts and pytest's skips by name, and what was skipped, with the reason
+# the configure step recorded. Fails when a test or lint fails or a tier did not run (only the
+# gpu tier may skip, on a machine without a GPU); the table is printed either way.
 test: build build-asan
-	ctest --preset release
-	ctest --preset asan
-	scripts/lint.sh build
+	@rc=0; lint=0; \
+	ctest --preset release || rc=1; \
+	ctest --preset asan || rc=1; \
+	scripts/lint.sh build || lint=$$?; \
+	$(VENV)/bin/python scripts/tier_table.py --release build --asan build-asan \
+	  --lint-status $$lint || rc=1; \
+	exit $$rc
 
 bench: build
 	build/bin/graphcheck_bench

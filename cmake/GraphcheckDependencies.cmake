@@ -15,6 +15,8 @@ endif()
 
 # --- LibTorch --------------------------------------------------------------------------
 set(GRAPHCHECK_HAS_TORCH OFF)
+# GRAPHCHECK_<X>_MISSING: why the parts below are not built, for the tier table (tests/).
+set(GRAPHCHECK_TORCH_MISSING "GRAPHCHECK_TORCH=OFF")
 if(NOT GRAPHCHECK_TORCH STREQUAL "OFF")
   # The torch of the bootstrap's environment; in a wheel build, the torch of the Python that
   # pip runs (as torch extensions do: `pip install --no-build-isolation .`, docs/python.md).
@@ -60,6 +62,7 @@ if(NOT GRAPHCHECK_TORCH STREQUAL "OFF")
       "and pass -DGRAPHCHECK_TORCH_VENV=<the path it prints>, or set GRAPHCHECK_TORCH=OFF.")
   else()
     message(STATUS "graphcheck: LibTorch not found; the adapter, `graphcheck demo` and the torch tier are skipped")
+    set(GRAPHCHECK_TORCH_MISSING "LibTorch not found (scripts/bootstrap.sh installs torch; pass -DGRAPHCHECK_TORCH_VENV=<its path>)")
   endif()
 endif()
 
@@ -71,6 +74,7 @@ endif()
 set(GRAPHCHECK_CUPTI_ROOT "" CACHE PATH
   "Folder whose include/ holds cuda.h and cupti.h of CUDA 13 (e.g. site-packages/nvidia/cu13); empty: the toolkit's, else pip's")
 set(GRAPHCHECK_HAS_CUPTI OFF)
+set(GRAPHCHECK_CUPTI_MISSING "GRAPHCHECK_CUPTI=OFF")
 set(GRAPHCHECK_CUPTI_INCLUDE_DIRS "")
 
 # _graphcheck_cuda13_headers(<root> <out-var>): <out-var> is "" when <root>/include holds
@@ -132,5 +136,6 @@ if(NOT GRAPHCHECK_CUPTI STREQUAL "OFF")
       "nvidia-cuda-runtime for cu13), set CUDAToolkit_ROOT or GRAPHCHECK_CUPTI_ROOT, or set GRAPHCHECK_CUPTI=OFF.")
   else()
     message(STATUS "graphcheck: CUDA 13 with CUPTI not found; the CUPTI backend is skipped")
+    set(GRAPHCHECK_CUPTI_MISSING "CUDA 13 with CUPTI headers not found (a CUDA toolkit, or pip's nvidia-cuda-cupti for cu13)")
   endif()
 endif()

@@ -5,6 +5,11 @@
 # AUTO builds the modules for a top-level build without sanitizers (an instrumented module
 # cannot be loaded by an uninstrumented python) when both are found.
 set(GRAPHCHECK_HAS_PYTHON OFF)
+if(GRAPHCHECK_SANITIZE)
+  set(GRAPHCHECK_PYTHON_MISSING "a sanitizer build (an instrumented module cannot be loaded by an uninstrumented python)")
+else()
+  set(GRAPHCHECK_PYTHON_MISSING "GRAPHCHECK_PYTHON=${GRAPHCHECK_PYTHON}")
+endif()
 if(GRAPHCHECK_PYTHON STREQUAL "ON" OR (GRAPHCHECK_PYTHON STREQUAL "AUTO" AND PROJECT_IS_TOP_LEVEL
                                        AND NOT GRAPHCHECK_SANITIZE))
   if(NOT Python_EXECUTABLE AND GRAPHCHECK_TORCH_VENV AND EXISTS "${GRAPHCHECK_TORCH_VENV}/bin/python")
@@ -37,5 +42,6 @@ if(GRAPHCHECK_PYTHON STREQUAL "ON" OR (GRAPHCHECK_PYTHON STREQUAL "AUTO" AND PRO
       "or set GRAPHCHECK_PYTHON=OFF.")
   else()
     message(STATUS "graphcheck: ${_graphcheck_python_problem}; the Python modules and the python tier are skipped")
+    set(GRAPHCHECK_PYTHON_MISSING "${_graphcheck_python_problem}")
   endif()
 endif()

@@ -7,12 +7,12 @@
 # capture overhead on the reference model with and without graphcheck side by side, the CPU
 # callback benchmark, and the server debug flag's smoke where the graphcheck package imports.
 #
-# The whole run keeps to a time budget (a lent GPU machine is held for minutes): every step
+# The whole run keeps to a time budget (a CI job or a rented GPU has minutes): every step
 # runs under `timeout` with its own limit, never past the budget, and a step that finds too
 # little left is skipped and says so. Results are packed after every step, so a run cut short
 # still hands back what it finished.
 #
-# Usage: OUT=<folder> scripts/gpu-check.sh      (docs/gpu-check.md: the device tool's call)
+# Usage: OUT=<folder> scripts/gpu-check.sh      (docs/gpu-check.md)
 # Environment:
 #   OUT                 where the results go: SUMMARY.txt, gpu-check-results.tar.gz (the
 #                       results folder, refreshed after every step) and cupti_overhead.json.

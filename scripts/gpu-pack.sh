@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Packs the GPU check for a machine with a GPU (run HERE, on the development machine): builds
-# what scripts/gpu-check.sh runs in a release build, strips it and stages it with the
-# libraries and scripts it needs in one git-ignored folder, `gpu-carry/`, that the `device`
-# tool carries (`carry: ["gpu-carry"]`, docs/gpu-check.md). Nothing is built there.
+# Packs the GPU check for a machine with a GPU (run HERE, on a machine with nvcc and cmake):
+# builds what scripts/gpu-check.sh runs in a release build, strips it and stages it with the
+# libraries and scripts it needs in one git-ignored folder, `gpu-carry/`, which is copied to
+# the GPU machine (docs/gpu-check.md). Nothing is built there.
 #
 #   gpu-carry/bin/   graphcheck_gpu_tests, graphcheck_gpu_bench, graphcheck_cupti_bench,
 #                    graphcheck (the CLI)
@@ -14,8 +14,8 @@
 #
 # The LibTorch-linked gpu tests (graphcheck_gpu_reference_model_test) are not packed: they
 # need the pinned torch's shared libraries (over 1 GB), which a bare GPU machine does not have
-# and 64 MiB cannot carry. Fails when the folder exceeds 64 MiB (the tool's limit for
-# everything that travels) or a binary needs a path of this machine.
+# and a small copy cannot hold. Fails when the folder exceeds GPU_PACK_LIMIT_MIB (default 64)
+# or a binary needs a path of this machine.
 #
 # Usage: scripts/gpu-pack.sh
 # Environment:
@@ -111,4 +111,4 @@ done >> "${carry}/MANIFEST.txt"
 size_kib="$(du -sk "${carry}" | cut -f1)"
 echo "size: ${size_kib} KiB" >> "${carry}/MANIFEST.txt"
 say "staged $(find "${carry}" -type f | wc -l) files in ${carry}: ${size_kib} KiB (limit ${limit_mib} MiB)"
-((size_kib <= limit_mib * 1024)) || die "${carry} is ${size_kib} KiB, over the ${limit_mib} MiB the device tool carries"
+((size_kib <= limit_mib * 1024)) || die "${carry} is ${size_kib} KiB, over the ${limit_mib} MiB limit (GPU_PACK_LIMIT_MIB)"

@@ -81,10 +81,11 @@ function MapPage(data) {
 MapPage.prototype.show = function () {
   var epoch = this.epochs.get(this.epochLabel);
   var baseline = this.epochs.get(this.report.baseline || this.graph.epoch);
-  var arrows = movedOwners(this.graph, baseline, epoch);
+  var moved = movedOwners(this.graph, baseline, epoch);
   this.view.setScene({graph: this.graph, epoch: epoch, freed: freedRanges(baseline, epoch),
-                      arrows: arrows});
-  setText("count-map-arrows", arrows.length);
+                      arrows: moved.arrows});
+  setText("count-map-arrows", moved.arrows.length);
+  setText("count-map-moved-references", moved.references);
   var steps = document.getElementById("map-steps");
   fill(steps, Array.from(this.epochs.keys()).map(function (label) {
     var tag = label === this.report.epoch ? " (checked)" :

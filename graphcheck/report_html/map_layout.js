@@ -164,21 +164,27 @@ function freedRanges(baseline, shown) {
   });
 }
 
-// Where each stale reference's owner went: its span (same kind and name) in `baseline` and
-// in `shown` at another begin; the arrow ends at the same offset in the new span.
+// Where the stale references' owners went: an owner moved when its span (same kind and name)
+// is in `baseline` and in `shown` at another begin. One arrow per moved owner, from its first
+// stale reference to the same offset in the new span; `references` counts the stale
+// references into moved owners (several per owner when a graph reads it in several places).
 function movedOwners(graph, baseline, shown) {
-  if (!baseline || baseline === shown) { return []; }
-  var arrows = [];
+  var moved = {arrows: [], references: 0};
+  if (!baseline || baseline === shown) { return moved; }
+  var owners = new Set();
   graph.refs.forEach(function (ref) {
     if (ref.verdict !== "stale") { return; }
     var finding = ref.findings[0];
     var key = (finding.owner_kind || "") + "\u0000" + finding.owner;
     var before = baseline.byName.get(key);
     var after = shown.byName.get(key);
-    if (before && after && before.begin !== after.begin) {
-      arrows.push({ref: ref, from: ref.address, to: after.begin + (ref.address - before.begin),
-                   owner: finding.owner});
+    if (!before || !after || before.begin === after.begin) { return; }
+    moved.references += 1;
+    if (!owners.has(key)) {
+      owners.add(key);
+      var to = after.begin + (ref.address - before.begin);
+      moved.arrows.push({ref: ref, from: ref.address, to: to, owner: finding.owner});
     }
   });
-  return arrows;
+  return moved;
 }

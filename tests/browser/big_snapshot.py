@@ -2,7 +2,8 @@
 
 Capture and after_reload epochs: 250 layers of parameters in a weights pool, a KV cache, a
 workspace no span covers (unregistered), a scratch allocation freed after capture (dangling),
-and three layers rebound by the reload (stale, drawn as arrows on the map).
+and three layers rebound by the reload (stale, drawn as arrows on the map). Its `expect`
+block says what the check must report in after_reload, counted from the construction.
 """
 
 from __future__ import annotations
@@ -91,6 +92,29 @@ def node(index: int) -> dict[str, Any]:
     return {"id": index, "type": "kernel", "name": f"gemm_kernel_{index % 13}", "params": params}
 
 
+def expected_summary() -> dict[str, int]:
+    """The after_reload summary, by construction: every node reads a weight (stale where its
+    layer moved) and the KV cache; every 1000th the workspace no span covers, every 2500th
+    (from 1) the scratch freed since capture."""
+    stale = sum(1 for i in range(NODES) if (i // 40) % LAYERS in MOVED_LAYERS)
+    workspace = sum(1 for i in range(NODES) if i % 1000 == 0)
+    scratch = sum(1 for i in range(NODES) if i % 2500 == 1)
+    return {
+        "graphs": 1,
+        "nodes": NODES,
+        "references": 2 * NODES + workspace + scratch,
+        "registered": NODES - stale,
+        "runtime": NODES,
+        "graph": 0,
+        "input": 0,
+        "allowed": 0,
+        "unregistered": workspace,
+        "dangling": scratch,
+        "stale": stale,
+        "lost": 0,
+    }
+
+
 def big_snapshot() -> dict[str, Any]:
     return {
         "format": "graphcheck-snapshot",
@@ -99,6 +123,7 @@ def big_snapshot() -> dict[str, Any]:
         "epochs": [epoch("capture", reloaded=False), epoch("after_reload", reloaded=True)],
         "graphs": [{"id": 1, "epoch": "capture", "nodes": [node(i) for i in range(NODES)]}],
         "allow": [],
+        "expect": {"epoch": "after_reload", "summary": expected_summary()},
     }
 
 

@@ -2,8 +2,10 @@
 
 For each case, `graphcheck check --format json` and `--format html` run on one snapshot;
 Chromium loads the page from disk (--dump-dom runs its scripts first), and the counts the
-page wrote into its elements (count-<verdict>, count-references, ...) must equal the JSON
-report's; #page-errors must be empty and #page-ready say "ready". A screenshot of each page
+page wrote into its elements (count-<verdict>, count-references, count-map-arrows, ...) and
+the rows of its findings tables and lists must equal what check_pages.py recounts from the
+snapshot, the embedded reference list and the report's findings (never the report's
+summary); #page-errors must be empty and #page-ready say "ready". A screenshot of each page
 is saved in the output folder. Cases: snapshots from tests/data, the demo's legacy and
 registered snapshots when graphcheck-demo is built, and a generated 10,000-node graph.
 
@@ -25,10 +27,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import check_pages
 import zoo_pages
 from big_snapshot import write_big_snapshot
 
@@ -39,16 +43,28 @@ ZOO_BIG_ROWS = 1600
 
 
 class IdText(HTMLParser):
-    """The text inside every element with an id (nested elements' text included)."""
+    """The text inside every element with an id (nested elements' text included), and the
+    table rows with data cells (`rows`) and list items (`items`) inside each."""
 
     def __init__(self) -> None:
         super().__init__()
         self.texts: dict[str, str] = {}
+        self.rows: Counter[str] = Counter()
+        self.items: Counter[str] = Counter()
         self._open: list[tuple[str, str | None]] = []
+        self._row_counted = True
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in ("br", "meta", "input", "img", "link"):
             return
+        opened = [ident for _, ident in self._open if ident]
+        if tag == "tr":
+            self._row_counted = False
+        elif tag == "td" and not self._row_counted:
+            self._row_counted = True
+            self.rows.update(opened)
+        elif tag == "li":
+            self.items.update(opened)
         ident = dict(attrs).get("id")
         self._open.append((tag, ident))
         if ident:
@@ -106,32 +122,12 @@ def chromium(browser: str, page: Path, *extra: str, query: str = "") -> str:
     return done.stdout
 
 
-def expected_counts(report: dict[str, Any]) -> dict[str, str]:
-    summary = report["summary"]
-    # Every verdict the report counts (its summary's keys besides the totals).
-    totals = ("graphs", "nodes", "references")
-    counts = {f"count-{v}": str(n) for v, n in summary.items() if v not in totals}
-    counts.update(
-        {
-            "count-references": str(summary["references"]),
-            "count-graphs": str(summary["graphs"]),
-            "count-nodes": str(summary["nodes"]),
-            "count-findings": str(len(report["findings"])),
-            "count-stale-allow": str(len(report["stale_allow"])),
-            # The map draws every reference the checker judged.
-            "count-map-references": str(summary["references"]),
-            "count-map-graphs": str(summary["graphs"]),
-        }
-    )
-    return counts
-
-
 def load_page(
     browser: str, page: Path, expected: dict[str, str], query: str = ""
-) -> tuple[dict[str, str], float, list[str]]:
-    """Loads ``page`` (with ``query``): the text of every element with an id, the seconds the
-    load took, and the problems: page errors, no #page-ready, an id whose text is not the
-    expected one, a load past the limit."""
+) -> tuple[IdText, float, list[str]]:
+    """Loads ``page`` (with ``query``): what it rendered (the text of every element with an id,
+    rows and list items), the seconds the load took, and the problems: page errors, no
+    #page-ready, an id whose text is not the expected one, a load past the limit."""
     started = time.monotonic()
     dom = chromium(browser, page, "--dump-dom", query=query)
     seconds = time.monotonic() - started
@@ -146,14 +142,19 @@ def load_page(
     for ident, want in expected.items():
         got = shown.get(ident, "<missing>").strip()
         if got != want:
-            problems.append(f"#{ident}{query}: the page shows {got}, the JSON report says {want}")
+            problems.append(f"#{ident}{query}: the page shows {got}, expected {want}")
     if seconds > LOAD_SECONDS_LIMIT:
         problems.append(f"loading took {seconds:.1f} s (limit {LOAD_SECONDS_LIMIT:.0f} s)")
-    return shown, seconds, problems
+    return parser, seconds, problems
 
 
 def screenshot(args: argparse.Namespace, page: Path, name: str) -> None:
     chromium(args.browser, page, f"--screenshot={(args.out / f'{name}.png').resolve()}")
+
+
+# Containers of the findings tables and lists, and the count each one's rows must equal.
+ROWS_OF = {"by-owner": "count-owner-groups", "by-fix": "count-fix-groups"}
+ITEMS_OF = {"warnings": "count-warnings", "stale-allow": "count-stale-allow"}
 
 
 def check_case(args: argparse.Namespace, name: str, snapshot: Path) -> list[str]:
@@ -162,11 +163,21 @@ def check_case(args: argparse.Namespace, name: str, snapshot: Path) -> list[str]
     run_cli(args.cli, snapshot, "json", report_path)
     run_cli(args.cli, snapshot, "html", page)
     report = json.loads(report_path.read_text(encoding="utf-8"))
-    shown, seconds, problems = load_page(args.browser, page, expected_counts(report))
+    doc = json.loads(snapshot.read_text(encoding="utf-8"))
+    expected = check_pages.expected_counts(doc, report, check_pages.page_data(page))
+    dom, seconds, problems = load_page(args.browser, page, expected)
+    problems += check_pages.expect_block_problems(doc, report, expected)
+    for box, count in ROWS_OF.items():
+        if str(dom.rows[box]) != expected[count]:
+            problems.append(f"#{box} has {dom.rows[box]} rows, expected {expected[count]}")
+    for box, count in ITEMS_OF.items():
+        if str(dom.items[box]) != expected[count]:
+            problems.append(f"#{box} lists {dom.items[box]} items, expected {expected[count]}")
     screenshot(args, page, name)
     print(
-        f"{name}: {report['summary']['references']} references, "
-        f"{len(report['findings'])} findings, {shown.get('count-map-arrows', '?')} arrows; "
+        f"{name}: {expected['count-references']} references, "
+        f"{expected['count-findings']} findings, {expected['count-map-arrows']} moved owners "
+        f"({expected['count-map-moved-references']} stale references) drawn as arrows; "
         f"loaded in {seconds:.1f} s; {'FAIL' if problems else 'ok'}"
     )
     return [f"{name}: {p}" for p in problems]
