@@ -1,5 +1,8 @@
 """A generated snapshot with one 10,000-node graph, for the browser tier's load test.
 
+Also the HTML writer's memory figure (README, docs/report-format.md): ``python
+tests/browser/big_snapshot.py OUT --nodes 200000`` writes a 200,000-node one (about 33 MB).
+
 Capture and after_reload epochs: 250 layers of parameters in a weights pool, a KV cache, a
 workspace no span covers (unregistered), a scratch allocation freed after capture (dangling),
 and three layers rebound by the reload (stale, drawn as arrows on the map).
@@ -7,6 +10,7 @@ and three layers rebound by the reload (stale, drawn as arrows on the map).
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -91,16 +95,29 @@ def node(index: int) -> dict[str, Any]:
     return {"id": index, "type": "kernel", "name": f"gemm_kernel_{index % 13}", "params": params}
 
 
-def big_snapshot() -> dict[str, Any]:
+def big_snapshot(nodes: int = NODES) -> dict[str, Any]:
     return {
         "format": "graphcheck-snapshot",
         "version": 1,
         "producer": {"backend": "synthetic", "tool": "tests/browser/big_snapshot.py"},
         "epochs": [epoch("capture", reloaded=False), epoch("after_reload", reloaded=True)],
-        "graphs": [{"id": 1, "epoch": "capture", "nodes": [node(i) for i in range(NODES)]}],
+        "graphs": [{"id": 1, "epoch": "capture", "nodes": [node(i) for i in range(nodes)]}],
         "allow": [],
     }
 
 
-def write_big_snapshot(path: Path) -> None:
-    path.write_text(json.dumps(big_snapshot()), encoding="utf-8")
+def write_big_snapshot(path: Path, nodes: int = NODES) -> None:
+    path.write_text(json.dumps(big_snapshot(nodes)), encoding="utf-8")
+
+
+def main() -> None:
+    """``big_snapshot.py OUT [--nodes N]``: writes the snapshot to OUT."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--nodes", type=int, default=NODES)
+    args = parser.parse_args()
+    write_big_snapshot(args.out, args.nodes)
+
+
+if __name__ == "__main__":
+    main()
