@@ -103,7 +103,9 @@ def _private(folder: Path) -> bytes:
 
 # Each kind of bad value: its GRAPHCHECK_* variables, made in the case's own folder.
 BAD_VALUES: dict[str, Callable[[Path], dict[bytes, bytes]]] = {
-    "allowlist_not_utf8": lambda d: {b"GRAPHCHECK_ALLOW": _file(d, "a.txt", b"model.*\n\xff\xfe\n")},
+    "allowlist_not_utf8": lambda d: {
+        b"GRAPHCHECK_ALLOW": _file(d, "a.txt", b"model.*\n\xff\xfe\n")
+    },
     "allowlist_binary": lambda d: {b"GRAPHCHECK_ALLOW": _file(d, "a.bin", bytes(range(256)) * 64)},
     "allowlist_folder": lambda d: {b"GRAPHCHECK_ALLOW": os.fsencode(d)},
     "allowlist_fifo": lambda d: {b"GRAPHCHECK_ALLOW": _fifo(d)},
@@ -122,8 +124,24 @@ FUZZ_ROUNDS = 400  # in-process rounds of every reader
 
 
 def _random_bytes(rng: random.Random, *, nul: bool = True) -> bytes:
-    pieces = [b"\xff", b"\xfe", b"\x1b[31m", b"\n", b"\r", b"\x7f", b"\xc2\x9b", b"/", b".",
-              b"1", b"on", b"error", b"warn", b"model.*", "é".encode(), b"\\"]
+    pieces = [
+        b"\xff",
+        b"\xfe",
+        b"\x1b[31m",
+        b"\n",
+        b"\r",
+        b"\x7f",
+        b"\xc2\x9b",
+        b"/",
+        b".",
+        b"1",
+        b"on",
+        b"error",
+        b"warn",
+        b"model.*",
+        "é".encode(),
+        b"\\",
+    ]
     out = b"".join(rng.choice(pieces) for _ in range(rng.randrange(6)))
     out += bytes(rng.randrange(256) for _ in range(rng.randrange(4)))
     return out if nul else out.replace(b"\0", b"")
@@ -210,11 +228,26 @@ def test_random_names_never_reach_the_text_report_raw() -> None:
         report = graphcheck.parse_report(
             json.dumps(
                 {
-                    "format": "graphcheck-report", "version": 1, "epoch": name,
-                    "baseline": "capture", "findings": [finding], "stale_allow": [name],
-                    "summary": {"graphs": 1, "nodes": 1, "references": 1, "registered": 0,
-                                "runtime": 0, "graph": 0, "input": 0, "allowed": 0,
-                                "unregistered": 1, "dangling": 0, "stale": 0, "lost": 0},
+                    "format": "graphcheck-report",
+                    "version": 1,
+                    "epoch": name,
+                    "baseline": "capture",
+                    "findings": [finding],
+                    "stale_allow": [name],
+                    "summary": {
+                        "graphs": 1,
+                        "nodes": 1,
+                        "references": 1,
+                        "registered": 0,
+                        "runtime": 0,
+                        "graph": 0,
+                        "input": 0,
+                        "allowed": 0,
+                        "unregistered": 1,
+                        "dangling": 0,
+                        "stale": 0,
+                        "lost": 0,
+                    },
                 },  # fmt: skip
                 ensure_ascii=False,
             ).encode("utf-8", "replace")
@@ -263,7 +296,10 @@ def runs() -> Iterator[Runs]:
     for kind, env in BAD_VALUES.items():
         unprivileged = kind == "allowlist_permission_denied"
         started.start(
-            kind, HOST, lambda d, env=env: {b"GRAPHCHECK": b"1", **env(d)}, unprivileged=unprivileged
+            kind,
+            HOST,
+            lambda d, env=env: {b"GRAPHCHECK": b"1", **env(d)},
+            unprivileged=unprivileged,
         )
     # The reproductions: GRAPHCHECK unset, only the allowlist set; and a host that only
     # imports torch.
@@ -390,9 +426,7 @@ def test_engine_config_values_of_any_type_are_problems_not_errors(tmp_path: Path
         result = watch_settings.settings_from(value, source="--additional-config graphcheck")
         assert result.mode in ("warn", "error")
         assert all(_one_printable_line(p) for p in result.problems), result.problems
-    glob_case = watch_settings.settings_from(
-        {"allow": ["ok.*", "\udcff", 4, "a\0b"]}, source="cfg"
-    )
+    glob_case = watch_settings.settings_from({"allow": ["ok.*", "\udcff", 4, "a\0b"]}, source="cfg")
     assert glob_case.allow == ("ok.*",) and len(glob_case.problems) == 3
     nul_dir = watch_settings.settings_from({"dir": "/tmp/x\0y"}, source="cfg")
     assert nul_dir.out_dir is None and "a NUL byte at offset 6" in nul_dir.problems[0]

@@ -72,13 +72,12 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def printable(text: str) -> str:
-    """``text`` safe for a terminal, one line: what the C++ text report does to names.
+    r"""``text`` safe for a terminal, one line: what the C++ text report does to names.
 
-    Control characters (C0, DEL, C1) become visible escapes (``\\n``, ``\\t``, ``\\0``,
-    ``\\x1b``), as do lone surrogates (``\\xff`` for a byte that was not UTF-8).
+    Control characters (C0, DEL, C1) become visible escapes (``\n``, ``\t``, ``\0``,
+    ``\x1b``), as do lone surrogates (``\xff`` for a byte that was not UTF-8).
     """
     return _CONTROL.sub(_escape, text)
-
 
 
 def safe_label(label: str) -> str:

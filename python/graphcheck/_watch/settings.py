@@ -62,8 +62,10 @@ def _shown(value: object) -> str:
 
 
 def one_line(exc: BaseException) -> str:
-    """An exception as one printable line (its message may name a path with any bytes): what
-    graphcheck's log lines say of an error in the host's settings."""
+    """An exception as one printable line (its message may name a path with any bytes).
+
+    What graphcheck's log lines say of an error in the host's settings.
+    """
     text = str(exc) or type(exc).__name__
     return text.encode("ascii", "backslashreplace").decode("ascii").replace("\n", "\\n")
 
@@ -150,8 +152,9 @@ def _folder(value: object, default: str | None, source: str, problems: list[str]
     path = os.fspath(folder)
     why = _text_problem(path) if isinstance(path, str) else "bytes, not text"
     if why is not None:
-        problems.append(f"{source} dir {_shown(folder)}: expected a folder path, found {why}; "
-                        "no files")
+        problems.append(
+            f"{source} dir {_shown(folder)}: expected a folder path, found {why}; no files"
+        )
         return None
     try:
         return os.path.abspath(path)
@@ -187,9 +190,7 @@ def _glob_list(globs: Sequence[object], source: str, problems: list[str]) -> tup
     return tuple(kept)
 
 
-def _settings(
-    values: Mapping[str, object], source: str, default_dir: str | None
-) -> Settings:
+def _settings(values: Mapping[str, object], source: str, default_dir: str | None) -> Settings:
     problems: list[str] = []
     mode = _mode(values.get("mode"), source, problems)
     out_dir = _folder(values.get("dir"), default_dir, source, problems)
@@ -204,7 +205,9 @@ def _settings(
         problems.append(
             f"{source} allow: expected a file path or a list of globs, got {_shown(allow_value)}"
         )
-    unknown = sorted(_shown(key) for key in values if key not in ("mode", "dir", "allow", "enabled"))
+    unknown = sorted(
+        _shown(key) for key in values if key not in ("mode", "dir", "allow", "enabled")
+    )
     if unknown:
         problems.append(
             f"{source}: unknown keys [{', '.join(unknown)}] (known: mode, dir, allow, enabled)"
@@ -227,8 +230,10 @@ def settings_from(
         if not isinstance(values, Mapping):
             return Settings(
                 out_dir=_folder(None, default_dir, source, []),
-                problems=(f"{source}: expected a mapping of settings, got {_shown(values)}; "
-                          "defaults used",),
+                problems=(
+                    f"{source}: expected a mapping of settings, got {_shown(values)}; "
+                    "defaults used",
+                ),
             )
         return _settings(values, source, default_dir)
     except Exception as exc:  # a mapping whose methods raise: the host still runs
@@ -250,6 +255,8 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
             "allow": env.get("GRAPHCHECK_ALLOW", ""),
         }
     except Exception as exc:
-        return Settings(problems=(f"GRAPHCHECK_*: cannot be read ({one_line(exc)}); defaults used",))
+        return Settings(
+            problems=(f"GRAPHCHECK_*: cannot be read ({one_line(exc)}); defaults used",)
+        )
     default_dir = DEFAULT_DIR if flag_on(env) else None
     return settings_from(values, source="GRAPHCHECK_*", default_dir=default_dir)

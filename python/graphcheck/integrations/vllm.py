@@ -44,9 +44,9 @@ classes shaped like vLLM 0.33's, and the ``vllm`` tier runs a real vLLM server o
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import weakref
-import dataclasses
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any

@@ -70,9 +70,7 @@ def option_errors(args: argparse.Namespace) -> list[str]:
     if args.jobs < 1:
         errors.append(f"--jobs must be >= 1, found {args.jobs}")
     if not math.isfinite(args.timeout) or args.timeout <= 0:
-        errors.append(
-            f"--timeout must be a finite number of seconds > 0, found {args.timeout!r}"
-        )
+        errors.append(f"--timeout must be a finite number of seconds > 0, found {args.timeout!r}")
     seen: dict[str, str] = {}
     for dest, option in OUTPUT_OPTIONS.items():
         path = getattr(args, dest, None)
