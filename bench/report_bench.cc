@@ -149,7 +149,8 @@ void counters(benchmark::State& state, const Case& c, std::uint64_t output, std:
   state.counters["report_json_MB"] = static_cast<double>(c.report_json) / kMB;
   state.counters["out_MB"] = static_cast<double>(output) / kMB;
   state.counters["peak_MB"] = static_cast<double>(peak) / kMB;
-  state.counters["peak/snapshot"] = static_cast<double>(peak) / static_cast<double>(c.snapshot_json);
+  state.counters["peak/snapshot"] =
+      static_cast<double>(peak) / static_cast<double>(c.snapshot_json);
   state.counters["out/(report+snapshot)"] =
       static_cast<double>(output) / static_cast<double>(c.report_json + c.snapshot_json);
 }

@@ -54,8 +54,8 @@ void write_chunks(PageStream& out, const std::array<std::string_view, N>& chunks
 
 // A reference and a finding name the same use of memory by graph, node and argument word, or
 // by graph, node and operand role. The role points into the report's finding.
-using UseKey = std::tuple<std::uint64_t, std::uint64_t, bool, std::uint32_t, std::uint32_t,
-                          std::string_view>;
+using UseKey =
+    std::tuple<std::uint64_t, std::uint64_t, bool, std::uint32_t, std::uint32_t, std::string_view>;
 
 std::map<UseKey, std::vector<std::size_t>> findings_by_use(const Report& report) {
   std::map<UseKey, std::vector<std::size_t>> out;
@@ -272,9 +272,8 @@ void write_html(std::ostream& out, const Report& report, const Snapshot* snapsho
   stream.raw(text.substr(0, page.data_at));
   stream.raw("{\"report\":");
   // Names may hold any bytes: bad UTF-8 is U+FFFD in the JSON report, as in the snapshot.
-  detail::stream_report_json(report, [&stream](std::string_view piece) {
-    stream.script_json(piece);
-  });
+  detail::stream_report_json(report,
+                             [&stream](std::string_view piece) { stream.script_json(piece); });
   stream.raw(",\"snapshot\":");
   if (snapshot != nullptr) {
     write_snapshot(stream, *snapshot, report);

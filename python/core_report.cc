@@ -219,8 +219,7 @@ void bind_session(py::module_& m) {
       [](CheckSession& self, const TextArg& label) {
         return self.remove_epoch(label.view("label"));
       },
-      py::arg("label"),
-              "Removes the epoch labelled `label`; False when there is none.");
+      py::arg("label"), "Removes the epoch labelled `label`; False when there is none.");
   session.def_property_readonly("epochs", &CheckSession::epoch_labels,
                                 "The epoch labels, in order.");
   session.def(

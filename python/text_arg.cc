@@ -47,8 +47,9 @@ std::string_view TextArg::view(std::string_view argument) const {
   raise("GraphcheckValueError",
         std::string(argument) + ": expected text, found " +
             (shown.size() <= kShown ? shown : shown.substr(0, kShown) + "...") +
-            ", which holds the lone surrogate " + py::str("U+{:04X}").format(code).cast<std::string>() +
-            " at index " + std::to_string(at) +
+            ", which holds the lone surrogate " +
+            py::str("U+{:04X}").format(code).cast<std::string>() + " at index " +
+            std::to_string(at) +
             " (not valid Unicode: bytes that are not UTF-8, decoded with surrogateescape?); pass "
             "text that encodes to UTF-8");
 }

@@ -226,8 +226,7 @@ std::string path_kind(const fs::path& path) {
     }
     if (error == std::errc::no_such_file_or_directory) {
       std::error_code ignored;
-      return fs::is_symlink(fs::symlink_status(path, ignored)) ? "a symlink to nothing"
-                                                                : "nothing";
+      return fs::is_symlink(fs::symlink_status(path, ignored)) ? "a symlink to nothing" : "nothing";
     }
     return fmt::format("a path that cannot be inspected ({})", error.message());
   }
@@ -265,8 +264,8 @@ WatchIndex read_watch_index(const fs::path& dir) {
     throw Error(fmt::format("{}: holds no graphcheck watch output: {} not found {}", shown_dir,
                             shown, kHint));
   } else if (kind != "a regular file") {
-    throw Error(fmt::format("{}: expected the watch's index, a file of JSON lines, found {}",
-                            shown, kind));
+    throw Error(
+        fmt::format("{}: expected the watch's index, a file of JSON lines, found {}", shown, kind));
   }
   std::ifstream file(index, std::ios::binary);
   if (!file) {
@@ -305,8 +304,9 @@ WatchIndex read_watch_index(const fs::path& dir) {
                             shown, kHint));
   }
   if (read.entries.empty()) {
-    throw Error(fmt::format("{}: holds no readable line ({} line{}, none valid JSON; the first: {})",
-                            shown, lines, lines == 1 ? "" : "s", read.notes.front()));
+    throw Error(
+        fmt::format("{}: holds no readable line ({} line{}, none valid JSON; the first: {})", shown,
+                    lines, lines == 1 ? "" : "s", read.notes.front()));
   }
   return read;
 }

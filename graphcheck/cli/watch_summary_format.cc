@@ -109,16 +109,15 @@ void append_checkpoint(std::string& out, const CheckpointSummary& checkpoint) {
     }
   }
   const std::string processes = plural(checkpoint.processes.size(), "process");
-  out += fmt::format("\ncheck point \"{}\" at {}: {}\n", printable(checkpoint.label),
-                     utc_time(first),
-                     with_findings == 0
-                         ? "no findings on " + processes
+  out += fmt::format(
+      "\ncheck point \"{}\" at {}: {}\n", printable(checkpoint.label), utc_time(first),
+      with_findings == 0 ? "no findings on " + processes
                          : fmt::format("findings on {} of {}", with_findings, processes));
   for (std::size_t i = 0; i < checkpoint.processes.size(); ++i) {
     const ProcessRow& row = checkpoint.processes[i];
-    out += fmt::format("  {:<{}}  pid {}  #{}  {}{}\n", names[i], width, row.entry.pid,
-                       row.entry.seq, counts(row),
-                       row.report ? "" : " (report missing: counts from index.jsonl)");
+    out +=
+        fmt::format("  {:<{}}  pid {}  #{}  {}{}\n", names[i], width, row.entry.pid, row.entry.seq,
+                    counts(row), row.report ? "" : " (report missing: counts from index.jsonl)");
     if (row.report && row.findings() > 0) {
       out += fmt::format("      report: {}\n",
                          file_name(row.text_path.empty() ? row.report_path : row.text_path));
@@ -220,10 +219,10 @@ std::string to_text(const WatchSummary& summary) {
       }
     }
   }
-  std::string out = fmt::format("graphcheck watch summary: {}\n{} from {}, {}\n",
-                                printable(summary.dir),
-                                plural(entries, "check point"), plural(processes.size(), "process"),
-                                plural(summary.checkpoints.size(), "label"));
+  std::string out =
+      fmt::format("graphcheck watch summary: {}\n{} from {}, {}\n", printable(summary.dir),
+                  plural(entries, "check point"), plural(processes.size(), "process"),
+                  plural(summary.checkpoints.size(), "label"));
   if (!summary.index_notes.empty()) {
     out += fmt::format("\nindex lines not read ({}): every other line is reported\n",
                        summary.index_notes.size());
@@ -250,8 +249,7 @@ std::string to_text(const WatchSummary& summary) {
     for (const StaleWhere& at : row.where) {
       where.push_back(fmt::format("{} on {}", printable(at.label), join(at.processes, ", ")));
     }
-    out += fmt::format("  {}: stale at {}\n", printable(row.glob),
-                       fmt::join(where, "; "));
+    out += fmt::format("  {}: stale at {}\n", printable(row.glob), fmt::join(where, "; "));
   }
 
   const std::vector<const ProcessRow*> missing = summary.missing_reports();
@@ -262,9 +260,9 @@ std::string to_text(const WatchSummary& summary) {
         missing.size());
   }
   for (const ProcessRow* row : missing) {
-    out += fmt::format("  {} on {} (pid {}, #{}): {}\n", printable(row->entry.label),
-                       printable(row->name), row->entry.pid, row->entry.seq,
-                       printable(row->missing));
+    out +=
+        fmt::format("  {} on {} (pid {}, #{}): {}\n", printable(row->entry.label),
+                    printable(row->name), row->entry.pid, row->entry.seq, printable(row->missing));
   }
 
   out +=

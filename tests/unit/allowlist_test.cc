@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <array>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -63,11 +62,12 @@ TEST_F(ReadAllowlistFile, ALineThatIsNotUtf8RefusesTheFileNamingLineByteAndOffse
                                 "column 1); an allowlist is UTF-8 text, one glob per line: fix "
                                 "or remove the line");
   // Inside a line, after valid multi-byte text; an overlong form and a lone surrogate too.
-  EXPECT_NE(error_of(write("mid.txt", "# ok\nlayers.\xc3\xa9t\xe9.w\n")).find(":2: not valid "
-                                                                              "UTF-8 (byte 0xe9 "
-                                                                              "at byte offset 15 "
-                                                                              "of the file, "
-                                                                              "column 11)"),
+  EXPECT_NE(error_of(write("mid.txt", "# ok\nlayers.\xc3\xa9t\xe9.w\n"))
+                .find(":2: not valid "
+                      "UTF-8 (byte 0xe9 "
+                      "at byte offset 15 "
+                      "of the file, "
+                      "column 11)"),
             std::string::npos);
   EXPECT_NE(error_of(write("overlong.txt", "a\xc0\xaf\n")).find(":1: not valid UTF-8"),
             std::string::npos);

@@ -49,7 +49,8 @@ TEST_F(CliReportTest, BadIndexLinesNameTheLineAndTheField) {
 // What a server killed while it appended leaves: its last line cut short. Every whole line is
 // still reported, the torn one is a note; only an index with no line to read is an error.
 TEST_F(CliReportTest, ATornLineIsANoteAndEveryWholeLineIsReported) {
-  add(on_rank(0, "capture", 1, make_report("capture", {finding(Verdict::kUnregistered, kScale, 3)})));
+  add(on_rank(0, "capture", 1,
+              make_report("capture", {finding(Verdict::kUnregistered, kScale, 3)})));
   add(on_rank(0, "after_wake", 2, make_report("after_wake", {})));
   const std::string index = (folder() / "index.jsonl").string();
   const std::string whole = lines_[0].dump() + "\n" + lines_[1].dump() + "\n";
@@ -60,8 +61,9 @@ TEST_F(CliReportTest, ATornLineIsANoteAndEveryWholeLineIsReported) {
     EXPECT_EQ(result.status, 1) << result.err;  // the findings of the whole lines
     EXPECT_EQ(result.err, "");
     EXPECT_THAT(result.out, HasSubstr("2 check points from 1 process"));
-    EXPECT_THAT(result.out, HasSubstr("index lines not read (1): every other line is reported\n  " +
-                                      index + ":3: skipped, not valid JSON (parse error at column"));
+    EXPECT_THAT(result.out,
+                HasSubstr("index lines not read (1): every other line is reported\n  " + index +
+                          ":3: skipped, not valid JSON (parse error at column"));
     EXPECT_THAT(result.out, HasSubstr("a line torn by a process that stopped while writing it"));
     EXPECT_THAT(result.out, HasSubstr("UNREGISTERED " + std::string(kScale)));
     const RunResult json = run({"report", folder().string(), "--format", "json"});
@@ -121,10 +123,10 @@ TEST_F(CliReportTest, ControlBytesInNamesAreEscapedInTheText) {
   for (const char c : result.out) {
     const auto byte = static_cast<unsigned char>(c);
     ASSERT_TRUE(byte >= 0x20 || c == '\n') << "raw control byte " << int{byte} << " in\n"
-                                            << result.out;
+                                           << result.out;
   }
-  for (const char* escaped : {"cap\\x1b[2Jture", "rank\\r0", "w\\nspoof\\x08",
-                              "note\\x1b]0;t\\x07", "graph\\0 9"}) {
+  for (const char* escaped :
+       {"cap\\x1b[2Jture", "rank\\r0", "w\\nspoof\\x08", "note\\x1b]0;t\\x07", "graph\\0 9"}) {
     EXPECT_THAT(result.out, HasSubstr(escaped));
   }
   const Json json = Json::parse(run({"report", folder().string(), "--format", "json"}).out);

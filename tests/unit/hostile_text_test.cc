@@ -40,8 +40,8 @@ std::size_t raw_control(const std::string& text) {
   }
   for (std::size_t i = 0; i < text.size(); ++i) {
     const auto byte = static_cast<unsigned char>(text[i]);
-    const bool c1 = byte == 0xC2 && i + 1 < text.size() &&
-                    static_cast<unsigned char>(text[i + 1]) <= 0x9F;
+    const bool c1 =
+        byte == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) <= 0x9F;
     if ((byte < 0x20 && byte != '\n') || byte == 0x7F || c1) {
       return i;
     }
@@ -55,7 +55,9 @@ TEST(Printable, EscapesControlsAndBadBytesAndKeepsTheRest) {
   EXPECT_EQ(printable("\x1b[31mred\x1b[0m"), "\\x1b[31mred\\x1b[0m");
   EXPECT_EQ(printable("one\ntwo\r\tx\b\x7f"), "one\\ntwo\\r\\tx\\x08\\x7f");
   EXPECT_EQ(printable("caf\xc3\xa9 \xe2\x9c\x93"), "caf\xc3\xa9 \xe2\x9c\x93");  // é ✓ kept
-  EXPECT_EQ(printable("csi\xc2\x9b" "2J"), "csi\\x9b2J");  // U+009B, a C1 control
+  EXPECT_EQ(printable("csi\xc2\x9b"
+                      "2J"),
+            "csi\\x9b2J");                                        // U+009B, a C1 control
   EXPECT_EQ(printable("bad\xff\xfe\xc3"), "bad\\xff\\xfe\\xc3");  // not UTF-8: byte by byte
   EXPECT_EQ(printable("back\\slash"), "back\\slash");
 }
@@ -92,7 +94,8 @@ TEST(TextReport, NamesWithControlBytesAreEscapedAndJsonStaysExact) {
   const Report report = hostile_report();
   const std::string text = to_text(report);
   EXPECT_EQ(raw_control(text), std::string::npos) << text;
-  EXPECT_THAT(text, HasSubstr("epoch \"after\\nwake\" checked against \"cap\\x1b]0;title\\x07ture\""));
+  EXPECT_THAT(text,
+              HasSubstr("epoch \"after\\nwake\" checked against \"cap\\x1b]0;title\\x07ture\""));
   EXPECT_THAT(text, HasSubstr("kernel gemm\\x1b[2J: 1 finding"));
   EXPECT_THAT(text, HasSubstr("UNREGISTERED model.w\\0\\x08x\\ny (allocation label)"));
   EXPECT_THAT(text, HasSubstr("  scratch\\r\\nspoofed line\n"));
