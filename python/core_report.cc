@@ -280,7 +280,10 @@ void bind_report(py::module_& m) {
       [](const std::filesystem::path& path) { return read_allowlist(path.string()); },
       py::arg("path"),
       "Reads allowlist globs from a file: one per line; blank lines and lines starting with '#' "
-      "are skipped. Raises GraphcheckError naming the path if it cannot be read.");
+      "are skipped. The file must be UTF-8 text in a regular file of at most 4 MiB (what "
+      "`graphcheck check --allow` reads). Raises GraphcheckError naming the path if it cannot "
+      "be read, is not a regular file (a FIFO is refused without waiting) or is too large, and "
+      "naming path:line, the byte and its offset for a line that is not UTF-8 or holds a NUL.");
 }
 
 }  // namespace graphcheck::detail
