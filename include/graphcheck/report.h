@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace graphcheck {
@@ -95,8 +96,15 @@ struct Report {
 [[nodiscard]] std::string to_json(const Report& report, int indent = 2);
 
 /// @brief The human report: findings grouped by kernel and owner, each group with its fix,
-/// warnings and stale allowlist entries, and the verdict counts on the last lines.
+/// warnings and stale allowlist entries, and the verdict counts on the last lines. Every name
+/// in it goes through `printable` (no control byte reaches a terminal); `to_json` is exact.
 [[nodiscard]] std::string to_text(const Report& report);
+
+/// @brief `text` safe to print on a terminal, one line: control characters (C0, DEL and the
+/// C1 range U+0080..U+009F) and bytes that are not part of valid UTF-8 become visible escapes
+/// (`\n`, `\r`, `\t`, `\0`, `\x1b`, `\xff`); everything else, backslashes included, is kept.
+/// Thread safety: pure function.
+[[nodiscard]] std::string printable(std::string_view text);
 
 /// @brief Parses report JSON (version 1), as written by `to_json(const Report&, int)`.
 /// @throws Error naming the JSON path of a bad field.

@@ -314,7 +314,7 @@ def parse_report(text: str) -> Report:
     """Parses report JSON (format version 1)."""
 
 def read_allowlist(path: _StrPath) -> list[str]:
-    """Reads allowlist globs from a file, one per line."""
+    """Reads allowlist globs from a file, one per line (UTF-8 text, at most 4 MiB)."""
 
 def format_address(address: int) -> str:
     """The address as lower-case hex with a 0x prefix."""
