@@ -115,9 +115,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     errors = option_errors(args)
     if errors:
         return usage_error(errors[0] if len(errors) == 1 else "; ".join(errors))
-    if args.jobs < 1 or args.timeout <= 0:
-        print("graphcheck.zoo: --jobs must be >= 1 and --timeout > 0", file=sys.stderr)
-        return 2
     from graphcheck.zoo import cpu
     from graphcheck.zoo import report as rep
     from graphcheck.zoo.catalog import filter_architectures
@@ -127,8 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             cpu.emulate(args.cpu_capability)
         except ValueError as exc:
-            print(f"graphcheck.zoo: --cpu-capability: {exc}", file=sys.stderr)
-            return 2
+            return usage_error(f"--cpu-capability: {exc}")
 
     chosen = engine(args.engine)
     allow_files = list(args.allow) + ([str(chosen.baseline)] if args.baseline else [])
@@ -137,8 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for f in allow_files:
             entries += rep.read_zoo_allowlist(f)
     except (OSError, ValueError) as exc:
-        print(f"graphcheck.zoo: cannot read allowlist: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(f"cannot read allowlist: {exc}")
     try:
         version = chosen.prepare()
     except ImportError as exc:
@@ -150,8 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     globs = list(args.only) + (list(chosen.subset) if args.subset else [])
     selected = filter_architectures(archs, globs)
     if not selected:
-        print(f"graphcheck.zoo: no architecture matches {globs}", file=sys.stderr)
-        return 2
+        return usage_error(f"no architecture matches {globs}")
     if args.list:
         for a in selected:
             print(a.name)
