@@ -8,6 +8,7 @@
 #include <exception>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #if !defined(TORCH_VERSION_MAJOR) || TORCH_VERSION_MAJOR < 2
 #error "graphcheck_cupti_torch needs torch >= 2.0 (SnapshotInfo with segment pool ids)"
@@ -104,6 +105,12 @@ std::vector<Allocation> torch_allocator_allocations(const TorchSnapshotOptions& 
                 "; call it after CUDA is initialised, outside allocator callbacks");
   }
   return detail::torch_allocations(segments, options);
+}
+
+void add_torch_allocator(CheckerSession& session, TorchSnapshotOptions options) {
+  session.add_allocations(
+      [options = std::move(options)] { return torch_allocator_allocations(options); },
+      SourceGenerations::kInherit);
 }
 
 }  // namespace graphcheck::cupti

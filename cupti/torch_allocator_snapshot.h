@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "cupti/checker_session.h"
+
 namespace graphcheck::cupti {
 
 /// @brief A PyTorch memory pool id (`MempoolId_t`): {0,0} is the default pool, {id,0} a
@@ -55,6 +57,17 @@ struct TorchSegment {
 /// Thread safety: as `CUDACachingAllocator::snapshot()` (safe from any thread).
 [[nodiscard]] std::vector<Allocation> torch_allocator_allocations(
     const TorchSnapshotOptions& options = {});
+
+/// @brief Makes `torch_allocator_allocations(options)` an allocation source of `session`,
+/// whose blocks take the generation of the tracked memory under them
+/// (`SourceGenerations::kInherit`). What a program linking LibTorch with CUDA and the CUPTI
+/// backend calls once: without the blocks, a tensor packed right after a registered one
+/// (the caching allocator packs blocks back to back) reads as that tensor's end pointer, and
+/// one in a segment allocated before the subscription is in no allocation at all (the first
+/// GPU run, 2026-12-04: GpuTorchGraphTest). The snapshot is taken at every capture epoch,
+/// check and snapshot, from the thread that triggers it (a graph's instantiation among them);
+/// the caching allocator's mutex is taken then, never the session's.
+void add_torch_allocator(CheckerSession& session, TorchSnapshotOptions options = {});
 
 }  // namespace graphcheck::cupti
 

@@ -11,7 +11,8 @@
 // aten::mul (the sign tables of make_sign_table) and aten::index_select (the RoPE cache of
 // compute_cos_sin_cache). The CUPTI side must record the graph and see registered weights in
 // its kernel arguments; its other verdicts are recorded, not asserted: it sees the caching
-// allocator's segments, not tensors, so activations and cuBLAS workspaces read unregistered.
+// allocator's segments and blocks (cupti::add_torch_allocator), not what each block holds,
+// so activations and cuBLAS workspaces read unregistered.
 // Graph replay must reproduce the eager forward.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -29,6 +30,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cupti/torch_allocator_snapshot.h"
 #include "gpu/gpu_support.h"
 
 namespace graphcheck::gpu_testing {
@@ -91,6 +93,7 @@ class GpuReferenceModelTest : public ::testing::Test {
     GRAPHCHECK_SKIP_WHILE_INJECTED(live);
     ASSERT_TRUE(live.status.ok()) << live.status.message();
     cupti::Backend& backend = *live.backend;
+    cupti::add_torch_allocator(backend.session());
 
     ReferenceConfig config;
     config.variant = variant;

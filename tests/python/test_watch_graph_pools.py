@@ -177,13 +177,11 @@ def test_graphs_without_a_pool_and_odd_segments_are_skipped() -> None:
     pools = GraphPools(lambda: odd)
     pools.note(NoPool())
     pools.note(BrokenPool())
-    (only,) = pools.allocations()
-    assert (only.begin, only.size, only.pool, only.label) == (
-        16384,
-        256,
-        "graph:7,0",
-        "torch segment dev1",
-    )
+    found = [(a.begin, a.size, a.pool, a.label) for a in pools.allocations()]
+    assert found == [
+        (4096, 512, "default", "torch segment dev?"),  # an unreadable pool id: the default
+        (16384, 256, "graph:7,0", "torch segment dev1"),
+    ]
 
 
 def test_an_epoch_of_the_cpu_twin_reads_no_allocator() -> None:
