@@ -38,9 +38,9 @@ std::vector<Allocation> torch_allocations(const std::vector<TorchSegment>& segme
     const std::string pool = torch_pool_name(segment.pool, options);
     const std::string device = "dev" + std::to_string(segment.device);
     // The allocator reports no generations: the CUPTI tracker's table carries them for the
-    // cudaMalloc/cuMemMap underneath; these entries only name pools and tensors.
-    result.push_back(
-        Allocation{segment.address, segment.total_size, pool, 1, "torch segment " + device});
+    // cudaMalloc/cuMemMap underneath (add_torch_allocator inherits them); these entries only
+    // name pools and tensors. Blocks before their segment: a block as large as its segment
+    // (a big tensor gets one of its own) ties with it, and ties go by position.
     std::uint64_t offset = 0;
     for (const auto& [size, allocated] : segment.blocks) {
       if (allocated && size > 0) {
@@ -49,6 +49,8 @@ std::vector<Allocation> torch_allocations(const std::vector<TorchSegment>& segme
       }
       offset += size;
     }
+    result.push_back(
+        Allocation{segment.address, segment.total_size, pool, 1, "torch segment " + device});
   }
   return result;
 }

@@ -43,9 +43,10 @@ struct TorchSegment {
   /// Blocks in address order: size and whether a tensor holds it.
   std::vector<std::pair<std::uint64_t, bool>> blocks;
 };
-/// One allocation per segment (label "torch segment dev<d>") and one per allocated block
-/// inside it (label "torch block dev<d>"), both in the segment's pool; the checker attributes
-/// an address to the smallest allocation holding it.
+/// One allocation per allocated block (label "torch block dev<d>"), then one for the segment
+/// holding them (label "torch segment dev<d>"), all in the segment's pool; the checker
+/// attributes an address to the smallest allocation holding it, the first listed on a tie (a
+/// block as large as its segment is the block).
 [[nodiscard]] std::vector<Allocation> torch_allocations(const std::vector<TorchSegment>& segments,
                                                         const TorchSnapshotOptions& options);
 }  // namespace detail

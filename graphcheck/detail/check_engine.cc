@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -171,8 +172,9 @@ class Engine {
     report_.summary.nodes += nodes;
     if (table != nullptr) {
       table->nodes = nodes;
-      table->unattributed.assign(report_.unattributed.begin() + unattributed_before,
-                                 report_.unattributed.end());
+      table->unattributed.assign(
+          report_.unattributed.begin() + static_cast<std::ptrdiff_t>(unattributed_before),
+          report_.unattributed.end());
       table->references = report_.summary.references - references_before;
       for (std::size_t cell = 0; cell < scan.capture->cell_count(); ++cell) {
         if (pool_cells[cell].set) {

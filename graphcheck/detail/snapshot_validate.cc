@@ -251,12 +251,12 @@ class Validator {
         if (operands.size() > 2) {
           expect(2, R"(at most "src" (read) and "dst" (write) of one size)");
         }
-        const bool has_src = !operands.empty() && operands[0].role == "src";
-        if (has_src) {
+        const bool dst_only = operands.size() == 1 && operands[0].role == "dst";
+        if (!operands.empty() && !dst_only) {
           check(0, "src", Access::kRead, "");
         }
-        if (operands.size() > (has_src ? 1U : 0U)) {
-          check(has_src ? 1 : 0, "dst", Access::kWrite, "");
+        if (operands.size() == 2 || dst_only) {
+          check(operands.size() - 1, "dst", Access::kWrite, "");
         }
         if (operands.size() == 2 && operands[0].size != operands[1].size) {
           fail(path + ".size", "one size for \"src\" and \"dst\"",

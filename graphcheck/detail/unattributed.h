@@ -14,14 +14,28 @@
 
 namespace graphcheck::detail {
 
+/// How far a gap may extend on each side of a word that still looks like a pointer. Known
+/// memory can span terabytes of address space (a CPU scalar of the capture below 4 GiB, the
+/// device's allocations at 0x7f..), where packed 32-bit scalars make plausible words; one
+/// allocator's memory lies in clusters, and a pointer into memory nothing listed falls into a
+/// hole of a cluster, a few GiB at most from known memory on either side.
+inline constexpr Address kPointerReach = Address{1} << 32;
+
 /// True for a word that is no reference but lies inside the capture's known memory (`cell`
-/// from `capture.find_cell(word)`, so not `kNoCell`), in a gap, and is not one past the end
-/// of the range below it (the end of an allocation is no pointer to unknown memory).
+/// from `capture.find_cell(word)`, so not `kNoCell`), in a gap whose ranges below and above
+/// are both within `kPointerReach` of it, at or above 4 GiB (below are small integers and
+/// floats), and is not one past the end of the range below it (the end of an allocation is
+/// no pointer to unknown memory).
 inline bool pointer_like_gap(const AddressIndex& capture, Address word, std::uint32_t cell) {
-  if (cell == AddressIndex::kNoCell || capture.holds(cell)) {
+  if (cell == AddressIndex::kNoCell || capture.holds(cell) || word < kPointerReach) {
     return false;
   }
-  return !(cell > 0 && capture.cell_begin(cell) == word && capture.holds(cell - 1));
+  const Address below = capture.cell_begin(cell);  // where the range below ends
+  if (cell == 0 || cell + 1 >= capture.cell_count() ||
+      (below == word && capture.holds(cell - 1))) {
+    return false;
+  }
+  return word - below < kPointerReach && capture.cell_begin(cell + 1) - word <= kPointerReach;
 }
 
 /// Counts `word` for `node` of graph `graph`: the last entry when it is that node's (its words

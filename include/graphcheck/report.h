@@ -61,9 +61,9 @@ struct Summary {
 };
 
 /// @brief Kernel argument words of one node that look like device pointers the check could
-/// not attribute: each lies inside the capture epoch's known memory, from its lowest range to
-/// its highest (so above the scalars and below the stack), in no span, allocation or graph
-/// range of the capture, and is not one past the end of one. Memory nothing recorded (a
+/// not attribute: each lies in a hole of the capture epoch's known memory (in no span,
+/// allocation or graph range, with known memory within 4 GiB below and above it), at or above
+/// 4 GiB, and is not one past the end of a range. Memory nothing recorded (a
 /// library's own `cudaMalloc`, memory the process got outside the allocator the backend
 /// reads) is not judged: these are not findings and enter no summary count; they say how
 /// much of a node's memory the check could not see (docs/report-format.md).

@@ -106,8 +106,11 @@ def kernel(node: int, name: str, *addresses: int) -> graphcheck.Node:
 
 def capture(
     nodes: list[graphcheck.Node], memory: Memory
-) -> tuple[graphcheck.Watch, Quantized]:
-    """A watched capture of the model whose graph holds ``nodes`` (keep the model alive)."""
+) -> tuple[graphcheck.Watch, tuple[Quantized, FakeCUDAGraph]]:
+    """A watched capture of the model whose graph holds ``nodes``.
+
+    Keep the model and the graph (returned) alive: the watch forgets a freed graph.
+    """
     model = Quantized(memory)
     watch = fake_watch(graph_reader=Reader(nodes), graph_segments=memory.segments)
     watch.add_model(model)
@@ -119,7 +122,7 @@ def capture(
         graph.capture_begin()
         model(x)
         graph.capture_end()
-    return watch, model
+    return watch, (model, graph)
 
 
 def findings(report: graphcheck.Report) -> set[tuple[int, str, str]]:
@@ -128,7 +131,7 @@ def findings(report: graphcheck.Report) -> set[tuple[int, str, str]]:
 
 def test_a_neighbour_block_read_by_a_kernel_the_dispatcher_never_saw_is_unregistered() -> None:
     memory = Memory()
-    watch, _model = capture([kernel(1, "triton_dequant", memory.base + NEIGHBOUR)], memory)
+    watch, _alive = capture([kernel(1, "triton_dequant", memory.base + NEIGHBOUR)], memory)
     assert watch.last is not None
     # Its first address is the registered buffer's end: it is still its own block.
     assert findings(watch.last.report) == {(1, "unregistered", "neighbour")}
@@ -136,7 +139,7 @@ def test_a_neighbour_block_read_by_a_kernel_the_dispatcher_never_saw_is_unregist
 
 def test_a_block_in_a_segment_of_its_own_read_that_way_is_unregistered() -> None:
     memory = Memory()
-    watch, _model = capture([kernel(2, "triton_moe", memory.base + SEGMENT_B + 64)], memory)
+    watch, _alive = capture([kernel(2, "triton_moe", memory.base + SEGMENT_B + 64)], memory)
     assert watch.last is not None
     assert findings(watch.last.report) == {(2, "unregistered", "held")}
     # And after a check point too (the allocator is read again at every epoch).
@@ -147,7 +150,7 @@ def test_a_block_in_a_segment_of_its_own_read_that_way_is_unregistered() -> None
 def test_a_registered_buffer_read_by_such_a_kernel_is_no_finding() -> None:
     memory = Memory()
     nodes = [kernel(3, "triton_scale", memory.base + BUFFER, memory.base + BUFFER + BLOCK - 4)]
-    watch, _model = capture(nodes, memory)
+    watch, _alive = capture(nodes, memory)
     assert watch.last is not None
     report = watch.last.report
     assert report.ok and report.summary["registered"] == 2
@@ -161,7 +164,7 @@ def test_words_into_memory_nothing_listed_are_counted_per_node_not_judged() -> N
         kernel(4, "custom_op", gap, gap + 8, 12345, memory.base + BUFFER),
         kernel(5, "custom_op", memory.base + NEIGHBOUR),
     ]
-    watch, _model = capture(nodes, memory)
+    watch, _alive = capture(nodes, memory)
     assert watch.last is not None
     report = watch.last.report
     (graph_id,) = {g.id for g in watch.graphs}

@@ -128,9 +128,11 @@ class GraphPools:
             graph = self.is_graph_pool(pool)
             name = pool_name(pool) if graph else _other_pool_name(pool)
             device = segment.get("device", "?")
-            result.append(_core.Allocation(begin, size, name, 1, f"torch segment dev{device}"))
             if not graph:
                 result += [_core.Allocation(b, n, name, 1, "") for b, n in _live_blocks(segment)]
+            # After its blocks: a block as large as its segment (a big tensor's own) ties with
+            # it, and ties go by position in the epoch.
+            result.append(_core.Allocation(begin, size, name, 1, f"torch segment dev{device}"))
         result.sort(key=lambda allocation: allocation.begin)
         return result
 
@@ -141,9 +143,9 @@ class GraphPools:
 
         An allocation of the epoch inside a graph pool's segment takes the segment's pool (the
         ATen window's ``aten:<op>`` storages: memory another graph of the pool produced). A
-        block where the epoch already has an allocation beginning is not added again. Each
-        added block takes the first of ``labels`` (``(begin, end, label)``: census paths, then
-        allocation frames) that overlaps it.
+        block where an allocation of the epoch begins is not added (the dispatcher's storage is
+        the tensor), nor a segment the epoch already has. Each added block takes the first of
+        ``labels`` (``(begin, end, label)``: census paths, then allocation frames) overlapping it.
         """
         memory = self.allocations()
         if not memory:
@@ -155,10 +157,14 @@ class GraphPools:
             i = bisect.bisect_right(begins, allocation.begin) - 1
             if i >= 0 and allocation.end <= graph_segments[i].end:
                 allocation.pool = graph_segments[i].pool
-        taken = {a.begin for a in allocations}
+        starts = {a.begin for a in allocations}
+        ranges = {(a.begin, a.size) for a in allocations}
         named = _LabelRanges(labels)
         for allocation in memory:
-            if allocation.begin in taken:
+            segment = bool(allocation.label)  # blocks are unlabelled until here
+            if (allocation.begin, allocation.size) in ranges or (
+                not segment and allocation.begin in starts
+            ):
                 continue
             if not allocation.label:
                 allocation.label = named.find(allocation.begin, allocation.end)
