@@ -31,8 +31,7 @@ inline bool pointer_like_gap(const AddressIndex& capture, Address word, std::uin
     return false;
   }
   const Address below = capture.cell_begin(cell);  // where the range below ends
-  if (cell == 0 || cell + 1 >= capture.cell_count() ||
-      (below == word && capture.holds(cell - 1))) {
+  if (cell == 0 || cell + 1 >= capture.cell_count() || (below == word && capture.holds(cell - 1))) {
     return false;
   }
   return word - below < kPointerReach && capture.cell_begin(cell + 1) - word <= kPointerReach;

@@ -70,9 +70,9 @@ struct Summary {
 struct UnattributedWords {
   std::uint64_t graph = 0;
   std::uint64_t node = 0;
-  std::string kernel;        ///< the kernel's name
-  std::uint64_t words = 0;   ///< such words in the node's arguments (at least 1)
-  Address first = 0;         ///< the first of them, in argument order
+  std::string kernel;       ///< the kernel's name
+  std::uint64_t words = 0;  ///< such words in the node's arguments (at least 1)
+  Address first = 0;        ///< the first of them, in argument order
   friend bool operator==(const UnattributedWords&, const UnattributedWords&) = default;
 };
 

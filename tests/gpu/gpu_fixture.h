@@ -33,9 +33,9 @@ Fn driver_entry(const char* name) {
   const cudaError_t status =
       cudaGetDriverEntryPointByVersion(name, &pointer, CUDA_VERSION, cudaEnableDefault, &query);
   if (status != cudaSuccess || pointer == nullptr) {
-    std::cerr << "graphcheck-gpu: no driver entry point " << name << " at version "
-              << CUDA_VERSION << " (" << cudaGetErrorName(status) << ", query result "
-              << static_cast<int>(query) << ")\n";
+    std::cerr << "graphcheck-gpu: no driver entry point " << name << " at version " << CUDA_VERSION
+              << " (" << cudaGetErrorName(status) << ", query result " << static_cast<int>(query)
+              << ")\n";
     return nullptr;
   }
   return reinterpret_cast<Fn>(pointer);

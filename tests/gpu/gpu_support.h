@@ -105,7 +105,8 @@ inline void print_callback_counts(cupti::Backend& backend, std::string_view labe
        << " node_update_events=" << stats.node_update_events
        << " exec_templates_matched=" << stats.exec_templates_matched
        << " exec_templates_differed=" << stats.exec_templates_differed
-       << " tensor_maps=" << stats.tensor_maps << " allocation_events=" << backend.tracker().events()
+       << " tensor_maps=" << stats.tensor_maps
+       << " allocation_events=" << backend.tracker().events()
        << " launches_seen=" << backend.launch_hook().launches() << "\n";
   report_observation(line.str());
 }

@@ -25,7 +25,6 @@
 #include <iostream>
 
 #include "cupti/torch_allocator_snapshot.h"
-
 #include "gpu/gpu_support.h"
 
 namespace graphcheck::gpu_testing {

@@ -15,9 +15,8 @@ import pytest
 import torch
 
 import graphcheck
-from graphcheck._watch.cuda_capture import READER_CUDA_GRAPH, ReadNodes
 from graphcheck._watch.graph_pools import GraphPools
-from watch_fakes import FakeCUDAGraph, fake_watch
+from watch_fakes import FakeCUDAGraph, NodesReader, capture_fake, fake_watch
 
 pytestmark = pytest.mark.usefixtures("no_watch_left")
 
@@ -84,21 +83,6 @@ class Quantized(torch.nn.Module):
         return self.linear(x)
 
 
-class Reader:
-    """The kernels a Triton-compiled forward would launch: no dispatcher op sees them."""
-
-    name = READER_CUDA_GRAPH
-
-    def __init__(self, nodes: list[graphcheck.Node]) -> None:
-        self.nodes = nodes
-
-    def begin(self, graph: object) -> object:
-        return "stream"
-
-    def read(self, token: object) -> ReadNodes:
-        return ReadNodes(self.nodes)
-
-
 def kernel(node: int, name: str, *addresses: int) -> graphcheck.Node:
     params = [graphcheck.KernelParam(8 * i, struct.pack("<Q", a)) for i, a in enumerate(addresses)]
     return graphcheck.Node(node, "kernel", name, params=params)
@@ -112,16 +96,11 @@ def capture(
     Keep the model and the graph (returned) alive: the watch forgets a freed graph.
     """
     model = Quantized(memory)
-    watch = fake_watch(graph_reader=Reader(nodes), graph_segments=memory.segments)
+    watch = fake_watch(graph_reader=NodesReader(nodes), graph_segments=memory.segments)
     watch.add_model(model)
     x = torch.ones(2, 4)
     watch.declare_input("x", x)
-    graph = FakeCUDAGraph()
-    with torch.no_grad():
-        model(x)
-        graph.capture_begin()
-        model(x)
-        graph.capture_end()
+    graph = capture_fake(model, x=x)
     return watch, (model, graph)
 
 

@@ -102,10 +102,9 @@ TEST(SnapshotNodes, MemcpyHasSourceReadAndDestinationWriteOfOneSize) {
 
 // A pinned-host copy has one device side (the first GPU run: the writer refused the node).
 TEST(SnapshotNodes, MemcpyMayLeaveOutAHostSideAndRoundTrips) {
-  for (const char* node :
-       {R"({"id": 1, "type": "memcpy", "src": "0x1000", "size": 64})",
-        R"({"id": 1, "type": "memcpy", "dst": "0x2000", "size": 64})",
-        R"({"id": 1, "type": "memcpy"})"}) {
+  for (const char* node : {R"({"id": 1, "type": "memcpy", "src": "0x1000", "size": 64})",
+                           R"({"id": 1, "type": "memcpy", "dst": "0x2000", "size": 64})",
+                           R"({"id": 1, "type": "memcpy"})"}) {
     const Snapshot snapshot = parse_snapshot(with_nodes(node));
     EXPECT_EQ(parse_snapshot(to_json(snapshot)), snapshot) << node;
   }

@@ -136,9 +136,7 @@ class GraphPools:
         result.sort(key=lambda allocation: allocation.begin)
         return result
 
-    def apply(
-        self, epoch: _core.Epoch, labels: Iterable[tuple[int, int, str]] = ()
-    ) -> _core.Epoch:
+    def apply(self, epoch: _core.Epoch, labels: Iterable[tuple[int, int, str]] = ()) -> _core.Epoch:
         """Adds the allocator's segments and live blocks to ``epoch`` in place; returns it.
 
         An allocation of the epoch inside a graph pool's segment takes the segment's pool (the
