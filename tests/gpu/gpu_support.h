@@ -1,6 +1,6 @@
 // Shared helpers of the gpu tier (owner: cupti-b): device detection (skip without one), the
 // real backend behind one subscription, a small VMM allocator with sleep/wake, and snapshot
-// output to $GRAPHCHECK_GPU_OUT. UNVERIFIED: written without a GPU; see docs/gpu-check.md.
+// output to $GRAPHCHECK_GPU_OUT. Ran on an H200 on 2026-12-04; see docs/gpu-check.md.
 #ifndef GRAPHCHECK_TESTS_GPU_GPU_SUPPORT_H_
 #define GRAPHCHECK_TESTS_GPU_GPU_SUPPORT_H_
 

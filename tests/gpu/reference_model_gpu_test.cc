@@ -1,5 +1,6 @@
-// UNVERIFIED until scripts/gpu-check.sh has run on a GPU: written and compiled on a machine
-// without one, where every test skips (docs/gpu-check.md).
+// Ran on an H200 on 2026-12-04, built there against torch 2.11.0+cu130, and passed; the
+// caching allocator's blocks have been added to its CUPTI session since, not yet run on a GPU
+// (docs/gpu-check.md).
 //
 // The reference model on CUDA (gpu tier): each variant is built on the GPU and one forward is
 // captured with at::cuda::CUDAGraph while graphcheck's CUPTI backend is subscribed and a
