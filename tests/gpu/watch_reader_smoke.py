@@ -29,14 +29,13 @@ when there is no CUDA device (scripts/gpu-check.sh calls that a failure on a GPU
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import torch
+from smoke_args import out_dir_or_skip
 
 
 def cudart() -> Any:
@@ -54,11 +53,8 @@ def cudart() -> Any:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("watch_reader_smoke: SKIP (no CUDA device)")
+    out = out_dir_or_skip("watch_reader_smoke", __doc__ or "")
+    if out is None:
         return 0
     import graphcheck
 
@@ -70,7 +66,7 @@ def main() -> int:
     model = torch.nn.Linear(64, 64, device="cuda").eval()
     static = torch.ones(8, 64, device="cuda")
     hidden = torch.zeros(4096, device="cuda")  # no op of the capture touches it
-    watch = graphcheck.watch(model, out_dir=args.out / "reader")
+    watch = graphcheck.watch(model, out_dir=out / "reader")
     watch.declare_input("x", static)
     with torch.no_grad():
         model(static)  # warm-up (cuBLAS handles, workspaces) outside the capture
@@ -156,8 +152,8 @@ def main() -> int:
         "notes": [] if first is None else list(first.notes),
         "problems": problems,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "watch-reader-smoke.json").write_text(json.dumps(summary, indent=2))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "watch-reader-smoke.json").write_text(json.dumps(summary, indent=2))
     verdict = "ok" if not problems else "FAIL " + "; ".join(problems)
     print(
         f"watch_reader_smoke: {verdict}; read by {summary['reader']}, {len(nodes)} nodes, "

@@ -21,13 +21,13 @@ device or without Triton (scripts/gpu-check.sh calls a skip a failure on a GPU m
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import torch
+from smoke_args import out_dir_or_skip
 
 ELEMENTS = 1024  # 4 KiB of float32: a multiple of the allocator's 512-byte rounding
 SEGMENT_ELEMENTS = 1 << 20  # 4 MiB: the large pool, a segment of its own
@@ -107,11 +107,8 @@ def capture(watch: Any, model: torch.nn.Module, forward: Any, x: torch.Tensor) -
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("watch_triton_smoke: SKIP (no CUDA device)")
+    out = out_dir_or_skip("watch_triton_smoke", __doc__ or "")
+    if out is None:
         return 0
     try:
         kernel = triton_kernel()
@@ -124,7 +121,7 @@ def main() -> int:
     summary: dict[str, Any] = {"torch": torch.__version__, "device": torch.cuda.get_device_name()}
     x = torch.rand(ELEMENTS, device="cuda")
 
-    watch = graphcheck.watch(out_dir=args.out / "triton")
+    watch = graphcheck.watch(out_dir=out / "triton")
     watch.declare_input("x", x)
     dequant = Dequant(kernel)
     summary["packed"] = dequant.packed.data_ptr() == dequant.scale.data_ptr() + 4 * ELEMENTS
@@ -138,7 +135,7 @@ def main() -> int:
             problems.append(f"Triton kernel: findings {found}, expected packed and held")
 
     watch.close()
-    watch = graphcheck.watch(out_dir=args.out / "compile")
+    watch = graphcheck.watch(out_dir=out / "compile")
     watch.declare_input("x", x)
     compiled_model = Compiled()
     compiled = torch.compile(compiled_model)
@@ -151,8 +148,8 @@ def main() -> int:
         if found.get("unregistered", set()) != {"bias_table"} or set(found) != {"unregistered"}:
             problems.append(f"compiled forward: findings {found}, expected bias_table only")
     summary["problems"] = problems
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "watch-triton-smoke.json").write_text(json.dumps(summary, indent=2))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "watch-triton-smoke.json").write_text(json.dumps(summary, indent=2))
     verdict = "ok" if not problems else "FAIL " + "; ".join(problems)
     print(f"watch_triton_smoke: {verdict}; packed neighbour: {summary['packed']}")
     watch.close()
