@@ -166,6 +166,19 @@ Json tail_json(const Report& report) {
   json["warnings"] = report.warnings;
   json["stale_allow_policy"] =
       report.stale_allow_policy == StaleAllowPolicy::kKeep ? "keep" : "fail";
+  if (!report.unattributed.empty()) {  // optional key: reports without such words unchanged
+    Json unattributed = Json::array();
+    for (const UnattributedWords& node : report.unattributed) {
+      Json item = Json::object();
+      item["graph"] = node.graph;
+      item["node"] = node.node;
+      item["kernel"] = node.kernel;
+      item["words"] = node.words;
+      item["first"] = format_address(node.first);
+      unattributed.push_back(std::move(item));
+    }
+    json["unattributed"] = std::move(unattributed);
+  }
   return json;
 }
 
@@ -277,6 +290,20 @@ Report parse_report(std::string_view json) {
   }
   if (const auto warnings = root.optional("warnings")) {
     report.warnings = read_strings(*warnings);
+  }
+  if (const auto unattributed = root.optional("unattributed")) {
+    const std::size_t nodes = unattributed->array_size();
+    for (std::size_t i = 0; i < nodes; ++i) {
+      const JsonField item = unattributed->element(i);
+      item.expect_object();
+      UnattributedWords node;
+      node.graph = item.required("graph").as_uint();
+      node.node = item.required("node").as_uint();
+      node.kernel = read_optional_string(item, "kernel");
+      node.words = item.required("words").as_positive();
+      node.first = item.required("first").as_address();
+      report.unattributed.push_back(std::move(node));
+    }
   }
   return report;
 }

@@ -164,6 +164,19 @@ void bind_report_type(py::module_& m) {
           "warnings", [](const Report& self) { return to_py_list(self.warnings); },
           "One line per address range covered by spans of different owners.")
       .def_property_readonly(
+          "unattributed",
+          [](const Report& self) {
+            py::list out;
+            for (const UnattributedWords& node : self.unattributed) {
+              out.append(py::make_tuple(node.graph, node.node, to_py_str(node.kernel), node.words,
+                                        node.first));
+            }
+            return out;
+          },
+          "Kernel nodes with argument words that look like pointers into memory no span, "
+          "allocation or graph range of the capture holds: (graph, node, kernel, words, first "
+          "such word) each; not findings (docs/report-format.md).")
+      .def_property_readonly(
           "ok", [](const Report& self) { return !self.has_findings(); }, "True if no findings.")
       .def(
           "to_json", [](const Report& self, int indent) { return to_json(self, indent); },

@@ -266,6 +266,9 @@ class Report(metaclass=_pybind11_type):
     @property
     def warnings(self) -> list[str]: ...
     @property
+    def unattributed(self) -> list[tuple[int, int, str, int, int]]:
+        """(graph, node, kernel, words, first word): pointer-like words in no known memory."""
+    @property
     def ok(self) -> bool:
         """True if no findings."""
     def to_json(self, indent: int = 2) -> str:

@@ -236,6 +236,8 @@ def merge_reports(reports: Sequence[_core.Report], epoch: str, baseline: str) ->
             merged["summary"][key] = merged["summary"].get(key, 0) + value
         merged["findings"] += data["findings"]
         merged["warnings"] += [w for w in data["warnings"] if w not in merged["warnings"]]
+        if data.get("unattributed"):  # optional: words no known memory holds, per node
+            merged.setdefault("unattributed", []).extend(data["unattributed"])
         globs = data["stale_allow"]
         stale = globs if stale is None else [g for g in stale if g in globs]
     merged["stale_allow"] = stale or []
