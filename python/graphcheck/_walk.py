@@ -145,7 +145,9 @@ class Walker:
 
     def walk_root(self) -> None:
         """Walk the model; its attributes get paths without a leading dot."""
-        self.walk(self.modules[0], "", 0, "")
+        root = self.modules[0]
+        self.visited[id(root)] = root
+        self._module(root, "", 1, "")
 
     def walk(self, obj: object, path: str, depth: int, reason: str) -> None:
         """Enter ``obj`` reached at ``path`` (``reason``: exempt when non-empty)."""
@@ -163,6 +165,11 @@ class Walker:
             key = self.tensor_keys.get(oid)
             if key is not None:
                 self._alias(self.found[key], path, obj, reason)  # type: ignore[arg-type]
+            return
+        if oid in self.tree_ids:
+            # A module of the tree reached through an attribute (an engine config's table of
+            # layers, a back reference): it is walked from its place in the tree, so what it
+            # holds is named by its module path, not by the first detour that reached it.
             return
         if depth >= self.max_depth:
             self.truncated.append(path)

@@ -538,3 +538,28 @@ def test_a_rebound_per_request_tensor_is_a_finding_not_runtime_state() -> None:
     assert [e.path for e in census(model).entries] == ["rope_deltas"]
     model(torch.ones(2, 4) * 2)
     assert model.rope_deltas is not first  # a new tensor at a new address: not in place
+
+
+def test_a_module_reached_through_a_detour_is_named_by_its_place_in_the_tree() -> None:
+    """vLLM's attention layers hold the engine config, whose forward context maps every
+    layer's name to the layer module: the walk reaches later layers through it first."""
+
+    class Config:
+        def __init__(self) -> None:
+            self.static_forward_context: dict[str, torch.nn.Module] = {}
+
+    config = Config()
+
+    class Layer(torch.nn.Module):
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(2, 2)
+            self.proj.packed = torch.ones(2)  # what the census must report, by its tree path
+            self.config = config
+            config.static_forward_context[name] = self
+
+    model = torch.nn.Module()
+    model.layers = torch.nn.ModuleList([Layer("layers.0"), Layer("layers.1")])
+    found = census(model)
+    assert sorted(e.path for e in found.entries) == ["layers.0.proj.packed", "layers.1.proj.packed"]
+    assert all("static_forward_context" not in a for e in found.entries for a in e.aliases)
