@@ -27,7 +27,7 @@ TEST(Glob, TwoStarsCrossComponents) {
   EXPECT_TRUE(glob_matches("a.**.z", "a.b.c.z"));
   EXPECT_TRUE(glob_matches("a**z", "a.z"));
   EXPECT_FALSE(glob_matches("a.**.z", "a.z"));  // the dots around ** are literal
-  EXPECT_TRUE(glob_matches("***", "a.b"));  // '**' then '*'
+  EXPECT_TRUE(glob_matches("***", "a.b"));      // '**' then '*'
 }
 
 TEST(Glob, QuestionMarkIsOneCharacterOtherThanADot) {

@@ -162,12 +162,14 @@ def architecture_blocks(name: str, result: Result) -> list[tuple[str, list[str]]
     blocks: list[tuple[str, list[str]]] = []
     written: list[str] = []
     for (owner, attribute), found in by_site.items():
-        file = found[0].get("site", {}).get("file") or "?"
+        file = found[0].get("site", {}).get("file")
         phases = sorted({str(f.get("phase", "static")) for f in found})
         kind = f", {found[0]['kind']}" if found[0].get("kind") else ""
         globs = site_globs(f["path"] for f in found)
         written += globs
-        comment = f"{owner}.{attribute} ({file}): {len(found)} storage(s), {', '.join(phases)}"
+        # A kind-only finding (an emptied parameter) has no holder class or file to cite.
+        site = f"{owner}.{attribute} ({file})" if file else f"{owner} {attribute}"
+        comment = f"{site}: {len(found)} storage(s), {', '.join(phases)}"
         blocks.append((comment + kind, [f"{name}:{g}" for g in globs]))
     blocks += _capture_blocks(name, owners, written)
     for (epoch, verdict), paths in sorted(_later(result).items()):

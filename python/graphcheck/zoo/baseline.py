@@ -4,10 +4,13 @@ A CPU engine's code paths depend on the CPU's capability (:mod:`graphcheck.zoo.c
 run's ``--write-allowlist`` is right on its own CPU only. This merges the JSON reports
 (``--json``) of runs at several capabilities (native, or emulated with ``--cpu-capability``)
 into one baseline: an entry found on every capability its architecture ran on is
-unconditional; one found on some of them only holds on those (``[cpu=...]``). An
-architecture that ran on one capability only gets unconditional entries: run the
-capability-dependent ones (bfloat16, int8, fp8) on every rung to tell. Reports of the same
-capability: the later one's result for an architecture replaces the earlier one's.
+unconditional; one found on some of them only holds on those (``[cpu=...]``). "Ran on"
+counts a rung where the architecture did not build: its sites there are unknown, and an
+unconditional entry would be required there of the class's variants that do build (an entry
+naming a class covers its variants). An architecture that ran on one capability only gets
+unconditional entries: run the capability-dependent ones (bfloat16, int8, fp8) on every rung
+to tell. Reports of the same capability: the later one's result for an architecture replaces
+the earlier one's.
 
     python -m graphcheck.zoo.baseline --output baseline_allow.txt full.json avx2.json ...
 """
@@ -78,7 +81,7 @@ def merged_text(docs: Sequence[Doc], header: Sequence[str] = ()) -> str:
             lines.append(f"# {comment}")
             for entry in entries:
                 on = found[entry]
-                condition = "" if len(on) == len(built) else f"[cpu={','.join(on)}] "
+                condition = "" if len(on) == len(by_level) else f"[cpu={','.join(on)}] "
                 lines.append(condition + entry)
     return "\n".join(lines) + "\n"
 
