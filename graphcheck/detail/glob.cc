@@ -15,7 +15,7 @@ bool glob_matches(std::string_view glob, std::string_view name) {
   for (std::size_t g = 0; g < glob.size(); ++g) {
     const char c = glob[g];
     const bool any_depth = c == '*' && g + 1 < glob.size() && glob[g + 1] == '*';
-    next[0] = (c == '*') ? row[0] : 0;
+    next[0] = static_cast<char>(c == '*' && row[0] != 0);
     for (std::size_t j = 1; j <= n; ++j) {
       const char s = name[j - 1];
       if (any_depth) {
