@@ -43,8 +43,14 @@ DATA_BLOCK = re.compile(
     r'<script type="application/json" id="graphcheck-data">(.*?)</script>', re.DOTALL
 )
 # Reference rows of the embedded data: [node, name, param, place, address, size, access,
-# finding indexes].
+# finding indexes]; the writer leaves out trailing members equal to their defaults (size 0,
+# access "unknown", no finding), so a row may stop after the address.
 REF_PLACE, REF_ADDRESS, REF_FINDINGS = 3, 4, 7
+
+
+def ref_findings(ref: list[Any]) -> list[int]:
+    """The indexes of the report's findings about a reference row (none when left out)."""
+    return list(ref[REF_FINDINGS]) if len(ref) > REF_FINDINGS else []
 
 
 def page_data(page: Path) -> Doc:
@@ -110,7 +116,7 @@ def verdict_counts(snapshot: Doc, report: Doc, data: Doc) -> Counter[str]:
     counts: Counter[str] = Counter(f["verdict"] for f in report["findings"])
     for graph in data["snapshot"]["graphs"]:
         for ref in graph["refs"]:
-            if not ref[REF_FINDINGS]:
+            if not ref_findings(ref):
                 counts[ok_verdict(ref, spans, allocations)] += 1
     return counts
 
@@ -118,7 +124,7 @@ def verdict_counts(snapshot: Doc, report: Doc, data: Doc) -> Counter[str]:
 def shown_graph(data: Doc) -> Doc:
     """The graph the map shows first: the first with a finding, else the first."""
     graphs = data["snapshot"]["graphs"]
-    with_findings = [g for g in graphs if any(ref[REF_FINDINGS] for ref in g["refs"])]
+    with_findings = [g for g in graphs if any(ref_findings(ref) for ref in g["refs"])]
     return (with_findings or graphs)[0]  # type: ignore[no-any-return]
 
 
@@ -168,7 +174,7 @@ def expected_counts(snapshot: Doc, report: Doc, data: Doc) -> dict[str, str]:
             "count-map-references": str(references),
             "count-map-graphs": str(graphs),
             "count-map-findings": str(
-                sum(1 for g in data["snapshot"]["graphs"] for r in g["refs"] if r[REF_FINDINGS])
+                sum(1 for g in data["snapshot"]["graphs"] for r in g["refs"] if ref_findings(r))
             ),
             "count-map-arrows": str(owners),
             "count-map-moved-references": str(moved_refs),
