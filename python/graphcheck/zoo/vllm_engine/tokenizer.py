@@ -4,7 +4,7 @@ vLLM's pooling runners and several model classes read the tokenizer (its
 special tokens, its length) while the engine starts. The zoo writes a real
 fast tokenizer whose vocabulary is one word per id (``t0`` .. ``t<vocab-1>``),
 as long as the largest ``vocab_size`` of the config and its sub-configs, with
-the first ids as its special tokens.
+ids 1 to 4 as its special tokens (bos, eos, pad, unk; id 0 is an ordinary word).
 """
 
 from __future__ import annotations
@@ -30,21 +30,24 @@ def vocab_size(config: Any) -> int:
     return best or _DEFAULT_VOCAB
 
 
-def write_tokenizer(folder: Path, config: Any) -> None:
-    """Writes ``tokenizer.json`` and ``tokenizer_config.json`` for ``config`` into ``folder``."""
+def write_tokenizer(folder: Path, config: Any) -> Any:
+    """Writes ``tokenizer.json`` and ``tokenizer_config.json`` for ``config``; returns it."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     size = max(vocab_size(config), 8)
-    tokenizer = Tokenizer(models.WordLevel({f"t{i}": i for i in range(size)}, unk_token="t0"))
+    # Id 0 is an ordinary word: CLIP's processor uses it as its image placeholder and asserts
+    # that it is no special token (vllm/model_executor/models/clip.py:228).
+    tokenizer = Tokenizer(models.WordLevel({f"t{i}": i for i in range(size)}, unk_token="t4"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     # transformers leaves PreTrainedTokenizerFast's constructor (TokenizersBackend's) unannotated.
     fast = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=tokenizer,
-        unk_token="t0",
+        unk_token="t4",
         bos_token="t1",
         eos_token="t2",
         pad_token="t3",
         model_max_length=4096,
     )
     fast.save_pretrained(folder)
+    return fast

@@ -89,19 +89,52 @@ def per_layer(key: str, *values: Any) -> Callable[[Dict], None]:
     return fix
 
 
+#: Sub-configs a hub config class builds from its dicts (InternVL's ``llm_config``...).
+SUBCONFIGS = ("vision_config", "text_config", "llm_config", "audio_config", "vit_config")
+
+
+def _subconfig(d: Dict) -> Any:
+    """A sub-config dict as the config object of its model type (a plain one otherwise)."""
+    from transformers import CONFIG_MAPPING, PretrainedConfig
+
+    model_type = d.get("model_type")
+    if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
+        return CONFIG_MAPPING[model_type].from_dict(d)
+    return PretrainedConfig.from_dict(d)
+
+
 def remote_class(entry: Entry) -> Any:
     """A config class named as the hub's remote code names it, registered with AutoConfig.
 
     Like the hub's classes, a plain ``PretrainedConfig`` whose fields are attributes as
     ``config.json`` gives them (transformers' own classes move some, ``rope_theta`` into
-    ``rope_parameters``); its defaults come from the entry's ``base``. Registered in this
-    process only (the zoo's worker), so that vLLM's ``AutoConfig`` finds it offline: what
+    ``rope_parameters``) and whose sub-config dicts (:data:`SUBCONFIGS`) become config
+    objects; its defaults come from the entry's ``base``. Registered in this process only
+    (the zoo's worker), so that vLLM's ``AutoConfig`` finds it offline: what
     ``trust_remote_code`` would load, minus the hub.
     """
     from transformers import AutoConfig, PretrainedConfig
 
+    def subconfigs(kwargs: Dict) -> Dict:
+        return {k: _subconfig(v) if k in SUBCONFIGS and isinstance(v, dict) else v
+                for k, v in kwargs.items()}  # fmt: skip
+
+    def __init__(self: Any, **kwargs: Any) -> None:
+        PretrainedConfig.__init__(self, **subconfigs(kwargs))
+
+    # Where transformers builds a config without calling __init__ with its dict (5.2x's
+    # dataclass configs), from_dict is the door config.json comes through.
+    def from_dict(cls: Any, config_dict: Dict, **kwargs: Any) -> Any:
+        return PretrainedConfig.from_dict.__func__(cls, subconfigs(config_dict), **kwargs)
+
     model_type = entry.model_type or entry.remote.lower()
-    cls = type(entry.remote, (PretrainedConfig,), {"model_type": model_type, "__module__": __name__})
+    namespace = {
+        "model_type": model_type,
+        "__module__": __name__,
+        "__init__": __init__,
+        "from_dict": classmethod(from_dict),
+    }
+    cls = type(entry.remote, (PretrainedConfig,), namespace)
     AutoConfig.register(model_type, cls, exist_ok=True)
     return cls
 

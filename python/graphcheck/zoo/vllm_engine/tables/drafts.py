@@ -19,9 +19,21 @@ _M = "vllm/model_executor/models/"
 _DFLASH = {"dflash_config": {"target_layer_ids": [0, 1], "mask_token_id": 3}}
 
 TABLE: dict[str, Entry] = {
-    "EagleCohereForCausalLM": Entry(_M + "cohere_eagle.py", base="cohere"),
+    "EagleCohereForCausalLM": Entry(
+        _M + "cohere_eagle.py",
+        base="cohere",
+        fields={"layer_types": ["full_attention", "full_attention"]},
+    ),
+    # llama4_eagle.py:154 asserts no YOCO global KV layer.
     "EagleLlama4ForCausalLM": Entry(
-        _M + "llama4_eagle.py", base="llama4_text", fields=TEXT["Llama4ForCausalLM"].fields
+        _M + "llama4_eagle.py",
+        base="llama4_text",
+        fields={
+            **TEXT["Llama4ForCausalLM"].fields,
+            "yoco_global_kv_layer": None,
+            "yoco_local_kv_layer": None,
+            "moe_layers": [],  # llama4_eagle.py:156: a dense draft
+        },
     ),
     "EagleMiniCPMForCausalLM": Entry(
         _M + "minicpm_eagle.py", fields=TEXT["MiniCPMForCausalLM"].fields
@@ -38,7 +50,7 @@ TABLE: dict[str, Entry] = {
     "Qwen3DSparkModel": Entry(
         _M + "qwen3_dspark.py", base="qwen3", fields={"dspark_target_layer_ids": [0, 1]}
     ),
-    "ExtractHiddenStatesModel": Entry(
-        _M + "extract_hidden_states.py", fields={"eagle_aux_hidden_state_layer_ids": [0, 1]}
+    "DFlashLagunaForCausalLM": Entry(
+        _M + "laguna_dflash.py", base="laguna", fields={**_DFLASH, "draft_vocab_size": 512}
     ),
 }

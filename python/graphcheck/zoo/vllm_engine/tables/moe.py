@@ -114,7 +114,16 @@ TABLE: dict[str, Entry] = {
     ),
     # openPangu MoE: DeepSeek-style names; no n_routed_experts means no MoE layer at all.
     "PanguProMoEV2ForCausalLM": Entry(_M + "openpangu.py", fields=_PANGU),
-    "PanguUltraMoEForCausalLM": Entry(_M + "openpangu.py", fields=_PANGU),
+    # Its own model type, which vLLM's MTP mapping keys on (config/speculative.py:707).
+    "PanguUltraMoEForCausalLM": Entry(
+        _M + "openpangu.py", remote="PanguUltraMoEConfig", model_type="pangu_ultra_moe",
+        fields={**_PANGU, "rope_theta": 10000.0},
+    ),  # fmt: skip
+    # HunYuan 3 (hy_v3.py:391 refuses a config without first_k_dense_replace).
+    "HYV3ForCausalLM": Entry(
+        _M + "hy_v3.py",
+        fields={"first_k_dense_replace": 1, "expert_hidden_dim": 128, "route_norm": True},
+    ),
     "SarvamMLAForCausalLM": Entry(
         _M + "sarvam.py",
         fields={**_EXPERTS, "kv_lora_rank": 512, "q_lora_rank": 64, "qk_nope_head_dim": 32,
@@ -143,4 +152,36 @@ TABLE: dict[str, Entry] = {
         },
     ),
     "BailingMoeForCausalLM": Entry(_M + "bailing_moe.py", fields=_BAILING),
+    # MiniMax-M3 (vllm/models/minimax_m3/): clamped SwiGLU experts, dense layers of their own
+    # width, one MTP module; a hub class (rope_theta read as an attribute).
+    "MiniMaxM3SparseForCausalLM": Entry(
+        "vllm/models/minimax_m3/nvidia/model.py",
+        remote="MiniMaxM3SparseConfig",
+        model_type="minimax_m3",
+        fields={
+            "rope_theta": 10000.0,
+            "partial_rotary_factor": 1.0,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "scoring_func": "softmax",
+            "swiglu_limit": 7.0,
+            "swiglu_alpha": 1.702,
+            "swiglu_beta": 1.0,
+            "dense_intermediate_size": 128,
+            "use_gemma_norm": False,
+            "num_mtp_modules": 1,
+        },
+    ),
+    # Step 3.5 (vLLM's own Step3p5Config): one KV group for two heads, four experts.
+    "Step3p5ForCausalLM": Entry(
+        _M + "step3p5.py, vllm/transformers_utils/configs/step3p5.py",
+        fields={
+            "num_attention_groups": 1,
+            "moe_num_experts": 4,
+            "moe_top_k": 2,
+            "moe_intermediate_size": 128,
+            "share_expert_dim": 128,
+            "max_position_embeddings": 128,
+        },
+    ),
 }

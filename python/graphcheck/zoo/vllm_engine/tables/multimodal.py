@@ -1,7 +1,120 @@
-"""Config table: multimodal architectures (see :mod:`graphcheck.zoo.vllm_engine.tables`)."""
+"""Config table: multimodal architectures whose configs live on the hub.
+
+The InternVL family (InternVL chat, H2OVL, Skywork-R1V, NVLM-D, Llama-Nemotron VL):
+the hub's ``InternVLChatConfig`` holds an InternViT vision config (``intern_vit.py``
+reads the fields of :data:`_INTERN_VIT`) and the language model's config as
+``llm_config`` (vLLM reads it as ``text_config``), with the image tiling the
+processor and the projector read (``force_image_size``, ``downsample_ratio``,
+``ps_version``). The vision tower is tiny: 32-pixel images of 16-pixel patches, one
+layer. Run language-model-only, vLLM still builds the config and the projector's
+shapes from it.
+"""
 
 from __future__ import annotations
 
-from graphcheck.zoo.vllm_engine.tables import Entry
+from typing import Any
 
-TABLE: dict[str, Entry] = {}
+from graphcheck.zoo.vllm_engine.tables import Dict, Entry, merge
+
+_M = "vllm/model_executor/models/"
+
+#: InternViT (intern_vit.py): what InternVisionModel reads, at the zoo's tiny sizes.
+_INTERN_VIT: dict[str, Any] = {
+    "model_type": "intern_vit_6b",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 2,
+    "num_hidden_layers": 1,
+    "image_size": 32,
+    "patch_size": 16,
+    "hidden_act": "gelu",
+    "layer_norm_eps": 1e-6,
+    "norm_type": "layer_norm",
+    "qk_normalization": False,
+    "qkv_bias": True,
+    "initializer_factor": 1.0,
+}
+
+#: The chat config around it (internvl.py): one 32-pixel tile, pixel shuffle by half.
+_INTERN_CHAT: dict[str, Any] = {
+    "force_image_size": 32,
+    "downsample_ratio": 0.5,
+    "ps_version": "v2",
+    "select_layer": -1,
+    "template": "internvl2_5",
+    "dynamic_image_size": False,
+    "use_thumbnail": False,
+    "min_dynamic_patch": 1,
+    "max_dynamic_patch": 1,
+}
+
+
+def _intern_vl(text_type: str) -> Any:
+    """A fix: the InternViT vision config, and the text config of ``text_type``'s class."""
+
+    def fix(d: Dict) -> None:
+        from transformers import CONFIG_MAPPING
+
+        from graphcheck.zoo.tiny_config import shrink
+        from graphcheck.zoo.vllm_engine.configs import VLLM_SIZES, fit_for_vllm
+
+        d["vision_config"] = dict(_INTERN_VIT)
+        text = shrink(CONFIG_MAPPING[text_type]().to_dict(), "tiny", sizes=VLLM_SIZES)
+        fit_for_vllm(text)
+        d["text_config"] = text
+        merge(d, _INTERN_CHAT)
+
+    return fix
+
+
+def _chat(source: str, remote: str, model_type: str, text_type: str = "qwen2") -> Entry:
+    return Entry(
+        _M + source,
+        base="llama",
+        remote=remote,
+        model_type=model_type,
+        fix=_intern_vl(text_type),
+    )
+
+
+TABLE: dict[str, Entry] = {
+    "InternVLChatModel": _chat("internvl.py", "InternVLChatConfig", "internvl_chat"),
+    "H2OVLChatModel": _chat("h2ovl.py", "H2OVLChatConfig", "h2ovl_chat", "llama"),
+    "SkyworkR1VChatModel": _chat("skyworkr1v.py", "SkyworkChatConfig", "skywork_chat"),
+    "NVLM_D": _chat("nvlm_d.py", "NVLM_D_Config", "NVLM_D", "qwen2"),
+    # vLLM's own config classes, under a model type the registry's module name does not give.
+    "DeepseekVLV2ForCausalLM": Entry(
+        _M + "deepseek_vl2.py, vllm/transformers_utils/configs/deepseek_vl2.py",
+        base="deepseek_vl_v2",
+    ),
+    "DeepseekOCRForCausalLM": Entry(
+        _M + "deepseek_ocr.py, vllm/transformers_utils/configs/deepseek_vl2.py",
+        base="deepseek_vl_v2",
+    ),
+    "Cosmos3ForConditionalGeneration": Entry(
+        "vllm/transformers_utils/configs/cosmos3_edge.py",
+        base="cosmos3_edge",
+        fields={"vision_config": {"num_heads": 2}},
+    ),
+    "Qwen3ASRRealtimeGeneration": Entry(
+        "vllm/transformers_utils/configs/qwen3_asr.py", base="qwen3_asr"
+    ),
+    # OpenCUA is Qwen2.5-VL's layout (opencua.py builds Qwen2.5-VL's vision tower).
+    "OpenCUAForConditionalGeneration": Entry(_M + "opencua.py", base="qwen2_5_vl"),
+    # transformers' classes of the same families, under model types the registry does not name.
+    "LightOnOCRForConditionalGeneration": Entry(
+        _M + "lightonocr.py", base="lighton_ocr", fields={"vision_feature_layer": -1}
+    ),
+    "LlavaOnevision2ForConditionalGeneration": Entry(
+        _M + "llava_onevision2.py",
+        base="llava_onevision",
+        fields={"vision_config": {"spatial_merge_size": 2}},
+    ),
+    "Ovis2_5": Entry(_M + "ovis2_5.py", base="ovis2"),
+    "Phi4MMForCausalLM": Entry(_M + "phi4mm.py", base="phi4_multimodal"),
+    "FunASRForConditionalGeneration": Entry(_M + "funasr.py", base="fun_asr_nano"),
+    "InternS1ForConditionalGeneration": Entry(_M + "interns1.py", base="internvl"),
+    "Llama_Nemotron_Nano_VL": _chat(
+        "nemotron_vl.py", "Llama_Nemotron_Nano_VL_Config", "Llama_Nemotron_Nano_VL", "llama"
+    ),
+}
