@@ -8,57 +8,17 @@
 #include <graphcheck/address_index.h>
 #include <graphcheck/check_session.h>
 #include <graphcheck/checker.h>
-#include <malloc.h>
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
-// Counting allocator for the memory benchmark: operator new and delete of a thread that
-// turned `counting` on are counted (bytes as malloc_usable_size reports them), with a
-// high-water mark; other threads and times pay one thread-local test.
-namespace {
-thread_local bool counting = false;
-thread_local std::int64_t live_bytes = 0;
-thread_local std::int64_t peak_bytes = 0;
-
-void* counted_new(std::size_t size) {
-  void* pointer = std::malloc(size == 0 ? 1 : size);
-  if (pointer == nullptr) {
-    throw std::bad_alloc();
-  }
-  if (counting) {
-    live_bytes += static_cast<std::int64_t>(malloc_usable_size(pointer));
-    peak_bytes = std::max(peak_bytes, live_bytes);
-  }
-  return pointer;
-}
-
-void counted_delete(void* pointer) noexcept {
-  if (pointer != nullptr) {
-    if (counting) {
-      live_bytes -= static_cast<std::int64_t>(malloc_usable_size(pointer));
-    }
-    std::free(pointer);
-  }
-}
-}  // namespace
-
-// NOLINTBEGIN(misc-new-delete-overloads): the replaceable global forms, for counting
-void* operator new(std::size_t size) { return counted_new(size); }
-void* operator new[](std::size_t size) { return counted_new(size); }
-void operator delete(void* pointer) noexcept { counted_delete(pointer); }
-void operator delete[](void* pointer) noexcept { counted_delete(pointer); }
-void operator delete(void* pointer, std::size_t /*size*/) noexcept { counted_delete(pointer); }
-void operator delete[](void* pointer, std::size_t /*size*/) noexcept { counted_delete(pointer); }
-// NOLINTEND(misc-new-delete-overloads)
+#include "bench/counting_new.h"
 
 namespace graphcheck {
 namespace {
@@ -362,20 +322,19 @@ void session_sleep_wake_benchmark(benchmark::State& state, std::size_t nodes, st
 void memory_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spans,
                       const std::string& epoch) {
   const World& w = world(nodes, spans);
-  counting = true;
-  live_bytes = 0;
+  bench::start_counting();
   auto copy = std::make_unique<Snapshot>(w.snapshot);
-  const std::int64_t snapshot_bytes = live_bytes;
+  const std::int64_t snapshot_bytes = bench::live_bytes();
   copy.reset();
-  counting = false;
+  bench::stop_counting();
   CheckOptions options;
   options.epoch = epoch;
   std::int64_t check_peak = 0;
   for (auto _ : state) {
     std::thread worker([&] {
-      counting = true;
+      bench::start_counting();
       Report report = check(w.snapshot, options);
-      check_peak = peak_bytes;
+      check_peak = bench::stop_counting();
       benchmark::DoNotOptimize(report);
     });
     worker.join();

@@ -26,6 +26,19 @@ bool same_state(const Epoch& left, const Epoch& right) {
   return left.spans == right.spans && left.allocations == right.allocations;
 }
 
+// The generation of the allocation of `table` (sorted by begin; the tracker's entries are
+// disjoint: a new one replaces what it overlaps) holding `address`, else 1 (memory the table
+// never saw: allocated before the subscription, or unmapped).
+std::uint64_t inherited_generation(const std::vector<Allocation>& table, Address address) {
+  auto it = std::upper_bound(table.begin(), table.end(), address,
+                             [](Address a, const Allocation& b) { return a < b.begin; });
+  if (it == table.begin()) {
+    return 1;
+  }
+  --it;
+  return address - it->begin < it->size ? it->generation : 1;
+}
+
 }  // namespace
 
 CheckerSession::CheckerSession(SessionOptions options, SessionSources sources)
@@ -36,13 +49,14 @@ void CheckerSession::set_spans(std::vector<Span> spans) {
   spans_ = std::move(spans);
 }
 
-void CheckerSession::add_allocations(std::function<std::vector<Allocation>()> source) {
+void CheckerSession::add_allocations(std::function<std::vector<Allocation>()> source,
+                                     SourceGenerations generations) {
   const Lock lock(*this);
-  extra_allocations_.push_back(std::move(source));
+  extra_allocations_.push_back(ExtraSource{std::move(source), generations});
 }
 
 CheckerSession::Gathered CheckerSession::gather(bool graphs) const {
-  std::vector<std::function<std::vector<Allocation>()>> extra;
+  std::vector<ExtraSource> extra;
   {
     const Lock lock(*this);
     extra = extra_allocations_;
@@ -53,11 +67,21 @@ CheckerSession::Gathered CheckerSession::gather(bool graphs) const {
     std::copy_if(allocations.begin(), allocations.end(), std::back_inserter(gathered.allocations),
                  [](const Allocation& allocation) { return allocation.size > 0; });
   };
+  std::vector<Allocation> table;
   if (sources_.allocations) {
-    add(sources_.allocations());
+    table = sources_.allocations();
+    add(table);
   }
-  for (const auto& source : extra) {
-    add(source());
+  std::sort(table.begin(), table.end(),
+            [](const Allocation& a, const Allocation& b) { return a.begin < b.begin; });
+  for (const ExtraSource& source : extra) {
+    std::vector<Allocation> allocations = source.source();
+    if (source.generations == SourceGenerations::kInherit) {
+      for (Allocation& allocation : allocations) {
+        allocation.generation = inherited_generation(table, allocation.begin);
+      }
+    }
+    add(allocations);
   }
   std::stable_sort(gathered.allocations.begin(), gathered.allocations.end(),
                    [](const Allocation& a, const Allocation& b) { return a.begin < b.begin; });

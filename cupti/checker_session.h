@@ -61,6 +61,18 @@ struct SessionOptions {
   std::function<void(std::string_view)> log;
 };
 
+/// @brief Where the allocations of an extra source (`CheckerSession::add_allocations`) get
+/// their generations.
+enum class SourceGenerations : std::uint8_t {
+  kOwn,  ///< as the source gives them
+  /// The generation of the innermost allocation of `SessionSources::allocations` (the
+  /// tracker's table: cuMemAlloc, VMM mappings) holding the allocation's first byte, else 1.
+  /// For an allocator's blocks (torch's caching allocator, an arena): the allocator knows
+  /// which tensor a block holds, the driver's table whether its bytes survived (a block over
+  /// a VMM mapping mapped again after a sleep is `lost` when unregistered).
+  kInherit,
+};
+
 /// @brief The state sources a session reads. Each is called without the session's lock held
 /// (cupti/lock_order.h): a source may take the capture's lock, which a driver call may hold.
 struct SessionSources {
@@ -112,8 +124,11 @@ class CheckerSession {
 
   /// @brief Replaces the span registry (parameters, buffers, runtime state, inputs).
   void set_spans(std::vector<Span> spans);
-  /// @brief Adds another allocation source (the caching allocator's snapshot).
-  void add_allocations(std::function<std::vector<Allocation>()> source);
+  /// @brief Adds another allocation source (the caching allocator's snapshot: every live
+  /// block, so that a word at a block's first byte is that block's and not the end pointer of
+  /// the tensor before it; `add_torch_allocator`, cupti/torch_allocator_snapshot.h).
+  void add_allocations(std::function<std::vector<Allocation>()> source,
+                       SourceGenerations generations = SourceGenerations::kOwn);
 
   /// @brief Binds graph `graph_id` to a capture epoch of the current state, recording one
   /// if the state changed since the last capture epoch. @return the epoch label.
@@ -221,7 +236,11 @@ class CheckerSession {
   SessionSources sources_;
   mutable std::mutex mutex_;
   std::vector<Span> spans_;
-  std::vector<std::function<std::vector<Allocation>()>> extra_allocations_;
+  struct ExtraSource {
+    std::function<std::vector<Allocation>()> source;
+    SourceGenerations generations = SourceGenerations::kOwn;
+  };
+  std::vector<ExtraSource> extra_allocations_;
   std::vector<Epoch> epochs_;                          // recorded, in order
   std::optional<std::size_t> last_capture_;            // index into epochs_
   std::map<std::uint64_t, std::string> graph_epochs_;  // graph id -> capture epoch label

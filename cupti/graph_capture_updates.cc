@@ -345,11 +345,9 @@ void GraphCapture::exec_updated(CUgraphExec exec, CUgraph graph) {
     at->second.kernel = kernel->second;
     ++at;
   }
-  // Should the driver also accept the update graph's own handles [verify on a GPU], they
-  // name the same nodes.
-  for (auto& [node, location] : update_index) {
-    state.index.try_emplace(node, std::move(location));
-  }
+  // The update graph's own handles are not keys: on an H200 (driver 580) a setter naming
+  // one failed (cudaErrorInvalidValue) and one naming the instantiated graph's succeeded
+  // (docs/cupti.md). A setter the record cannot place is reported.
   state.unreadable.clear();
   for (UnreadableNode& node : unreadable) {
     if (const auto original = ids.find(node.id); original != ids.end()) {

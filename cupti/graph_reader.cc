@@ -153,7 +153,9 @@ Node GraphReader::read_node(CUgraphNode handle, NodeIndex* index, std::vector<st
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
       CUDA_MEM_ALLOC_NODE_PARAMS alloc{};
       GRAPHCHECK_CU_CHECK(api_, cu_graph_mem_alloc_node_get_params(handle, &alloc));
-      node.operands.push_back(Operand{"alloc", alloc.dptr, alloc.bytesize, Access::kUnknown});
+      // Written, as the snapshot spells an alloc node (docs/snapshot-format.md): the record
+      // must be what a snapshot of it reads back (the GPU run's writer refused kUnknown).
+      node.operands.push_back(Operand{"alloc", alloc.dptr, alloc.bytesize, Access::kWrite});
       break;
     }
     case CU_GRAPH_NODE_TYPE_MEM_FREE: {

@@ -64,12 +64,13 @@ enum class LayoutSource : std::uint8_t {
 ///
 /// Kernel arguments: each argument's bytes are copied from `kernelParams[i]` (size from
 /// the layout) or from the packed `extra` buffer (CU_LAUNCH_PARAM_BUFFER_POINTER/_SIZE, at
-/// the layout's offsets); every 128-byte window at a 64-byte-aligned offset of an argument
-/// that matches a recorded TMA descriptor adds an operand "param[i]+<off>:tensor_map".
+/// the layout's offsets); every 128-byte window at a multiple of 64 bytes from an
+/// argument's start that matches a recorded TMA descriptor adds an operand
+/// "param[i]+<off>:tensor_map" (read, as a snapshot spells kernel operands).
 /// Memcpy: device or unified operands become "src" (read) / "dst" (write) with their
 /// extent (x + y*pitch + z*height*pitch ...); host and array operands are skipped (unified
 /// ones that cuPointerGetAttribute says are host memory too). Memset: "dst" (write).
-/// Mem alloc: "alloc". Mem free: "dptr" (size 0). Batch mem ops: "reads[k]" (waits) and
+/// Mem alloc: "alloc" (write). Mem free: "dptr" (size 0). Batch mem ops: "reads[k]" (waits) and
 /// "writes[k]" (writes) of 4 or 8 bytes. Child graphs and conditional bodies
 /// (when registered with `set_conditional_bodies`) are read recursively. A kernel whose
 /// arguments cannot be read is kept without them (`take_unreadable`); other failing driver

@@ -189,19 +189,20 @@ void GraphReader::add_tensor_map_operands(Node& node) const {
   if (tensor_maps_.empty()) {
     return;
   }
-  constexpr std::size_t kAlign = 64;  // CUtensorMap is alignas(64)
+  // CUtensorMap is alignas(64): a descriptor starts an argument or lies at a multiple of 64
+  // bytes from the start of the struct holding it. Relative to the argument, not to the
+  // packed buffer: on an H200 (driver 580) cuFuncGetParamInfo put a __grid_constant__
+  // CUtensorMap at offset 112, so packed offsets are not 64-aligned (docs/cupti.md).
+  constexpr std::size_t kAlign = 64;
   constexpr std::size_t kSize = TensorMapTable::kDescriptorSize;
   for (std::size_t p = 0; p < node.params.size(); ++p) {
     const KernelParam& param = node.params[p];
-    if (param.bytes.size() < kSize) {
-      continue;
-    }
-    std::size_t at = (kAlign - param.offset % kAlign) % kAlign;
-    for (; at + kSize <= param.bytes.size(); at += kAlign) {
+    for (std::size_t at = 0; at + kSize <= param.bytes.size(); at += kAlign) {
       if (const auto global = tensor_maps_.find(param.bytes.data() + at)) {
+        // Read, as a snapshot spells every kernel operand (a TMA store cannot be told apart).
         node.operands.push_back(
             Operand{"param[" + std::to_string(p) + "]+" + std::to_string(at) + ":tensor_map",
-                    *global, 0, Access::kUnknown});
+                    *global, 0, Access::kRead});
       }
     }
   }

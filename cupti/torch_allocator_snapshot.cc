@@ -8,6 +8,7 @@
 #include <exception>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #if !defined(TORCH_VERSION_MAJOR) || TORCH_VERSION_MAJOR < 2
 #error "graphcheck_cupti_torch needs torch >= 2.0 (SnapshotInfo with segment pool ids)"
@@ -37,9 +38,9 @@ std::vector<Allocation> torch_allocations(const std::vector<TorchSegment>& segme
     const std::string pool = torch_pool_name(segment.pool, options);
     const std::string device = "dev" + std::to_string(segment.device);
     // The allocator reports no generations: the CUPTI tracker's table carries them for the
-    // cudaMalloc/cuMemMap underneath; these entries only name pools and tensors.
-    result.push_back(
-        Allocation{segment.address, segment.total_size, pool, 1, "torch segment " + device});
+    // cudaMalloc/cuMemMap underneath (add_torch_allocator inherits them); these entries only
+    // name pools and tensors. Blocks before their segment: a block as large as its segment
+    // (a big tensor gets one of its own) ties with it, and ties go by position.
     std::uint64_t offset = 0;
     for (const auto& [size, allocated] : segment.blocks) {
       if (allocated && size > 0) {
@@ -48,6 +49,8 @@ std::vector<Allocation> torch_allocations(const std::vector<TorchSegment>& segme
       }
       offset += size;
     }
+    result.push_back(
+        Allocation{segment.address, segment.total_size, pool, 1, "torch segment " + device});
   }
   return result;
 }
@@ -104,6 +107,12 @@ std::vector<Allocation> torch_allocator_allocations(const TorchSnapshotOptions& 
                 "; call it after CUDA is initialised, outside allocator callbacks");
   }
   return detail::torch_allocations(segments, options);
+}
+
+void add_torch_allocator(CheckerSession& session, TorchSnapshotOptions options) {
+  session.add_allocations(
+      [options = std::move(options)] { return torch_allocator_allocations(options); },
+      SourceGenerations::kInherit);
 }
 
 }  // namespace graphcheck::cupti

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "cupti/checker_session.h"
+
 namespace graphcheck::cupti {
 
 /// @brief A PyTorch memory pool id (`MempoolId_t`): {0,0} is the default pool, {id,0} a
@@ -41,9 +43,10 @@ struct TorchSegment {
   /// Blocks in address order: size and whether a tensor holds it.
   std::vector<std::pair<std::uint64_t, bool>> blocks;
 };
-/// One allocation per segment (label "torch segment dev<d>") and one per allocated block
-/// inside it (label "torch block dev<d>"), both in the segment's pool; the checker attributes
-/// an address to the smallest allocation holding it.
+/// One allocation per allocated block (label "torch block dev<d>"), then one for the segment
+/// holding them (label "torch segment dev<d>"), all in the segment's pool; the checker
+/// attributes an address to the smallest allocation holding it, the first listed on a tie (a
+/// block as large as its segment is the block).
 [[nodiscard]] std::vector<Allocation> torch_allocations(const std::vector<TorchSegment>& segments,
                                                         const TorchSnapshotOptions& options);
 }  // namespace detail
@@ -55,6 +58,17 @@ struct TorchSegment {
 /// Thread safety: as `CUDACachingAllocator::snapshot()` (safe from any thread).
 [[nodiscard]] std::vector<Allocation> torch_allocator_allocations(
     const TorchSnapshotOptions& options = {});
+
+/// @brief Makes `torch_allocator_allocations(options)` an allocation source of `session`,
+/// whose blocks take the generation of the tracked memory under them
+/// (`SourceGenerations::kInherit`). What a program linking LibTorch with CUDA and the CUPTI
+/// backend calls once: without the blocks, a tensor packed right after a registered one
+/// (the caching allocator packs blocks back to back) reads as that tensor's end pointer, and
+/// one in a segment allocated before the subscription is in no allocation at all (the first
+/// GPU run, 2026-12-04: GpuTorchGraphTest). The snapshot is taken at every capture epoch,
+/// check and snapshot, from the thread that triggers it (a graph's instantiation among them);
+/// the caching allocator's mutex is taken then, never the session's.
+void add_torch_allocator(CheckerSession& session, TorchSnapshotOptions options = {});
 
 }  // namespace graphcheck::cupti
 

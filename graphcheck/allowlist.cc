@@ -1,15 +1,25 @@
-// Allowlist globs: reading them from a file, and matching them during a check.
+// Allowlist globs: reading them from a file (UTF-8 text, refused otherwise), and matching them
+// during a check.
 #include "graphcheck/detail/allowlist.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <graphcheck/checker.h>
 #include <graphcheck/error.h>
+#include <graphcheck/report.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "graphcheck/detail/glob.h"
+#include "graphcheck/detail/utf8.h"
 
 namespace graphcheck {
 namespace detail {
@@ -60,31 +70,131 @@ std::vector<std::string> Allowlist::unused() const {
 
 }  // namespace detail
 
-std::vector<std::string> read_allowlist(const std::string& path) {
-  std::error_code ignored;
-  std::ifstream in(path);
-  if (!in || std::filesystem::is_directory(path, ignored)) {
-    throw Error("allowlist " + path +
-                ": cannot be read (expected a text file with one glob per line); check the "
-                "path and its permissions");
+namespace {
+
+// What is at a path that is not a regular file, for the message that refuses it.
+std::string_view file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) {
+    return "a folder";
   }
-  std::vector<std::string> globs;
-  std::string line;
+  if (S_ISFIFO(mode)) {
+    return "a FIFO (named pipe)";
+  }
+  if (S_ISSOCK(mode)) {
+    return "a socket";
+  }
+  if (S_ISCHR(mode) || S_ISBLK(mode)) {
+    return "a device";
+  }
+  return "not a regular file";
+}
+
+// An open file descriptor, closed on every path out.
+class Descriptor {
+ public:
+  explicit Descriptor(int fd) : fd_(fd) {}
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  Descriptor(Descriptor&&) = delete;
+  Descriptor& operator=(Descriptor&&) = delete;
+  ~Descriptor() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+  }
+  [[nodiscard]] int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// The file's bytes, at most kMaxAllowlistBytes. Opened without blocking (a FIFO's open waits
+// for a writer otherwise) and refused unless it is a regular file.
+std::string read_text_file(const std::string& path, const std::string& shown) {
+  const Descriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));  // NOLINT
+  if (fd.get() < 0) {
+    throw Error(fmt::format(
+        "allowlist {}: cannot be read: {} (expected a text file with one glob per line); check "
+        "the path and its permissions",
+        shown, std::strerror(errno)));
+  }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) {
+    throw Error(fmt::format("allowlist {}: cannot be read: {}", shown, std::strerror(errno)));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    throw Error(fmt::format("allowlist {}: expected a text file with one glob per line, found {}",
+                            shown, file_kind(info.st_mode)));
+  }
+  std::string text;
+  std::array<char, 65536> buffer{};
+  while (true) {
+    const ssize_t got = ::read(fd.get(), buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got < 0) {
+      throw Error(fmt::format("allowlist {}: read failed part way: {}; check the file", shown,
+                              std::strerror(errno)));
+    }
+    if (got == 0) {
+      return text;
+    }
+    const std::size_t total = text.size() + static_cast<std::size_t>(got);
+    if (total > kMaxAllowlistBytes) {
+      throw Error(fmt::format(
+          "allowlist {}: {} bytes, more than the {} an allowlist may hold (4 MiB); expected a "
+          "text file with one glob per line: is this the right file?",
+          shown, std::max(static_cast<std::uint64_t>(info.st_size), std::uint64_t{total}),
+          kMaxAllowlistBytes));
+    }
+    text.append(buffer.data(), static_cast<std::size_t>(got));
+  }
+}
+
+// Refuses a line that is not text: bytes that are not UTF-8, or a NUL (no owner name holds
+// one, and a C string of the glob would end there: a shorter glob than the one written).
+void require_text_line(std::string_view line, std::size_t line_start, std::size_t number,
+                       const std::string& shown) {
+  std::optional<std::size_t> bad = detail::first_invalid_utf8(line);
+  std::string_view what = "not valid UTF-8";
+  const std::size_t nul = line.find('\0');
+  if (nul != std::string_view::npos && (!bad || nul < *bad)) {
+    bad = nul;
+    what = "a NUL byte";
+  }
+  if (!bad) {
+    return;
+  }
+  throw Error(fmt::format(
+      "allowlist {}:{}: {} (byte 0x{:02x} at byte offset {} of the file, column {}); an "
+      "allowlist is UTF-8 text, one glob per line: fix or remove the line",
+      shown, number, what, static_cast<unsigned char>(line[*bad]), line_start + *bad, *bad + 1));
+}
+
+}  // namespace
+
+std::vector<std::string> read_allowlist(const std::string& path) {
+  const std::string shown = printable(path);
+  const std::string text = read_text_file(path, shown);
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
   constexpr std::string_view kSpace = " \t\r\n\f\v";
-  while (std::getline(in, line)) {
+  std::vector<std::string> globs;
+  std::size_t start = text.starts_with(kBom) ? kBom.size() : 0;
+  for (std::size_t number = 1; start < text.size(); ++number) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) {
+      end = text.size();
+    }
+    const std::string_view line = std::string_view(text).substr(start, end - start);
+    require_text_line(line, start, number, shown);
+    start = end + 1;
     const std::size_t first = line.find_first_not_of(kSpace);
-    if (first == std::string::npos) {
+    if (first == std::string_view::npos || line[first] == '#') {
       continue;
     }
     const std::size_t last = line.find_last_not_of(kSpace);
-    std::string glob = line.substr(first, last - first + 1);
-    if (glob.front() == '#') {
-      continue;
-    }
-    globs.push_back(std::move(glob));
-  }
-  if (in.bad()) {
-    throw Error("allowlist " + path + ": read failed part way; check the file");
+    globs.emplace_back(line.substr(first, last - first + 1));
   }
   return globs;
 }

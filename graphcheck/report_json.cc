@@ -2,10 +2,13 @@
 #include <graphcheck/error.h>
 #include <graphcheck/report.h>
 
+#include <functional>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include "graphcheck/detail/json_access.h"
+#include "graphcheck/detail/report_stream.h"
 
 namespace graphcheck {
 namespace {
@@ -138,19 +141,8 @@ std::vector<std::string> read_strings(const JsonField& field) {
   return strings;
 }
 
-}  // namespace
-
-std::uint64_t Summary::findings() const {
-  std::uint64_t total = 0;
-  for (std::size_t i = 0; i < kVerdictCount; ++i) {
-    if (is_finding(static_cast<Verdict>(i))) {
-      total += counts[i];
-    }
-  }
-  return total;
-}
-
-std::string to_json(const Report& report, int indent) {
+// The members before "findings", in report order.
+Json head_json(const Report& report) {
   Json json = Json::object();
   json["format"] = kFormat;
   json["version"] = kReportVersion;
@@ -164,18 +156,98 @@ std::string to_json(const Report& report, int indent) {
     summary[std::string(to_string(static_cast<Verdict>(i)))] = report.summary.counts[i];
   }
   json["summary"] = std::move(summary);
+  return json;
+}
+
+// The members after "findings".
+Json tail_json(const Report& report) {
+  Json json = Json::object();
+  json["stale_allow"] = report.stale_allow;
+  json["warnings"] = report.warnings;
+  json["stale_allow_policy"] =
+      report.stale_allow_policy == StaleAllowPolicy::kKeep ? "keep" : "fail";
+  if (!report.unattributed.empty()) {  // optional key: reports without such words unchanged
+    Json unattributed = Json::array();
+    for (const UnattributedWords& node : report.unattributed) {
+      Json item = Json::object();
+      item["graph"] = node.graph;
+      item["node"] = node.node;
+      item["kernel"] = node.kernel;
+      item["words"] = node.words;
+      item["first"] = format_address(node.first);
+      unattributed.push_back(std::move(item));
+    }
+    json["unattributed"] = std::move(unattributed);
+  }
+  return json;
+}
+
+// Names come from kernels and Python attributes; a byte that is not UTF-8 becomes U+FFFD
+// rather than failing the whole report.
+std::string compact(const Json& json) {
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::uint64_t Summary::findings() const {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < kVerdictCount; ++i) {
+    if (is_finding(static_cast<Verdict>(i))) {
+      total += counts[i];
+    }
+  }
+  return total;
+}
+
+namespace detail {
+
+void stream_report_json(const Report& report, const std::function<void(std::string_view)>& out) {
+  // The head's text without its closing brace, the findings one by one, then the tail's text
+  // with its opening brace turned into the comma that joins it: the one-line dump, exactly.
+  std::string head = compact(head_json(report));
+  head.pop_back();
+  out(head);
+  out(",\"findings\":[");
+  for (std::size_t i = 0; i < report.findings.size(); ++i) {
+    if (i > 0) {
+      out(",");
+    }
+    out(compact(finding_json(report.findings[i])));
+  }
+  out("]");
+  std::string tail = compact(tail_json(report));
+  tail.front() = ',';
+  out(tail);
+}
+
+}  // namespace detail
+
+namespace {
+
+Json report_tree(const Report& report) {
+  Json json = head_json(report);
   Json findings = Json::array();
   for (const Finding& finding : report.findings) {
     findings.push_back(finding_json(finding));
   }
   json["findings"] = std::move(findings);
-  json["stale_allow"] = report.stale_allow;
-  json["warnings"] = report.warnings;
-  json["stale_allow_policy"] =
-      report.stale_allow_policy == StaleAllowPolicy::kKeep ? "keep" : "fail";
-  // Names come from kernels and Python attributes; a byte that is not UTF-8 becomes U+FFFD
-  // rather than failing the whole report.
-  return json.dump(indent < 0 ? -1 : indent, ' ', false, Json::error_handler_t::replace);
+  const Json tail = tail_json(report);
+  for (const auto& [key, value] : tail.items()) {
+    json[key] = value;
+  }
+  return json;
+}
+
+}  // namespace
+
+std::string to_json(const Report& report, int indent) {
+  if (indent < 0) {
+    std::string text;
+    detail::stream_report_json(report, [&text](std::string_view piece) { text += piece; });
+    return text;
+  }
+  return report_tree(report).dump(indent, ' ', false, Json::error_handler_t::replace);
 }
 
 Report parse_report(std::string_view json) {
@@ -218,6 +290,20 @@ Report parse_report(std::string_view json) {
   }
   if (const auto warnings = root.optional("warnings")) {
     report.warnings = read_strings(*warnings);
+  }
+  if (const auto unattributed = root.optional("unattributed")) {
+    const std::size_t nodes = unattributed->array_size();
+    for (std::size_t i = 0; i < nodes; ++i) {
+      const JsonField item = unattributed->element(i);
+      item.expect_object();
+      UnattributedWords node;
+      node.graph = item.required("graph").as_uint();
+      node.node = item.required("node").as_uint();
+      node.kernel = read_optional_string(item, "kernel");
+      node.words = item.required("words").as_positive();
+      node.first = item.required("first").as_address();
+      report.unattributed.push_back(std::move(node));
+    }
   }
   return report;
 }

@@ -3,7 +3,9 @@
 // Findings are grouped by kernel (the code that reads the memory), then by owner (the
 // tensor it reads), so that one forgotten tensor read by 32 layers' kernels appears once per
 // kernel with its node list, not 32 times. Each group carries one example detail and its
-// fix; the counts come last so `tail -n 2` answers "how bad is it".
+// fix; the counts come last so `tail -n 2` answers "how bad is it". Every name, label, detail
+// and note goes through `printable`: a name may hold any bytes, and a terminal must get none
+// of its control bytes (a newline would also split the report's lines).
 #include <fmt/format.h>
 #include <graphcheck/report.h>
 
@@ -41,10 +43,10 @@ struct KernelSection {
 // ("memcpy", "memset", ...), so that copies are grouped apart from kernels.
 std::string section_name(const Finding& finding) {
   if (finding.node_type == NodeType::kKernel) {
-    return fmt::format("kernel {}", finding.kernel);
+    return fmt::format("kernel {}", printable(finding.kernel));
   }
   if (!finding.kernel.empty()) {
-    return fmt::format("{} {}", to_string(finding.node_type), finding.kernel);
+    return fmt::format("{} {}", to_string(finding.node_type), printable(finding.kernel));
   }
   return fmt::format("{} node", to_string(finding.node_type));
 }
@@ -209,7 +211,7 @@ std::string where_line(const std::vector<Finding>& findings, const Group& group)
     if (!args.empty()) {
       args += ", ";
     }
-    args += fmt::format("operand {}", operand);
+    args += fmt::format("operand {}", printable(operand));
   }
   if (!args.empty()) {
     out += " | " + args;
@@ -245,7 +247,7 @@ std::string group_owner(const std::vector<Finding>& findings, const Group& group
       out += parts[i];
     }
   }
-  return out;
+  return printable(out);
 }
 
 std::string owner_text(const std::vector<Finding>& findings, const Group& group) {
@@ -274,11 +276,11 @@ void append_section(std::string& out, const std::vector<Finding>& findings,
     const std::string access = access_text(first);
     out += fmt::format("      e.g.   {}{}{}{}{}\n", format_address(first.address),
                        access.empty() ? "" : " ", access, first.detail.empty() ? "" : ": ",
-                       first.detail);
+                       printable(first.detail));
     // The fix is printed once per run of groups that share it: with one forgotten tensor
     // per layer, the same sentence 32 times would drown the node lists.
     if (!first.fix.empty() && first.fix != previous_fix) {
-      out += fmt::format("      fix:   {}\n", first.fix);
+      out += fmt::format("      fix:   {}\n", printable(first.fix));
     }
     previous_fix = first.fix;
   }
@@ -289,10 +291,11 @@ void append_section(std::string& out, const std::vector<Finding>& findings,
 std::string to_text(const Report& report) {
   const Summary& summary = report.summary;
   std::string out;
-  std::string baseline = report.baseline.empty() ? std::string("each graph's capture epoch")
-                                                 : fmt::format("\"{}\"", report.baseline);
-  out +=
-      fmt::format("graphcheck report: epoch \"{}\" checked against {}\n", report.epoch, baseline);
+  std::string baseline = report.baseline.empty()
+                             ? std::string("each graph's capture epoch")
+                             : fmt::format("\"{}\"", printable(report.baseline));
+  out += fmt::format("graphcheck report: epoch \"{}\" checked against {}\n",
+                     printable(report.epoch), baseline);
   out += fmt::format("{}, {}, {}\n", plural(summary.graphs, "graph"), plural(summary.nodes, "node"),
                      plural(summary.references, "reference"));
 
@@ -328,7 +331,7 @@ std::string to_text(const Report& report) {
         "owners, resolved as shown\n",
         overlaps.size());
     for (const std::string_view warning : overlaps) {
-      out += fmt::format("  {}\n", warning);
+      out += fmt::format("  {}\n", printable(warning));
     }
   }
   if (!unchecked.empty()) {
@@ -337,13 +340,13 @@ std::string to_text(const Report& report) {
         "missing from the counts above\n",
         unchecked.size());
     for (const std::string_view warning : unchecked) {
-      out += fmt::format("  {}\n", warning.substr(kNotChecked.size()));
+      out += fmt::format("  {}\n", printable(warning.substr(kNotChecked.size())));
     }
   }
   if (!notes.empty()) {
     out += fmt::format("\nnotes ({}):\n", notes.size());
     for (const std::string_view note : notes) {
-      out += fmt::format("  {}\n", note.substr(kNote.size()));
+      out += fmt::format("  {}\n", printable(note.substr(kNote.size())));
     }
   }
   const bool stale_fails =
@@ -356,7 +359,7 @@ std::string to_text(const Report& report) {
         stale_fails ? "they fail the check; --keep-stale-allow keeps them"
                     : "kept on purpose: --keep-stale-allow");
     for (const std::string& glob : report.stale_allow) {
-      out += fmt::format("  {}\n", glob);
+      out += fmt::format("  {}\n", printable(glob));
     }
   }
 

@@ -162,12 +162,15 @@ void write_node(Emitter& emitter, const Node& node) {
       }
       break;
     case NodeType::kMemcpy:
-      emitter.key("src");
-      emitter.address(node.operands[0].begin);
-      emitter.key("dst");
-      emitter.address(node.operands[1].begin);
-      emitter.key("size");
-      emitter.number(node.operands[0].size);
+      // The validator guarantees "src" before "dst", either one optional, one size.
+      for (const Operand& operand : node.operands) {
+        emitter.key(operand.role);
+        emitter.address(operand.begin);
+      }
+      if (!node.operands.empty()) {
+        emitter.key("size");
+        emitter.number(node.operands[0].size);
+      }
       break;
     case NodeType::kMemset:
     case NodeType::kMemAlloc:

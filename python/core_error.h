@@ -10,8 +10,25 @@
 #include <pybind11/pybind11.h>
 
 #include <exception>
+#include <string_view>
 
 namespace graphcheck::detail {
+
+/// @brief Sets the Python error `type` with `message`, whatever bytes it holds: a message
+/// names paths and names as they are, and pybind11's own translation (PyErr_SetString) would
+/// replace the error by a UnicodeDecodeError for one that is not UTF-8. Bytes that are not
+/// UTF-8 become backslash escapes.
+inline void set_error_text(const pybind11::handle& type, std::string_view message) {
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()),
+                                        "backslashreplace");
+  if (text == nullptr) {  // out of memory: the type alone still says what failed
+    PyErr_Clear();
+    PyErr_SetNone(type.ptr());
+    return;
+  }
+  PyErr_SetObject(type.ptr(), text);
+  Py_DECREF(text);
+}
 
 /// @brief Makes a graphcheck::Error escaping this module's functions raise `core`'s
 /// GraphcheckError. Call once, from the module's init (with the GIL). Lifetime: the class is
@@ -28,7 +45,7 @@ inline void raise_errors_as_core(const pybind11::module_& core) {
         std::rethrow_exception(thrown);
       }
     } catch (const Error& caught) {
-      py::set_error(error.get_stored(), caught.what());
+      set_error_text(error.get_stored(), caught.what());
     }
   });
 }

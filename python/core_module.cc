@@ -14,6 +14,8 @@
 #include <string_view>
 
 #include "python/core_bindings.h"
+#include "python/core_error.h"
+#include "python/text_arg.h"
 
 namespace py = pybind11;
 
@@ -27,6 +29,9 @@ PYBIND11_MODULE(_core, m) {
   // from RuntimeError, as the C++ class derives from std::runtime_error.
   auto& error = py::register_exception<graphcheck::Error>(m, "GraphcheckError", PyExc_RuntimeError);
   error.attr("__module__") = "graphcheck";
+  // Tried before pybind11's own translator of register_exception, which would turn a message
+  // that is not UTF-8 (a path, a name) into a UnicodeDecodeError.
+  graphcheck::detail::raise_errors_as_core(m);
   error.attr("__doc__") =
       "Misuse, bad input or a setup failure reported by graphcheck's C++ code. The message names "
       "the cause and the fix (for input: the file or field, its JSON path, what was expected "
@@ -54,8 +59,8 @@ PYBIND11_MODULE(_core, m) {
       py::arg("address"), "The address as lower-case hex with a 0x prefix ('0x7f3a00000000').");
   m.def(
       "parse_address",
-      [](std::string_view text) -> std::optional<graphcheck::Address> {
-        return graphcheck::parse_address(text);
+      [](const graphcheck::detail::TextArg& text) -> std::optional<graphcheck::Address> {
+        return graphcheck::parse_address(text.view("text"));
       },
       py::arg("text"), "Parses '0x...' (1 to 16 hex digits); None for any other text.");
 

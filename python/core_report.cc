@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "python/core_bindings.h"
+#include "python/text_arg.h"
 
 namespace graphcheck::detail {
 namespace {
@@ -64,17 +65,17 @@ std::vector<std::string> allow_globs(const py::object& allow) {
                                .format(index, py::type::of(item).attr("__name__"))
                                .cast<std::string>());
     }
-    globs.push_back(item.cast<std::string>());
+    globs.push_back(text_of(item, "allow[" + std::to_string(index) + "]"));
     ++index;
   }
   return globs;
 }
 
-CheckOptions check_options(const std::optional<std::string>& epoch,
-                           const std::optional<std::string>& baseline, const py::object& allow) {
+CheckOptions check_options(const std::optional<TextArg>& epoch,
+                           const std::optional<TextArg>& baseline, const py::object& allow) {
   CheckOptions options;
-  options.epoch = epoch.value_or("");
-  options.baseline = baseline.value_or("");
+  options.epoch = epoch ? epoch->utf8("epoch") : "";
+  options.baseline = baseline ? baseline->utf8("baseline") : "";
   options.allow = allow_globs(allow);
   return options;
 }
@@ -163,6 +164,19 @@ void bind_report_type(py::module_& m) {
           "warnings", [](const Report& self) { return to_py_list(self.warnings); },
           "One line per address range covered by spans of different owners.")
       .def_property_readonly(
+          "unattributed",
+          [](const Report& self) {
+            py::list out;
+            for (const UnattributedWords& node : self.unattributed) {
+              out.append(py::make_tuple(node.graph, node.node, to_py_str(node.kernel), node.words,
+                                        node.first));
+            }
+            return out;
+          },
+          "Kernel nodes with argument words that look like pointers into memory no span, "
+          "allocation or graph range of the capture holds: (graph, node, kernel, words, first "
+          "such word) each; not findings (docs/report-format.md).")
+      .def_property_readonly(
           "ok", [](const Report& self) { return !self.has_findings(); }, "True if no findings.")
       .def(
           "to_json", [](const Report& self, int indent) { return to_json(self, indent); },
@@ -213,14 +227,18 @@ void bind_session(py::module_& m) {
       py::arg("epoch"), py::kw_only(), py::arg("last") = false,
       "Adds `epoch`, or replaces the session's epoch with its label (moved last when `last`); "
       "returns 'added', 'unchanged' (equal and in place: nothing to redo) or 'replaced'.");
-  session.def("remove_epoch", &CheckSession::remove_epoch, py::arg("label"),
-              "Removes the epoch labelled `label`; False when there is none.");
+  session.def(
+      "remove_epoch",
+      [](CheckSession& self, const TextArg& label) {
+        return self.remove_epoch(label.view("label"));
+      },
+      py::arg("label"), "Removes the epoch labelled `label`; False when there is none.");
   session.def_property_readonly("epochs", &CheckSession::epoch_labels,
                                 "The epoch labels, in order.");
   session.def(
       "check",
-      [](CheckSession& self, const std::optional<std::string>& epoch,
-         const std::optional<std::string>& baseline, const py::object& allow) {
+      [](CheckSession& self, const std::optional<TextArg>& epoch,
+         const std::optional<TextArg>& baseline, const py::object& allow) {
         return Report(*self.check(check_options(epoch, baseline, allow)));
       },
       py::arg("epoch") = py::none(), py::arg("baseline") = py::none(),
@@ -250,23 +268,24 @@ void bind_report(py::module_& m) {
 
   m.def(
       "check",
-      [](const Snapshot& snapshot, const std::optional<std::string>& epoch,
-         const std::optional<std::string>& baseline, const py::object& allow) {
+      [](const Snapshot& snapshot, const std::optional<TextArg>& epoch,
+         const std::optional<TextArg>& baseline, const py::object& allow) {
         return check(snapshot, check_options(epoch, baseline, allow));
       },
       py::arg("snapshot"), py::arg("epoch") = py::none(), py::arg("baseline") = py::none(),
       py::arg("allow") = py::tuple(), kCheckDoc);
   m.def(
       "check",
-      [](const std::filesystem::path& path, const std::optional<std::string>& epoch,
-         const std::optional<std::string>& baseline, const py::object& allow) {
+      [](const std::filesystem::path& path, const std::optional<TextArg>& epoch,
+         const std::optional<TextArg>& baseline, const py::object& allow) {
         const CheckOptions options = check_options(epoch, baseline, allow);
         return check(read_snapshot(path), options);
       },
       py::arg("snapshot"), py::arg("epoch") = py::none(), py::arg("baseline") = py::none(),
       py::arg("allow") = py::tuple());
   m.def(
-      "parse_report", [](std::string_view text) { return parse_report(text); }, py::arg("text"),
+      "parse_report", [](const TextArg& text) { return parse_report(text.view("text")); },
+      py::arg("text"),
       "Parses report JSON (format version 1), as Report.to_json() writes it. Raises "
       "GraphcheckError naming the JSON path of a bad field.");
   m.def(
@@ -274,7 +293,10 @@ void bind_report(py::module_& m) {
       [](const std::filesystem::path& path) { return read_allowlist(path.string()); },
       py::arg("path"),
       "Reads allowlist globs from a file: one per line; blank lines and lines starting with '#' "
-      "are skipped. Raises GraphcheckError naming the path if it cannot be read.");
+      "are skipped. The file must be UTF-8 text in a regular file of at most 4 MiB (what "
+      "`graphcheck check --allow` reads). Raises GraphcheckError naming the path if it cannot "
+      "be read, is not a regular file (a FIFO is refused without waiting) or is too large, and "
+      "naming path:line, the byte and its offset for a line that is not UTF-8 or holds a NUL.");
 }
 
 }  // namespace graphcheck::detail

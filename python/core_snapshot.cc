@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "python/core_bindings.h"
+#include "python/text_arg.h"
 
 namespace graphcheck::detail {
 namespace {
@@ -20,27 +21,41 @@ namespace {
 namespace py = pybind11;
 
 // Binds a std::string member as a read-write str property (decoded with U+FFFD for bytes that
-// are not UTF-8).
+// are not UTF-8; a str that is not valid Unicode is refused naming "Class.name").
 template <typename T, typename Class>
 void def_text(Class& cls, const char* name, std::string T::*member, const char* doc) {
+  const std::string what = py::str(cls.attr("__name__")).template cast<std::string>() + "." + name;
   cls.def_property(
       name, [member](const T& self) { return to_py_str(self.*member); },
-      [member](T& self, const std::string& value) { self.*member = value; }, doc);
+      [member, what](T& self, const TextArg& value) { self.*member = value.utf8(what); }, doc);
 }
 
-OwnerKind owner_kind_from(std::string_view text) {
-  return parse_spelling<OwnerKind>(text, "Span.kind", kOwnerKindCount, parse_owner_kind);
+OwnerKind owner_kind_from(const TextArg& text) {
+  return parse_spelling<OwnerKind>(text.view("Span.kind"), "Span.kind", kOwnerKindCount,
+                                   parse_owner_kind);
 }
 
-NodeType node_type_from(std::string_view text) {
-  return parse_spelling<NodeType>(text, "Node.type", kNodeTypeCount, parse_node_type);
+NodeType node_type_from(const TextArg& text) {
+  return parse_spelling<NodeType>(text.view("Node.type"), "Node.type", kNodeTypeCount,
+                                  parse_node_type);
 }
 
-Access access_from(std::string_view text) {
-  return parse_spelling<Access>(text, "Operand.access", kAccessCount, parse_access);
+Access access_from(const TextArg& text) {
+  return parse_spelling<Access>(text.view("Operand.access"), "Operand.access", kAccessCount,
+                                parse_access);
 }
 
 py::str address_repr(Address address) { return to_py_str(format_address(address)); }
+
+// Snapshot.allow, each glob named by its index in messages.
+std::vector<std::string> globs_of(const std::vector<TextArg>& allow) {
+  std::vector<std::string> globs;
+  globs.reserve(allow.size());
+  for (std::size_t i = 0; i < allow.size(); ++i) {
+    globs.push_back(allow[i].utf8("Snapshot.allow[" + std::to_string(i) + "]"));
+  }
+  return globs;
+}
 
 // "<1 span>", "<3 spans>": the size of a list member in a repr.
 py::str count_repr(std::size_t count, const char* noun) {
@@ -51,9 +66,10 @@ void bind_epoch_types(py::module_& m) {
   py::class_<Span> span(m, "Span",
                         "An address range [begin, begin + size) with an owner (a parameter or "
                         "buffer by module path, declared runtime state, graph or input memory).");
-  span.def(py::init([](Address begin, std::uint64_t size, std::string_view kind, std::string name,
-                       std::string reason) {
-             return Span{begin, size, owner_kind_from(kind), std::move(name), std::move(reason)};
+  span.def(py::init([](Address begin, std::uint64_t size, const TextArg& kind, const TextArg& name,
+                       const TextArg& reason) {
+             return Span{begin, size, owner_kind_from(kind), name.utf8("Span.name"),
+                         reason.utf8("Span.reason")};
            }),
            py::arg("begin"), py::arg("size"), py::arg("kind") = "parameter", py::arg("name") = "",
            py::arg("reason") = "")
@@ -61,7 +77,7 @@ void bind_epoch_types(py::module_& m) {
       .def_readwrite("size", &Span::size, "Size in bytes.")
       .def_property(
           "kind", [](const Span& self) { return to_py_str(to_string(self.kind)); },
-          [](Span& self, std::string_view kind) { self.kind = owner_kind_from(kind); },
+          [](Span& self, const TextArg& kind) { self.kind = owner_kind_from(kind); },
           "Owner kind: 'parameter', 'buffer', 'runtime', 'graph' or 'input'.");
   def_text<Span>(span, "name", &Span::name, "Module path or declared name.");
   def_text<Span>(span, "reason", &Span::reason, "Why runtime or input memory is exempt.");
@@ -80,9 +96,10 @@ void bind_epoch_types(py::module_& m) {
       "A live allocation known to a backend, with its pool and generation (which changes when "
       "its bytes were discarded and not restored).");
   allocation
-      .def(py::init([](Address begin, std::uint64_t size, std::string pool,
-                       std::uint64_t generation, std::string label) {
-             return Allocation{begin, size, std::move(pool), generation, std::move(label)};
+      .def(py::init([](Address begin, std::uint64_t size, const TextArg& pool,
+                       std::uint64_t generation, const TextArg& label) {
+             return Allocation{begin, size, pool.utf8("Allocation.pool"), generation,
+                               label.utf8("Allocation.label")};
            }),
            py::arg("begin"), py::arg("size"), py::arg("pool") = "default",
            py::arg("generation") = 0, py::arg("label") = "")
@@ -106,10 +123,10 @@ void bind_epoch_types(py::module_& m) {
 
   py::class_<Epoch> epoch(m, "Epoch", "The spans and allocations at one moment.");
   epoch
-      .def(py::init(
-               [](std::string label, std::vector<Span> spans, std::vector<Allocation> allocations) {
-                 return Epoch{std::move(label), std::move(spans), std::move(allocations)};
-               }),
+      .def(py::init([](const TextArg& label, std::vector<Span> spans,
+                       std::vector<Allocation> allocations) {
+             return Epoch{label.utf8("Epoch.label"), std::move(spans), std::move(allocations)};
+           }),
            py::arg("label"), py::arg("spans") = std::vector<Span>{},
            py::arg("allocations") = std::vector<Allocation>{})
       .def_readwrite("spans", &Epoch::spans,
@@ -155,15 +172,15 @@ void bind_graph_types(py::module_& m) {
                               "An address operand of a node, with its extent where known.");
   operand
       .def(py::init(
-               [](std::string role, Address begin, std::uint64_t size, std::string_view access) {
-                 return Operand{std::move(role), begin, size, access_from(access)};
+               [](const TextArg& role, Address begin, std::uint64_t size, const TextArg& access) {
+                 return Operand{role.utf8("Operand.role"), begin, size, access_from(access)};
                }),
            py::arg("role"), py::arg("begin"), py::arg("size") = 0, py::arg("access") = "unknown")
       .def_readwrite("begin", &Operand::begin, "The address (int).")
       .def_readwrite("size", &Operand::size, "Extent in bytes; 0 where unknown.")
       .def_property(
           "access", [](const Operand& self) { return to_py_str(to_string(self.access)); },
-          [](Operand& self, std::string_view access) { self.access = access_from(access); },
+          [](Operand& self, const TextArg& access) { self.access = access_from(access); },
           "'unknown', 'read', 'write' or 'read-write'.");
   def_text<Operand>(operand, "role", &Operand::role, "'src', 'dst', 'reads[0]', ...");
   operand.def("__eq__", [](const Operand& a, const Operand& b) { return a == b; })
@@ -174,12 +191,12 @@ void bind_graph_types(py::module_& m) {
       });
 
   py::class_<Node> node(m, "Node", "One graph node; which members are used depends on type.");
-  node.def(py::init([](std::uint64_t id, std::string_view type, std::string name,
+  node.def(py::init([](std::uint64_t id, const TextArg& type, const TextArg& name,
                        std::vector<KernelParam> params, std::vector<Operand> operands,
                        std::vector<NodeList> bodies) {
              return Node{id,
                          node_type_from(type),
-                         std::move(name),
+                         name.utf8("Node.name"),
                          std::move(params),
                          std::move(operands),
                          std::move(bodies)};
@@ -191,7 +208,7 @@ void bind_graph_types(py::module_& m) {
       .def_readwrite("id", &Node::id, "Node id, unique within its graph.")
       .def_property(
           "type", [](const Node& self) { return to_py_str(to_string(self.type)); },
-          [](Node& self, std::string_view type) { self.type = node_type_from(type); },
+          [](Node& self, const TextArg& type) { self.type = node_type_from(type); },
           "'kernel', 'memcpy', 'memset', 'op', ... (the snapshot spelling).")
       .def_readwrite("params", &Node::params,
                      "Kernel arguments (list[KernelParam]; a copy on read).")
@@ -210,8 +227,8 @@ void bind_graph_types(py::module_& m) {
   py::class_<GraphRecord> graph(m, "GraphRecord",
                                 "A captured graph: its id, its capture epoch and its nodes.");
   graph
-      .def(py::init([](std::uint64_t id, std::string epoch, NodeList nodes) {
-             return GraphRecord{id, std::move(epoch), std::move(nodes)};
+      .def(py::init([](std::uint64_t id, const TextArg& epoch, NodeList nodes) {
+             return GraphRecord{id, epoch.utf8("GraphRecord.epoch"), std::move(nodes)};
            }),
            py::arg("id"), py::arg("epoch"), py::arg("nodes") = NodeList{})
       .def_readwrite("id", &GraphRecord::id, "Graph id.")
@@ -230,8 +247,8 @@ void bind_graph_types(py::module_& m) {
 void bind_snapshot_type(py::module_& m) {
   py::class_<Producer> producer_class(m, "Producer", "Who wrote a snapshot.");
   producer_class
-      .def(py::init([](std::string backend, std::string tool) {
-             return Producer{std::move(backend), std::move(tool)};
+      .def(py::init([](const TextArg& backend, const TextArg& tool) {
+             return Producer{backend.utf8("Producer.backend"), tool.utf8("Producer.tool")};
            }),
            py::arg("backend") = "synthetic", py::arg("tool") = "")
       .def("__eq__", [](const Producer& a, const Producer& b) { return a == b; })
@@ -248,14 +265,14 @@ void bind_snapshot_type(py::module_& m) {
       "Everything the checker reads: epochs in order, graphs, allowlist globs (snapshot "
       "format version 1, docs/snapshot-format.md).")
       .def(py::init([](const Producer* producer, std::vector<Epoch> epochs,
-                       std::vector<GraphRecord> graphs, std::vector<std::string> allow) {
+                       std::vector<GraphRecord> graphs, const std::vector<TextArg>& allow) {
              Snapshot snapshot;
              if (producer != nullptr) {
                snapshot.producer = *producer;
              }
              snapshot.epochs = std::move(epochs);
              snapshot.graphs = std::move(graphs);
-             snapshot.allow = std::move(allow);
+             snapshot.allow = globs_of(allow);
              return snapshot;
            }),
            py::arg("producer") = py::none(), py::arg("epochs") = std::vector<Epoch>{},
@@ -264,11 +281,14 @@ void bind_snapshot_type(py::module_& m) {
       .def_readwrite("producer", &Snapshot::producer, "Who wrote it (a Producer).")
       .def_readwrite("epochs", &Snapshot::epochs, "Epochs in order (list[Epoch]; a copy on read).")
       .def_readwrite("graphs", &Snapshot::graphs, "Graphs (list[GraphRecord]; a copy on read).")
-      .def_readwrite("allow", &Snapshot::allow, "Allowlist globs (list[str]; a copy on read).")
+      .def_property(
+          "allow", [](const Snapshot& self) { return self.allow; },
+          [](Snapshot& self, const std::vector<TextArg>& allow) { self.allow = globs_of(allow); },
+          "Allowlist globs (list[str]; a copy on read).")
       .def(
           "find_epoch",
-          [](const Snapshot& self, std::string_view label) -> std::optional<Epoch> {
-            if (const Epoch* epoch = self.find_epoch(label)) {
+          [](const Snapshot& self, const TextArg& label) -> std::optional<Epoch> {
+            if (const Epoch* epoch = self.find_epoch(label.view("label"))) {
               return *epoch;
             }
             return std::nullopt;
@@ -300,7 +320,9 @@ void bind_snapshot(py::module_& m) {
 
   m.def(
       "parse_snapshot",
-      [](std::string_view text, std::string_view source) { return parse_snapshot(text, source); },
+      [](const TextArg& text, const TextArg& source) {
+        return parse_snapshot(text.view("text"), source.view("source"));
+      },
       py::arg("text"), py::arg("source") = "snapshot",
       "Parses and validates snapshot JSON text. Raises GraphcheckError naming the JSON path of "
       "a bad field, what was expected and what was found; `source` names the text in messages.");

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "python/text_arg.h"
 #include "python/torch_bindings.h"
 
 namespace graphcheck::detail {
@@ -174,20 +175,21 @@ libtorch::ReplayOps parse_replay_ops(const std::string& value) {
 // opened it, whatever the forward did.
 class PyWindow {
  public:
-  PyWindow(std::shared_ptr<PyArena> arena, std::uint64_t graph_id, std::string epoch,
-           const std::string& replay_ops)
+  PyWindow(std::shared_ptr<PyArena> arena, std::uint64_t graph_id, const TextArg& epoch,
+           const TextArg& replay_ops)
       : arena_(std::move(arena)) {
     libtorch::CaptureOptions options;
     options.graph_id = graph_id;
-    options.epoch = std::move(epoch);
-    options.replay_ops = parse_replay_ops(replay_ops);
+    options.epoch = epoch.utf8("CaptureWindow epoch");
+    options.replay_ops = parse_replay_ops(replay_ops.utf8("CaptureWindow replay_ops"));
     options.arena = arena_ ? &arena_->arena() : nullptr;
     window_ = std::make_unique<libtorch::CaptureWindow>(std::move(options));
   }
 
-  void declare_input(std::string name, const at::Tensor& tensor, std::string reason) {
+  void declare_input(const TextArg& name, const at::Tensor& tensor, const TextArg& reason) {
     require_open("declare_input");
-    window_->declare_input(std::move(name), tensor, std::move(reason));
+    window_->declare_input(name.utf8("declare_input name"), tensor,
+                           reason.utf8("declare_input reason"));
   }
 
   std::shared_ptr<PyRecord> finish() {
@@ -218,7 +220,7 @@ void bind_capture(py::module_& module) {
       module, "CaptureWindow",
       "The ATen capture window of this thread (graphcheck::libtorch::CaptureWindow). "
       "graphcheck.capture opens and closes it.");
-  window.def(py::init<std::shared_ptr<PyArena>, std::uint64_t, std::string, std::string>(),
+  window.def(py::init<std::shared_ptr<PyArena>, std::uint64_t, const TextArg&, const TextArg&>(),
              py::arg("arena"), py::arg("graph_id") = 1, py::arg("epoch") = "capture",
              py::arg("replay_ops") = "keep");
   window.def("declare_input", &PyWindow::declare_input, py::arg("name"), py::arg("tensor"),
@@ -248,10 +250,10 @@ void bind_capture(py::module_& module) {
       py::arg("runtime_ranges"), py::arg("labels"));
   record.def(
       "epoch",
-      [state](const PyRecord& self, const std::string& label, NamedTensors parameters,
+      [state](const PyRecord& self, const TextArg& label, NamedTensors parameters,
               NamedTensors buffers, Declared runtime, Declared inputs, RuntimeRanges runtime_ranges,
               LabelRanges labels) {
-        return self.epoch(label,
+        return self.epoch(label.utf8("epoch label"),
                           state(std::move(parameters), std::move(buffers), std::move(runtime),
                                 std::move(inputs), std::move(runtime_ranges), std::move(labels)),
                           Liveness::kNow);

@@ -53,16 +53,13 @@ int run_check(const CheckArgs& args) {
     options.allow.insert(options.allow.end(), globs.begin(), globs.end());
   }
   Report report = check(snapshot, options);
-  std::string text;
-  if (args.format == "json") {
-    text = to_json(report) + "\n";
-  } else if (args.format == "html") {
-    // The page draws the snapshot's address space, so it gets the snapshot too.
-    text = to_html(report, &snapshot);
+  if (args.format == "html") {
+    // The page draws the snapshot's address space, so it gets the snapshot too; it is
+    // streamed (a big snapshot's page is larger than the snapshot).
+    write_output([&](std::ostream& out) { write_html(out, report, &snapshot); }, args.output);
   } else {
-    text = to_text(report);
+    write_output(args.format == "json" ? to_json(report) + "\n" : to_text(report), args.output);
   }
-  write_output(text, args.output);
   return report.failed() ? kExitFindings : kExitClean;
 }
 

@@ -4,7 +4,9 @@
 #include "graphcheck/cli/entry.h"
 
 #include <graphcheck/error.h>
+#include <graphcheck/report.h>
 
+#include <algorithm>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -13,15 +15,10 @@ namespace graphcheck::cli {
 
 void print_error(std::string_view message) {
   // Error messages are meant to be one line; a newline inside one (a CLI11 message, a path)
-  // must not split the line that tools grep for.
-  std::string line(message);
-  for (char& c : line) {
-    if (c == '\n' || c == '\r') {
-      c = ' ';
-    }
-  }
+  // must not split the line that tools grep for, and a control byte of a name or path must
+  // not reach the terminal: both become visible escapes.
   std::cout.flush();
-  std::cerr << "graphcheck: error: " << line << '\n';
+  std::cerr << "graphcheck: error: " << printable(message) << '\n';
 }
 
 std::optional<int> parse_command_line(CLI::App& app, int argc, const char* const* argv,
@@ -35,7 +32,10 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, const char* const
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);  // the version on stdout, exit 0
   } catch (const CLI::ParseError& e) {
-    print_error(std::string(e.what()) + " (run '" + std::string(help_hint) + "' for usage)");
+    // CLI11 breaks some of its messages into lines: one line, words apart.
+    std::string message = e.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    print_error(message + " (run '" + std::string(help_hint) + "' for usage)");
     return kExitUsage;
   }
   return std::nullopt;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <graphcheck/error.h>
+#include <graphcheck/report.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,8 +13,12 @@
 namespace graphcheck::cli {
 
 void write_output(const std::string& text, const std::string& path) {
+  write_output([&text](std::ostream& out) { out << text; }, path);
+}
+
+void write_output(const std::function<void(std::ostream&)>& write, const std::string& path) {
   if (path.empty()) {
-    std::cout << text;
+    write(std::cout);
     std::cout.flush();
     if (!std::cout) {
       throw Error("cannot write the report to standard output");
@@ -25,12 +30,13 @@ void write_output(const std::string& text, const std::string& path) {
     throw Error(
         fmt::format("--output {}: cannot open for writing: {}; check that the "
                     "directory exists and is writable",
-                    path, std::strerror(errno)));
+                    printable(path), std::strerror(errno)));
   }
-  file << text;
+  write(file);
   file.close();
   if (!file) {
-    throw Error(fmt::format("--output {}: write failed: {}", path, std::strerror(errno)));
+    throw Error(
+        fmt::format("--output {}: write failed: {}", printable(path), std::strerror(errno)));
   }
 }
 

@@ -3,6 +3,8 @@
 #ifndef GRAPHCHECK_CLI_OUTPUT_H_
 #define GRAPHCHECK_CLI_OUTPUT_H_
 
+#include <functional>
+#include <ostream>
 #include <string>
 
 namespace graphcheck::cli {
@@ -12,6 +14,11 @@ namespace graphcheck::cli {
 /// @throws Error naming `--output PATH` and the system's reason when the file cannot be
 /// opened or written, or when standard output fails.
 void write_output(const std::string& text, const std::string& path);
+
+/// As above, for a report written as it is made (`write(stream)` streams into standard
+/// output or the file): the report is never held in memory whole.
+/// @throws Error as above, and what `write` throws.
+void write_output(const std::function<void(std::ostream&)>& write, const std::string& path);
 
 }  // namespace graphcheck::cli
 

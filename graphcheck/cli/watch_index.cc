@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <graphcheck/error.h>
+#include <graphcheck/report.h>
 #include <graphcheck/verdict.h>
 
 #include <cerrno>
@@ -216,28 +217,63 @@ std::string parse_error_text(const Json::parse_error& error) {
 
 }  // namespace
 
-std::vector<WatchEntry> read_watch_index(const fs::path& dir) {
+std::string path_kind(const fs::path& path) {
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (error) {
+    if (error == std::errc::too_many_symbolic_link_levels) {
+      return "a symlink loop";
+    }
+    if (error == std::errc::no_such_file_or_directory) {
+      std::error_code ignored;
+      return fs::is_symlink(fs::symlink_status(path, ignored)) ? "a symlink to nothing" : "nothing";
+    }
+    return fmt::format("a path that cannot be inspected ({})", error.message());
+  }
+  switch (status.type()) {
+    case fs::file_type::not_found:
+      return "nothing";
+    case fs::file_type::directory:
+      return "a folder";
+    case fs::file_type::regular:
+      return "a regular file";
+    case fs::file_type::fifo:
+      return "a FIFO (named pipe)";
+    case fs::file_type::socket:
+      return "a socket";
+    case fs::file_type::block:
+    case fs::file_type::character:
+      return "a device";
+    default:
+      return "something that is neither a file nor a folder";
+  }
+}
+
+WatchIndex read_watch_index(const fs::path& dir) {
   constexpr std::string_view kHint =
       "(a server run with GRAPHCHECK=1 appends a line to it in GRAPHCHECK_DIR at every check "
       "point; docs/server.md)";
-  std::error_code error;
-  if (!fs::is_directory(dir, error)) {
+  const std::string shown_dir = printable(dir.string());
+  if (const std::string kind = path_kind(dir); kind != "a folder") {
     throw Error(fmt::format("{}: expected a folder written by graphcheck's watch, found {}",
-                            dir.string(),
-                            fs::exists(dir, error) ? "something else" : "nothing there"));
+                            shown_dir, kind == "nothing" ? "nothing there" : kind));
   }
   const fs::path index = dir / kWatchIndexName;
-  if (!fs::exists(index, error)) {
-    throw Error(fmt::format("{}: holds no graphcheck watch output: {} not found {}", dir.string(),
-                            index.string(), kHint));
+  const std::string shown = printable(index.string());
+  if (const std::string kind = path_kind(index); kind == "nothing") {
+    throw Error(fmt::format("{}: holds no graphcheck watch output: {} not found {}", shown_dir,
+                            shown, kHint));
+  } else if (kind != "a regular file") {
+    throw Error(
+        fmt::format("{}: expected the watch's index, a file of JSON lines, found {}", shown, kind));
   }
   std::ifstream file(index, std::ios::binary);
   if (!file) {
-    throw Error(
-        fmt::format("{}: cannot open for reading: {}", index.string(), std::strerror(errno)));
+    throw Error(fmt::format("{}: cannot open for reading: {}", shown, std::strerror(errno)));
   }
-  std::vector<WatchEntry> entries;
+  WatchIndex read;
   std::string text;
+  std::size_t lines = 0;
   for (std::size_t number = 1; std::getline(file, text); ++number) {
     if (!text.empty() && text.back() == '\r') {
       text.pop_back();
@@ -245,23 +281,34 @@ std::vector<WatchEntry> read_watch_index(const fs::path& dir) {
     if (text.find_first_not_of(" \t") == std::string::npos) {
       continue;  // a blank line, e.g. one left by hand editing
     }
-    const std::string where = fmt::format("{}:{}", index.string(), number);
+    ++lines;
+    const std::string where = fmt::format("{}:{}", shown, number);
     Json line;
     try {
       line = Json::parse(text, refuse_deep_nesting(where));
     } catch (const Json::parse_error& parse_error) {
-      throw Error(fmt::format("{}: not valid JSON: {}", where, parse_error_text(parse_error)));
+      // What a process that stopped while writing leaves; the lines of the others still count.
+      read.notes.push_back(fmt::format(
+          "{}: skipped, not valid JSON ({}): a line torn by a process that stopped while "
+          "writing it",
+          where, parse_error_text(parse_error)));
+      continue;
     }
-    entries.push_back(read_entry(line, number, where));
+    read.entries.push_back(read_entry(line, number, where));
   }
   if (file.bad()) {
-    throw Error(fmt::format("{}: read failed: {}", index.string(), std::strerror(errno)));
+    throw Error(fmt::format("{}: read failed: {}", shown, std::strerror(errno)));
   }
-  if (entries.empty()) {
-    throw Error(fmt::format("{}: holds no graphcheck watch output: {} is empty {}", dir.string(),
-                            index.string(), kHint));
+  if (lines == 0) {
+    throw Error(fmt::format("{}: holds no graphcheck watch output: {} is empty {}", shown_dir,
+                            shown, kHint));
   }
-  return entries;
+  if (read.entries.empty()) {
+    throw Error(
+        fmt::format("{}: holds no readable line ({} line{}, none valid JSON; the first: {})", shown,
+                    lines, lines == 1 ? "" : "s", read.notes.front()));
+  }
+  return read;
 }
 
 }  // namespace graphcheck::cli

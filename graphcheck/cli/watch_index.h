@@ -39,14 +39,29 @@ struct WatchEntry {
   std::string report_text;  ///< files.report_text as written; "" when absent
 };
 
-/// Reads `dir`/index.jsonl; blank lines are skipped. Required per line: seq, label, time,
-/// pid, summary (with references, unregistered, dangling, stale, lost); every other key the
-/// summary uses is optional but must have its type when present.
-/// @throws Error naming `dir` when it is not a folder, or holds no index or an empty one
-/// ("holds no graphcheck watch output"); naming `<dir>/index.jsonl:<line>` and the field, what
-/// was expected and what was found, for a line that is not JSON or a field that is missing
-/// or of the wrong type.
-[[nodiscard]] std::vector<WatchEntry> read_watch_index(const std::filesystem::path& dir);
+/// What `read_watch_index` read: every whole line, and a note per line it could not read.
+struct WatchIndex {
+  std::vector<WatchEntry> entries;
+  /// One per line that is not JSON ("<index>:<line>: skipped: ..."): a process stopped while
+  /// writing its line (a crashed server leaves its last line torn).
+  std::vector<std::string> notes;
+};
+
+/// What is at `path`, for messages: "nothing", "a symlink loop", "a symlink to nothing", "a
+/// folder", "a regular file", "a FIFO (named pipe)", "a socket", "a device", or "a path that
+/// cannot be inspected (<reason>)". Never throws for the path's sake.
+[[nodiscard]] std::string path_kind(const std::filesystem::path& path);
+
+/// Reads `dir`/index.jsonl; blank lines are skipped, and a line that is not JSON (a torn
+/// line) is skipped with a note. Required per line: seq, label, time, pid, summary (with
+/// references, unregistered, dangling, stale, lost); every other key the summary uses is
+/// optional but must have its type when present.
+/// @throws Error naming `dir` when it is not a folder (saying what is there instead: a symlink
+/// loop, a file, nothing), or holds no index, an index that is not a regular file, an empty
+/// one ("holds no graphcheck watch output") or one with no line that is JSON; naming
+/// `<dir>/index.jsonl:<line>` and the field, what was expected and what was found, for a JSON
+/// line whose field is missing or of the wrong type.
+[[nodiscard]] WatchIndex read_watch_index(const std::filesystem::path& dir);
 
 }  // namespace graphcheck::cli
 

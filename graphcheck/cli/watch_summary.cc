@@ -121,6 +121,29 @@ std::optional<fs::path> locate(const fs::path& dir, const std::string& written) 
   return std::nullopt;
 }
 
+// Why neither place `locate` looks holds the report: "not found", or what is there instead (a
+// folder, a symlink loop), for each place.
+std::string why_missing(const fs::path& dir, const std::string& written) {
+  const fs::path in_dir = dir / fs::path(written).filename();
+  std::error_code error;  // without a working directory, name both paths as they are
+  const bool same = fs::absolute(in_dir, error).lexically_normal() ==
+                    fs::absolute(written, error).lexically_normal();
+  auto what = [](const fs::path& path) {
+    const std::string kind = path_kind(path);
+    return kind == "nothing" ? fmt::format("{} not found", path.string())
+                             : fmt::format("{} is {}, not a report file", path.string(), kind);
+  };
+  if (same) {
+    return what(written);
+  }
+  const std::string kind = path_kind(written);
+  const std::string kind_in_dir = path_kind(in_dir);
+  if (kind == "nothing" && kind_in_dir == "nothing") {
+    return fmt::format("{} not found, nor {}", written, in_dir.string());
+  }
+  return fmt::format("{}; {}", what(written), what(in_dir));
+}
+
 Report read_report_file(const fs::path& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) {
@@ -152,12 +175,7 @@ void load_report(const fs::path& dir, ProcessRow& row) {
   }
   const std::optional<fs::path> path = locate(dir, entry.report_json);
   if (!path) {
-    const fs::path in_dir = dir / fs::path(entry.report_json).filename();
-    std::error_code error;  // without a working directory, name both paths as they are
-    const bool same = fs::absolute(in_dir, error).lexically_normal() ==
-                      fs::absolute(entry.report_json, error).lexically_normal();
-    row.missing = same ? fmt::format("{} not found", entry.report_json)
-                       : fmt::format("{} not found, nor {}", entry.report_json, in_dir.string());
+    row.missing = why_missing(dir, entry.report_json);
     return;
   }
   row.report = read_report_file(*path);
@@ -301,13 +319,15 @@ std::vector<const ProcessRow*> WatchSummary::missing_reports() const {
 }
 
 WatchSummary summarize_watch(const fs::path& dir, StaleAllowPolicy stale_allow_policy) {
-  std::vector<WatchEntry> entries = read_watch_index(dir);
+  WatchIndex index = read_watch_index(dir);
+  std::vector<WatchEntry>& entries = index.entries;
   // Processes append to one index concurrently: its order is roughly, not exactly, by time.
   std::stable_sort(entries.begin(), entries.end(),
                    [](const WatchEntry& a, const WatchEntry& b) { return a.time < b.time; });
   WatchSummary summary;
   summary.dir = dir.string();
   summary.stale_allow_policy = stale_allow_policy;
+  summary.index_notes = std::move(index.notes);
   std::map<std::string, std::size_t> by_label;
   for (WatchEntry& entry : entries) {
     const auto [it, added] = by_label.try_emplace(entry.label, summary.checkpoints.size());

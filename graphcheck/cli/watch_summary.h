@@ -88,6 +88,8 @@ struct WatchSummary {
   std::string dir;                             ///< as given on the command line
   std::vector<CheckpointSummary> checkpoints;  ///< labels in order of first appearance (time)
   std::vector<StaleAllowRow> stale_allow;      ///< globs in order of first appearance
+  /// Lines of index.jsonl that could not be read (torn), one note each (WatchIndex::notes).
+  std::vector<std::string> index_notes;
   /// Whether stale allowlist globs fail the summary (`--keep-stale-allow`: kKeep).
   StaleAllowPolicy stale_allow_policy = StaleAllowPolicy::kFail;
 
@@ -103,9 +105,10 @@ struct WatchSummary {
 };
 
 /// Reads `dir` (index.jsonl and the reports it names) and merges it. A report is looked for
-/// at files.report_json when that path is absolute and exists, else under its file name in
+/// at files.report_json when that path is absolute and is a file, else under its file name in
 /// `dir` (a folder copied off a server); a line without one, or a report found nowhere, is a
-/// row with `missing` set.
+/// row with `missing` set (saying what is there instead when a path holds something that is
+/// not a file: a folder, a symlink loop).
 /// @throws Error from `read_watch_index`, and naming the report file when one is found but
 /// cannot be read or parsed.
 [[nodiscard]] WatchSummary summarize_watch(const std::filesystem::path& dir,

@@ -1,6 +1,7 @@
 // The text and JSON forms of a watch folder's summary (watch_summary.h; docs/cli.md,
 // "graphcheck report").
 #include <fmt/format.h>
+#include <graphcheck/report.h>
 
 #include <algorithm>
 #include <array>
@@ -38,8 +39,17 @@ std::string upper(std::string_view text) {
   return out;
 }
 
+// Items of the summary are names (roles, labels, owners) that may hold any bytes: each is
+// printed through `printable`, so that a terminal gets no control byte.
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
-  return fmt::format("{}", fmt::join(items, separator));
+  std::string out;
+  for (const std::string& item : items) {
+    if (!out.empty()) {
+      out += separator;
+    }
+    out += printable(item);
+  }
+  return out;
 }
 
 std::string utc_time(double seconds) {
@@ -82,28 +92,31 @@ std::string verdict_name(const OwnerRow& owner) {
 }
 
 std::string file_name(const std::string& path) {
-  return std::filesystem::path(path).filename().string();
+  return printable(std::filesystem::path(path).filename().string());
 }
 
 void append_checkpoint(std::string& out, const CheckpointSummary& checkpoint) {
   double first = checkpoint.processes.front().entry.time;
   std::size_t width = 0;
   std::size_t with_findings = 0;
+  std::vector<std::string> names;
   for (const ProcessRow& row : checkpoint.processes) {
     first = std::min(first, row.entry.time);
-    width = std::max(width, row.name.size());
+    names.push_back(printable(row.name));
+    width = std::max(width, names.back().size());
     if (row.findings() > 0) {
       ++with_findings;
     }
   }
   const std::string processes = plural(checkpoint.processes.size(), "process");
-  out += fmt::format("\ncheck point \"{}\" at {}: {}\n", checkpoint.label, utc_time(first),
-                     with_findings == 0
-                         ? "no findings on " + processes
+  out += fmt::format(
+      "\ncheck point \"{}\" at {}: {}\n", printable(checkpoint.label), utc_time(first),
+      with_findings == 0 ? "no findings on " + processes
                          : fmt::format("findings on {} of {}", with_findings, processes));
-  for (const ProcessRow& row : checkpoint.processes) {
+  for (std::size_t i = 0; i < checkpoint.processes.size(); ++i) {
+    const ProcessRow& row = checkpoint.processes[i];
     out +=
-        fmt::format("  {:<{}}  pid {}  #{}  {}{}\n", row.name, width, row.entry.pid, row.entry.seq,
+        fmt::format("  {:<{}}  pid {}  #{}  {}{}\n", names[i], width, row.entry.pid, row.entry.seq,
                     counts(row), row.report ? "" : " (report missing: counts from index.jsonl)");
     if (row.report && row.findings() > 0) {
       out += fmt::format("      report: {}\n",
@@ -139,15 +152,15 @@ void append_checkpoint(std::string& out, const CheckpointSummary& checkpoint) {
     const std::string count = owner.source == OwnerSource::kCensus
                                   ? std::string()
                                   : plural(owner.references, "reference") + ", ";
-    out +=
-        fmt::format("    {} {}: {}{}\n", upper(verdict_name(owner)),
-                    owner.owner.empty() ? kNoOwner : std::string_view(owner.owner), count, where);
+    out += fmt::format("    {} {}: {}{}\n", upper(verdict_name(owner)),
+                       owner.owner.empty() ? std::string(kNoOwner) : printable(owner.owner), count,
+                       where);
   }
   for (const std::string& skipped : checkpoint.skipped) {
-    out += fmt::format("  skipped: {}\n", skipped);
+    out += fmt::format("  skipped: {}\n", printable(skipped));
   }
   for (const std::string& note : checkpoint.notes) {
-    out += fmt::format("  note: {}\n", note);
+    out += fmt::format("  note: {}\n", printable(note));
   }
 }
 
@@ -206,9 +219,17 @@ std::string to_text(const WatchSummary& summary) {
       }
     }
   }
-  std::string out = fmt::format("graphcheck watch summary: {}\n{} from {}, {}\n", summary.dir,
-                                plural(entries, "check point"), plural(processes.size(), "process"),
-                                plural(summary.checkpoints.size(), "label"));
+  std::string out =
+      fmt::format("graphcheck watch summary: {}\n{} from {}, {}\n", printable(summary.dir),
+                  plural(entries, "check point"), plural(processes.size(), "process"),
+                  plural(summary.checkpoints.size(), "label"));
+  if (!summary.index_notes.empty()) {
+    out += fmt::format("\nindex lines not read ({}): every other line is reported\n",
+                       summary.index_notes.size());
+    for (const std::string& note : summary.index_notes) {
+      out += fmt::format("  {}\n", printable(note));
+    }
+  }
   for (const CheckpointSummary& checkpoint : summary.checkpoints) {
     append_checkpoint(out, checkpoint);
   }
@@ -226,9 +247,9 @@ std::string to_text(const WatchSummary& summary) {
   for (const StaleAllowRow& row : summary.stale_allow) {
     std::vector<std::string> where;
     for (const StaleWhere& at : row.where) {
-      where.push_back(fmt::format("{} on {}", at.label, join(at.processes, ", ")));
+      where.push_back(fmt::format("{} on {}", printable(at.label), join(at.processes, ", ")));
     }
-    out += fmt::format("  {}: stale at {}\n", row.glob, join(where, "; "));
+    out += fmt::format("  {}: stale at {}\n", printable(row.glob), fmt::join(where, "; "));
   }
 
   const std::vector<const ProcessRow*> missing = summary.missing_reports();
@@ -239,8 +260,9 @@ std::string to_text(const WatchSummary& summary) {
         missing.size());
   }
   for (const ProcessRow* row : missing) {
-    out += fmt::format("  {} on {} (pid {}, #{}): {}\n", row->entry.label, row->name,
-                       row->entry.pid, row->entry.seq, row->missing);
+    out +=
+        fmt::format("  {} on {} (pid {}, #{}): {}\n", printable(row->entry.label),
+                    printable(row->name), row->entry.pid, row->entry.seq, printable(row->missing));
   }
 
   out +=
@@ -281,7 +303,8 @@ std::string to_json(const WatchSummary& summary) {
                   {"findings", summary.findings()},
                   {"checkpoints", std::move(checkpoints)},
                   {"stale_allow", std::move(stale)},
-                  {"missing_reports", std::move(missing)}};
+                  {"missing_reports", std::move(missing)},
+                  {"index_notes", summary.index_notes}};
   // The folder name comes from the command line and need not be UTF-8; everything else was
   // validated by the JSON readers.
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "graphcheck/detail/allowlist.h"
 #include "graphcheck/detail/decision_memo.h"
 #include "graphcheck/detail/reference_judge.h"
+#include "graphcheck/detail/unattributed.h"
 #include "graphcheck/detail/verdict_rules.h"
 #include "graphcheck/detail/word_batch.h"
 
@@ -96,10 +98,6 @@ class Engine {
     std::uint32_t fast = 0;        // classes decided by the cell alone (bit per class)
     GraphTable* table = nullptr;   // a session's table being filled
     std::vector<AllowUse::CellMark>* pool_cells = nullptr;  // graph pool cells touched
-    // The candidate window: words outside it are scalars.
-    Address window_low = 0;
-    Address window_span = 0;
-    bool window_empty = true;
   };
 
   [[nodiscard]] std::string baseline_label() const {
@@ -166,14 +164,17 @@ class Engine {
     }
     const GraphRanges ranges(graph);
     scan.ranges = &ranges;
-    set_window(scan, ranges);
-    batch_.set_window(scan.window_low, scan.window_span, scan.window_empty);
+    batch_.set_window(*scan.capture, ranges);
     const std::uint64_t references_before = report_.summary.references;
+    const std::size_t unattributed_before = report_.unattributed.size();
     const std::uint64_t nodes = scan_nodes(graph.nodes, scan);
     flush(batch_, scan);
     report_.summary.nodes += nodes;
     if (table != nullptr) {
       table->nodes = nodes;
+      table->unattributed.assign(
+          report_.unattributed.begin() + static_cast<std::ptrdiff_t>(unattributed_before),
+          report_.unattributed.end());
       table->references = report_.summary.references - references_before;
       for (std::size_t cell = 0; cell < scan.capture->cell_count(); ++cell) {
         if (pool_cells[cell].set) {
@@ -183,25 +184,6 @@ class Engine {
       table->ranges = ranges;
       table->valid = true;
     }
-  }
-
-  // A word is a reference only inside the capture's known memory, one past its top (an end
-  // pointer), or in the graph's ranges: the batch keeps the words in the hull of those.
-  static void set_window(GraphScan& scan, const GraphRanges& ranges) {
-    const AddressIndex& capture = *scan.capture;
-    Address low = ~Address{0};
-    Address high = 0;
-    if (capture.cell_count() != 0) {
-      low = capture.low();
-      high = capture.high() == ~Address{0} ? capture.high() : capture.high() + 1;
-    }
-    if (!ranges.empty()) {
-      low = std::min(low, ranges.low());
-      high = std::max(high, ranges.high());
-    }
-    scan.window_empty = low > high;
-    scan.window_low = low;
-    scan.window_span = high - low;
   }
 
   // Nodes in order, bodies right after the node holding them; returns the node count.
@@ -357,6 +339,10 @@ class Engine {
       is_reference = capture.holds(at) || scan.ranges->contains(word);
     }
     if (!is_reference) {
+      if (pointer_like_gap(capture, word, at)) {
+        const WordBatch::Location gap = batch.locate(i);
+        add_unattributed(report_.unattributed, scan.graph->id, *gap.node, word);
+      }
       return;
     }
     const WordBatch::Location where = batch.locate(i);
@@ -442,6 +428,8 @@ class Engine {
     }
     report_.summary.nodes += table.nodes;
     report_.summary.references += table.references;
+    report_.unattributed.insert(report_.unattributed.end(), table.unattributed.begin(),
+                                table.unattributed.end());
     for (std::size_t v = 0; v < kVerdictCount; ++v) {
       report_.summary.counts[v] += table.fixed[v];
     }

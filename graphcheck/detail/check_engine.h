@@ -49,11 +49,13 @@ struct GraphTable {
   std::uint64_t references = 0;
   std::array<std::uint64_t, kVerdictCount> fixed{};  // by verdict, in any such epoch
   std::vector<RecordedRef> refs;                     // the others, in reference order
+  std::vector<UnattributedWords> unattributed;       // its nodes' unattributed words
   // Touched capture cells where an allowlist may name an owner (no span, or an input span),
   // sorted; ranges crossing capture cells are in `refs` (by_parts, or first != last).
   std::vector<std::uint32_t> allow_cells;
   [[nodiscard]] std::size_t bytes() const {
-    return refs.capacity() * sizeof(RecordedRef) + allow_cells.capacity() * sizeof(std::uint32_t);
+    return refs.capacity() * sizeof(RecordedRef) + allow_cells.capacity() * sizeof(std::uint32_t) +
+           unattributed.capacity() * sizeof(UnattributedWords);
   }
 };
 

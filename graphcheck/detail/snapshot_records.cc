@@ -370,9 +370,20 @@ Node read_node(const JsonField& fields, RecordLists& lists) {
       }
       break;
     case NodeType::kMemcpy: {
+      // A side in host or array memory is no device address: the file omits it (the CUPTI
+      // backend reads a pinned-host copy with one side), and a copy with neither holds none.
+      const std::optional<JsonField> src = fields.optional("src");
+      const std::optional<JsonField> dst = fields.optional("dst");
+      if (!src && !dst) {
+        break;
+      }
       const std::uint64_t size = fields.required("size").as_positive();
-      node.operands.push_back({"src", fields.required("src").as_address(), size, Access::kRead});
-      node.operands.push_back({"dst", fields.required("dst").as_address(), size, Access::kWrite});
+      if (src) {
+        node.operands.push_back({"src", src->as_address(), size, Access::kRead});
+      }
+      if (dst) {
+        node.operands.push_back({"dst", dst->as_address(), size, Access::kWrite});
+      }
       break;
     }
     case NodeType::kMemset:

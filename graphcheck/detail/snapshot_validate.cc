@@ -246,15 +246,24 @@ class Validator {
       }
     };
     switch (node.type) {
-      case NodeType::kMemcpy:
-        expect(2, R"("src" (read) and "dst" (write) of one size)");
-        check(0, "src", Access::kRead, "");
-        check(1, "dst", Access::kWrite, "");
-        if (operands[0].size != operands[1].size) {
+      case NodeType::kMemcpy: {
+        // Each side is optional (host or array memory is no device address), in this order.
+        if (operands.size() > 2) {
+          expect(2, R"(at most "src" (read) and "dst" (write) of one size)");
+        }
+        const bool dst_only = operands.size() == 1 && operands[0].role == "dst";
+        if (!operands.empty() && !dst_only) {
+          check(0, "src", Access::kRead, "");
+        }
+        if (operands.size() == 2 || dst_only) {
+          check(operands.size() - 1, "dst", Access::kWrite, "");
+        }
+        if (operands.size() == 2 && operands[0].size != operands[1].size) {
           fail(path + ".size", "one size for \"src\" and \"dst\"",
                std::to_string(operands[0].size) + " and " + std::to_string(operands[1].size));
         }
         break;
+      }
       case NodeType::kMemset:
         expect(1, R"("dst" (write))");
         check(0, "dst", Access::kWrite, "");

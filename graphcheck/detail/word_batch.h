@@ -5,6 +5,7 @@
 #define GRAPHCHECK_DETAIL_WORD_BATCH_H_
 
 #include <graphcheck/address.h>
+#include <graphcheck/address_index.h>
 #include <graphcheck/graph.h>
 #include <graphcheck/pointer_scan.h>
 
@@ -38,11 +39,22 @@ class WordBatch {
       : words_(std::make_unique<Address[]>(kCapacity)),
         nodes_(std::make_unique<NodeEntry[]>(kNodeCapacity)) {}
 
-  /// Words outside [low, low + span] are not kept; none when `empty`.
-  void set_window(Address low, Address span, bool empty) {
+  /// Keeps only the words that can be references: inside the capture's known memory, one
+  /// past its top (an end pointer), or in the graph's ranges (the hull of those).
+  void set_window(const AddressIndex& capture, const GraphRanges& ranges) {
+    Address low = ~Address{0};
+    Address high = 0;
+    if (capture.cell_count() != 0) {
+      low = capture.low();
+      high = capture.high() == ~Address{0} ? capture.high() : capture.high() + 1;
+    }
+    if (!ranges.empty()) {
+      low = std::min(low, ranges.low());
+      high = std::max(high, ranges.high());
+    }
+    empty_ = low > high;
     low_ = low;
-    span_ = span;
-    empty_ = empty;
+    span_ = high - low;
   }
 
   /// Appends `node`'s argument words that lie in the window. `flush(*this)` is called when

@@ -130,11 +130,12 @@ function spanNames(spans) {
 function graphModel(raw, data, checked) {
   var names = data.snapshot.names;
   var findings = data.report.findings;
+  // A row leaves out its trailing defaults: size 0, access "unknown", no finding.
   var refs = raw.refs.map(function (row) {
     var address = parseAddress(row[4]);
     var ref = {node: row[0], name: names[row[1]], param: row[2], place: row[3], hex: row[4],
-               address: address, size: row[5], access: row[6],
-               findings: row[7].map(function (i) { return findings[i]; })};
+               address: address, size: row[5] || 0, access: row[6] || "unknown",
+               findings: (row[7] || []).map(function (i) { return findings[i]; })};
     ref.end = address + Math.max(ref.size, 1);
     if (ref.findings.length) {
       ref.verdict = FINDING_VERDICTS.filter(function (v) {

@@ -5,6 +5,7 @@
 #include <graphcheck/report.h>
 #include <graphcheck/snapshot.h>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -32,9 +33,18 @@ struct CheckOptions {
 /// Thread safety: reentrant; concurrent calls on the same snapshot are safe.
 [[nodiscard]] Report check(const Snapshot& snapshot, const CheckOptions& options = {});
 
+/// @brief The largest allowlist file `read_allowlist` reads (4 MiB: tens of thousands of
+/// globs; anything larger is a wrong path, not an allowlist).
+inline constexpr std::size_t kMaxAllowlistBytes = std::size_t{4} << 20U;
+
 /// @brief Reads allowlist globs from a file: one per line; blank lines and lines starting
-/// with '#' are skipped; surrounding whitespace is trimmed.
-/// @throws Error naming the path if it cannot be read.
+/// with '#' are skipped; surrounding whitespace is trimmed; a UTF-8 byte order mark is
+/// skipped. The file must be UTF-8 text: a line with bytes that are not UTF-8 or a NUL
+/// refuses the whole file. Never blocks: a FIFO or any other file that is not a regular
+/// file is refused without being opened for reading in blocking mode.
+/// @throws Error naming the path (control bytes escaped) when it cannot be opened, is not a
+/// regular file, or is larger than kMaxAllowlistBytes; naming `path:line`, the byte, its
+/// offset in the file and its column for a line that is not text.
 [[nodiscard]] std::vector<std::string> read_allowlist(const std::string& path);
 
 }  // namespace graphcheck

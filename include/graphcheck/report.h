@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace graphcheck {
@@ -60,6 +61,22 @@ struct Summary {
   friend bool operator==(const Summary&, const Summary&) = default;
 };
 
+/// @brief Kernel argument words of one node that look like device pointers the check could
+/// not attribute: each lies in a hole of the capture epoch's known memory (in no span,
+/// allocation or graph range, with known memory within 4 GiB below and above it), at or above
+/// 4 GiB, and is not one past the end of a range. Memory nothing recorded (a
+/// library's own `cudaMalloc`, memory the process got outside the allocator the backend
+/// reads) is not judged: these are not findings and enter no summary count; they say how
+/// much of a node's memory the check could not see (docs/report-format.md).
+struct UnattributedWords {
+  std::uint64_t graph = 0;
+  std::uint64_t node = 0;
+  std::string kernel;       ///< the kernel's name
+  std::uint64_t words = 0;  ///< such words in the node's arguments (at least 1)
+  Address first = 0;        ///< the first of them, in argument order
+  friend bool operator==(const UnattributedWords&, const UnattributedWords&) = default;
+};
+
 /// @brief What stale allowlist globs (globs that match the owner of no reference in any
 /// epoch) do to a check's outcome.
 enum class StaleAllowPolicy : std::uint8_t {
@@ -77,6 +94,9 @@ struct Report {
   std::vector<std::string> stale_allow;  ///< allowlist globs that allowed no reference
   /// One line per address range covered by spans of different owners (resolved, not a finding).
   std::vector<std::string> warnings;
+  /// Kernel nodes with argument words that look like pointers into memory the capture epoch
+  /// does not know, in graph and node order (not findings; see `UnattributedWords`).
+  std::vector<UnattributedWords> unattributed;
   /// Whether `stale_allow` fails the check (`CheckOptions::stale_allow`).
   StaleAllowPolicy stale_allow_policy = StaleAllowPolicy::kFail;
 
@@ -95,8 +115,15 @@ struct Report {
 [[nodiscard]] std::string to_json(const Report& report, int indent = 2);
 
 /// @brief The human report: findings grouped by kernel and owner, each group with its fix,
-/// warnings and stale allowlist entries, and the verdict counts on the last lines.
+/// warnings and stale allowlist entries, and the verdict counts on the last lines. Every name
+/// in it goes through `printable` (no control byte reaches a terminal); `to_json` is exact.
 [[nodiscard]] std::string to_text(const Report& report);
+
+/// @brief `text` safe to print on a terminal, one line: control characters (C0, DEL and the
+/// C1 range U+0080..U+009F) and bytes that are not part of valid UTF-8 become visible escapes
+/// (`\n`, `\r`, `\t`, `\0`, `\x1b`, `\xff`); everything else, backslashes included, is kept.
+/// Thread safety: pure function.
+[[nodiscard]] std::string printable(std::string_view text);
 
 /// @brief Parses report JSON (version 1), as written by `to_json(const Report&, int)`.
 /// @throws Error naming the JSON path of a bad field.

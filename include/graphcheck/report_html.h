@@ -7,6 +7,7 @@
 #include <graphcheck/report.h>
 #include <graphcheck/snapshot.h>
 
+#include <ostream>
 #include <string>
 
 namespace graphcheck {
@@ -19,6 +20,14 @@ namespace graphcheck {
 /// epoch it lacks).
 /// Thread safety: pure function.
 [[nodiscard]] std::string to_html(const Report& report, const Snapshot* snapshot = nullptr);
+
+/// @brief `to_html`, written to `out` as it is made: the page is never held in memory (its
+/// data is streamed one span, allocation and reference at a time), so a snapshot of any size
+/// costs the snapshot, the report and a 1 MiB buffer (docs/report-format.md, "HTML report").
+/// @throws Error as `to_html`, before anything is written for a bad snapshot; Error when
+/// `out` fails.
+/// Thread safety: as `to_html`, with `out` owned by the caller's thread.
+void write_html(std::ostream& out, const Report& report, const Snapshot* snapshot = nullptr);
 
 }  // namespace graphcheck
 

@@ -29,7 +29,12 @@ from typing import Any, Literal
 import torch
 
 from graphcheck import _core, _torch
-from graphcheck._errors import GraphcheckTypeError, GraphcheckValueError
+from graphcheck._errors import (
+    GraphcheckTypeError,
+    GraphcheckValueError,
+    require_text,
+    require_texts,
+)
 from graphcheck._model_registry import EngineState, ModelRegistry, model_registry
 from graphcheck._sites import label_sites, record_sites
 from graphcheck._utils import storage_leaves
@@ -91,7 +96,7 @@ def _require_text(value: object, what: str) -> str:
         raise (GraphcheckTypeError if not isinstance(value, str) else GraphcheckValueError)(
             f"{what}: expected a non-empty str, got {value!r}"
         )
-    return value
+    return require_text(value, what)
 
 
 def _declared(
@@ -310,6 +315,10 @@ class Capture:
         and wake (new generations, the same ranges) only the references whose
         owner can change are decided again (docs/verdicts.md).
         """
+        for value, what in ((epoch, "epoch"), (baseline, "baseline")):
+            if value is not None:
+                require_text(value, f"Capture.check: {what}")
+        allow = require_texts(allow, "Capture.check: allow")
         now = None
         if epoch is None:
             now = self._now(NOW_EPOCH, "check")

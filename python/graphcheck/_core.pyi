@@ -266,6 +266,9 @@ class Report(metaclass=_pybind11_type):
     @property
     def warnings(self) -> list[str]: ...
     @property
+    def unattributed(self) -> list[tuple[int, int, str, int, int]]:
+        """(graph, node, kernel, words, first word): pointer-like words in no known memory."""
+    @property
     def ok(self) -> bool:
         """True if no findings."""
     def to_json(self, indent: int = 2) -> str:
@@ -314,7 +317,7 @@ def parse_report(text: str) -> Report:
     """Parses report JSON (format version 1)."""
 
 def read_allowlist(path: _StrPath) -> list[str]:
-    """Reads allowlist globs from a file, one per line."""
+    """Reads allowlist globs from a file, one per line (UTF-8 text, at most 4 MiB)."""
 
 def format_address(address: int) -> str:
     """The address as lower-case hex with a 0x prefix."""

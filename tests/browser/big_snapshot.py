@@ -1,5 +1,8 @@
 """A generated snapshot with one 10,000-node graph, for the browser tier's load test.
 
+Also the HTML writer's memory figure (README, docs/report-format.md): ``python
+tests/browser/big_snapshot.py OUT --nodes 200000`` writes a 200,000-node one (about 33 MB).
+
 Capture and after_reload epochs: 250 layers of parameters in a weights pool, a KV cache, a
 workspace no span covers (unregistered), a scratch allocation freed after capture (dangling),
 and three layers rebound by the reload (stale, drawn as arrows on the map). Its `expect`
@@ -8,6 +11,7 @@ block says what the check must report in after_reload, counted from the construc
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -92,19 +96,19 @@ def node(index: int) -> dict[str, Any]:
     return {"id": index, "type": "kernel", "name": f"gemm_kernel_{index % 13}", "params": params}
 
 
-def expected_summary() -> dict[str, int]:
+def expected_summary(nodes: int = NODES) -> dict[str, int]:
     """The after_reload summary, by construction: every node reads a weight (stale where its
     layer moved) and the KV cache; every 1000th the workspace no span covers, every 2500th
     (from 1) the scratch freed since capture."""
-    stale = sum(1 for i in range(NODES) if (i // 40) % LAYERS in MOVED_LAYERS)
-    workspace = sum(1 for i in range(NODES) if i % 1000 == 0)
-    scratch = sum(1 for i in range(NODES) if i % 2500 == 1)
+    stale = sum(1 for i in range(nodes) if (i // 40) % LAYERS in MOVED_LAYERS)
+    workspace = sum(1 for i in range(nodes) if i % 1000 == 0)
+    scratch = sum(1 for i in range(nodes) if i % 2500 == 1)
     return {
         "graphs": 1,
-        "nodes": NODES,
-        "references": 2 * NODES + workspace + scratch,
-        "registered": NODES - stale,
-        "runtime": NODES,
+        "nodes": nodes,
+        "references": 2 * nodes + workspace + scratch,
+        "registered": nodes - stale,
+        "runtime": nodes,
         "graph": 0,
         "input": 0,
         "allowed": 0,
@@ -115,17 +119,30 @@ def expected_summary() -> dict[str, int]:
     }
 
 
-def big_snapshot() -> dict[str, Any]:
+def big_snapshot(nodes: int = NODES) -> dict[str, Any]:
     return {
         "format": "graphcheck-snapshot",
         "version": 1,
         "producer": {"backend": "synthetic", "tool": "tests/browser/big_snapshot.py"},
         "epochs": [epoch("capture", reloaded=False), epoch("after_reload", reloaded=True)],
-        "graphs": [{"id": 1, "epoch": "capture", "nodes": [node(i) for i in range(NODES)]}],
+        "graphs": [{"id": 1, "epoch": "capture", "nodes": [node(i) for i in range(nodes)]}],
         "allow": [],
-        "expect": {"epoch": "after_reload", "summary": expected_summary()},
+        "expect": {"epoch": "after_reload", "summary": expected_summary(nodes)},
     }
 
 
-def write_big_snapshot(path: Path) -> None:
-    path.write_text(json.dumps(big_snapshot()), encoding="utf-8")
+def write_big_snapshot(path: Path, nodes: int = NODES) -> None:
+    path.write_text(json.dumps(big_snapshot(nodes)), encoding="utf-8")
+
+
+def main() -> None:
+    """``big_snapshot.py OUT [--nodes N]``: writes the snapshot to OUT."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--nodes", type=int, default=NODES)
+    args = parser.parse_args()
+    write_big_snapshot(args.out, args.nodes)
+
+
+if __name__ == "__main__":
+    main()

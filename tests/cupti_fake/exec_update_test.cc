@@ -204,17 +204,26 @@ TEST_F(ExecUpdateTest, SettersAfterAWholeGraphUpdateNameTheInstantiatedGraphsNod
   EXPECT_EQ(capture_.stats().exec_updates, 4U);
 }
 
-// Should the driver also take the update graph's handles [verify on a GPU], they resolve too;
-// a second update pairs with the first one's nodes.
-TEST_F(ExecUpdateTest, UpdateGraphHandlesResolveAndASecondUpdatePairsAgain) {
+// On an H200 (driver 580, 2026-12-04) a setter naming the update graph's node after
+// cuGraphExecUpdate failed with cudaErrorInvalidValue, and one naming the instantiated graph's
+// node succeeded: the update graph's handles are not the exec graph's. A refused setter
+// changes nothing; one the record cannot place is reported. A second update pairs again.
+TEST_F(ExecUpdateTest, TheUpdateGraphsHandlesAreNotTheExecGraphsAndASecondUpdatePairsAgain) {
   CUgraph first = api_.add_graph(3);
   CUgraphNode first_kernel = api_.add_node(first, kernel_node(11, scale_, new_params_.data()));
   api_.add_node(first, api_.node_of(memset_));
   update_whole(first);
+  ASSERT_EQ(callback_error(), "");
   CUDA_KERNEL_NODE_PARAMS params{};
   params.func = scale_;
   params.kernelParams = old_params_.data();
-  set_kernel(params, first_kernel);
+  set_kernel(params, first_kernel, CUDA_ERROR_INVALID_VALUE);  // what the driver answered
+  ASSERT_EQ(callback_error(), "");
+  EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(new_pointer_));
+  set_kernel(params, first_kernel);  // a driver that took it: the record cannot follow
+  EXPECT_THAT(callback_error(), HasSubstr("had a node updated that its record does not hold"));
+  EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(new_pointer_));
+  set_kernel(params, kernel_);
   ASSERT_EQ(callback_error(), "");
   EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(old_pointer_));
 

@@ -214,7 +214,7 @@ TEST_F(GraphCaptureTest, MemsetAllocAndFreeNodesBecomeOperands) {
   EXPECT_THAT(nodes[0].operands,
               ElementsAre(Operand{"dst", 0x20000, 2 * 512 + 400, Access::kWrite}));
   EXPECT_EQ(nodes[1].type, NodeType::kMemAlloc);
-  EXPECT_THAT(nodes[1].operands, ElementsAre(Operand{"alloc", 0x30000, 8192, Access::kUnknown}));
+  EXPECT_THAT(nodes[1].operands, ElementsAre(Operand{"alloc", 0x30000, 8192, Access::kWrite}));
   EXPECT_EQ(nodes[2].type, NodeType::kMemFree);
   EXPECT_THAT(nodes[2].operands, ElementsAre(Operand{"dptr", 0x30000, 0, Access::kUnknown}));
 }
@@ -295,8 +295,8 @@ TEST_F(GraphCaptureTest, TmaDescriptorsAreAttributedToTheirGlobalAddress) {
   end_capture(graph);
   ASSERT_EQ(callback_error(), "");
   EXPECT_THAT(capture_.captured_graphs().at(0)->nodes.at(0).operands,
-              ElementsAre(Operand{"param[0]+0:tensor_map", kWeight, 0, Access::kUnknown},
-                          Operand{"param[1]+64:tensor_map", kWeight, 0, Access::kUnknown}));
+              ElementsAre(Operand{"param[0]+0:tensor_map", kWeight, 0, Access::kRead},
+                          Operand{"param[1]+64:tensor_map", kWeight, 0, Access::kRead}));
 
   // Re-pointing the descriptor: its new bytes map to the new address.
   map.opaque[0] ^= 0xff;

@@ -1,6 +1,6 @@
 """Whether graphcheck's injection attached and found the graphs a smoke run made.
 
-scripts/gpu-check.sh runs it after each injection smoke run (UNVERIFIED: no GPU yet):
+scripts/gpu-check.sh runs it after each injection smoke run (ran on an H200 on 2026-12-04):
 ``python3 check_inject_snapshots.py DIR --tag exit --graphs 1 --kernel struct_kernel``. The
 injection library writes ``graphcheck-<pid>-<tag>-snapshot.json`` into its GRAPHCHECK_OUT
 folder (docs/inject.md); none means it never attached (or never checked). Standard library

@@ -1,18 +1,20 @@
-"""CUPTI capture overhead on the reference model (issue 18 section 5). UNVERIFIED: no GPU yet.
+"""CUPTI capture overhead on the reference model (issue 18 section 5, issue 29 section 3).
 
-scripts/gpu-check.sh runs it twice, in two processes: once plain and once under
-``CUDA_INJECTION64_PATH=libgraphcheck_inject.so`` (the CUPTI backend attached to the whole
-process, ``GRAPHCHECK_CHECK=exit``), then ``--compare`` puts the two side by side. Each run
-builds the model on the GPU, captures one forward with ``torch.cuda.graph`` ``--captures``
-times (capture end includes the instantiate, which is where graphcheck reads the graph) and
-replays the last graph ``--replays`` times. Writes one JSON file per run; prints one line.
+scripts/gpu-check.sh runs it in pairs of processes, interleaved (plain, then under
+``CUDA_INJECTION64_PATH=libgraphcheck_inject.so``: the CUPTI backend attached to the whole
+process, ``GRAPHCHECK_CHECK=exit``; at least 3 pairs), then ``--plain ... --graphcheck ...``
+compares them. Each run builds the model on the GPU, captures one forward with
+``torch.cuda.graph`` ``--captures`` times (capture end includes the instantiate, which is where
+graphcheck reads the graph) and replays the last graph ``--replays`` times. Writes one JSON file
+per run; prints one line.
 
-The model: the Python reference model (``graphcheck.reference``, registered variant) when the
-graphcheck package imports under this Python; otherwise (a bare GPU machine, whose Python and
-torch are not the ones the package's compiled modules were built for) a decoder of the same
-structure written here in plain torch, and the JSON says so (``model``). What the comparison
-measures is graphcheck's cost per captured node, which depends on the node kinds, not on
-whose module produced them.
+The model (``--model``): ``reference`` is the Python reference model (``graphcheck.reference``,
+registered variant), which needs the graphcheck package under this Python; ``decoder`` is a
+decoder of the same structure written here in plain torch; ``auto`` (default) takes the first
+that imports. Every run records which one it measured (``model``), and the comparison refuses
+to put two different models side by side (the first GPU run, 2026-12-04, compared the decoder
+with the reference model because the package became importable between its two runs): pass the
+same ``--model`` to every run.
 """
 
 from __future__ import annotations
@@ -81,9 +83,12 @@ class Decoder(torch.nn.Module):
         return self.head(self.norm(x))
 
 
-def build() -> tuple[torch.nn.Module, dict[str, torch.Tensor], str]:
-    """The model on the GPU, its static inputs, and which model it is."""
+def build(which: str) -> tuple[torch.nn.Module, dict[str, torch.Tensor], str]:
+    """The model on the GPU, its static inputs, and which model it is (``decoder``,
+    ``reference``)."""
     try:
+        if which == "decoder":
+            raise ImportError("--model decoder")
         from graphcheck.contract import register_held_tensors
         from graphcheck.reference import (
             ReferenceConfig,
@@ -91,13 +96,14 @@ def build() -> tuple[torch.nn.Module, dict[str, torch.Tensor], str]:
             make_checkpoint,
             reference_inputs,
         )
-    except Exception as error:  # any import failure means: not this Python
+    except Exception:  # any import failure means: not this Python
+        if which == "reference":
+            raise
         torch.manual_seed(0)
         model = Decoder().cuda().eval()
         ids = torch.arange(TOKENS, device="cuda").mul(13).remainder(VOCAB)
         static = {"input_ids": ids, "positions": torch.arange(TOKENS, device="cuda")}
-        why = f"{type(error).__name__}: {error}"
-        return model, static, f"reference-shaped decoder (graphcheck.reference: {why})"
+        return model, static, "decoder"
     # As tests/gpu/watch_smoke.py builds it: the checkpoint comes from the CPU.
     config = ReferenceConfig(
         hidden=HIDDEN, layers=LAYERS, head_dim=HEAD_DIM, vocab=VOCAB, max_positions=POSITIONS
@@ -114,11 +120,11 @@ def build() -> tuple[torch.nn.Module, dict[str, torch.Tensor], str]:
         register_held_tensors(model)
         model.allocate_runtime_state()
     static = {k: v.cuda() for k, v in reference_inputs(model, TOKENS).items()}
-    return model.eval(), static, "graphcheck.reference (registered)"
+    return model.eval(), static, "reference"
 
 
-def measure(captures: int, replays: int) -> dict[str, Any]:
-    model, static, name = build()
+def measure(which: str, captures: int, replays: int) -> dict[str, Any]:
+    model, static, name = build(which)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side), torch.no_grad():
@@ -166,36 +172,73 @@ def measure(captures: int, replays: int) -> dict[str, Any]:
     }
 
 
-def compare(plain_path: Path, checked_path: Path) -> dict[str, Any]:
-    plain = json.loads(plain_path.read_text())
-    checked = json.loads(checked_path.read_text())
-    result: dict[str, Any] = {"plain": plain, "graphcheck": checked, "ratio": {}}
+def _stats(values: list[float]) -> dict[str, float]:
+    return {"min": min(values), "median": statistics.median(values)}
+
+
+def compare(plain: list[dict[str, Any]], checked: list[dict[str, Any]]) -> dict[str, Any]:
+    """The runs side by side: min and median over runs of each run's median, and ratios.
+
+    ``refused`` (and no ratio) when the runs measured different models, token counts or
+    devices, when a "graphcheck" run was not injected, or when the pairs are unequal.
+    """
+    runs = plain + checked
+    identity = {(r["model"], r["tokens"], r["device"]) for r in runs}
+    refused = ""
+    if len(identity) != 1:
+        refused = f"the runs measured different things: {sorted(identity)}"
+    elif len(plain) != len(checked) or not plain:
+        refused = f"unequal or no pairs: {len(plain)} plain, {len(checked)} with graphcheck"
+    elif {r["mode"] for r in plain} != {"plain"} or {r["mode"] for r in checked} != {"graphcheck"}:
+        refused = "a plain run was injected, or a graphcheck run was not"
+    result: dict[str, Any] = {"plain": plain, "graphcheck": checked, "refused": refused}
+    if refused:
+        return result
+    result["model"] = runs[0]["model"]
+    result["pairs"] = len(plain)
     for key in ("capture_ms_median_after_first", "replay_us_median", "replay_us_queued"):
-        result["ratio"][key] = checked[key] / plain[key] if plain[key] else None
+        p = _stats([r[key] for r in plain])
+        c = _stats([r[key] for r in checked])
+        result[key] = {"plain": p, "graphcheck": c}
+        result.setdefault("ratio", {})[key] = {
+            stat: c[stat] / p[stat] if p[stat] else None for stat in ("min", "median")
+        }
     return result
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="the JSON file to write")
+    parser.add_argument("--model", choices=("auto", "decoder", "reference"), default="auto")
     parser.add_argument("--captures", type=int, default=5)
     parser.add_argument("--replays", type=int, default=200)
-    parser.add_argument("--compare", type=Path, nargs=2, metavar=("PLAIN", "GRAPHCHECK"))
+    parser.add_argument("--plain", type=Path, nargs="*", default=[], help="plain runs' JSON")
+    parser.add_argument("--graphcheck", type=Path, nargs="*", default=[], help="injected runs")
     args = parser.parse_args()
-    if args.compare:
-        result = compare(*args.compare)
-        p, c, r = result["plain"], result["graphcheck"], result["ratio"]
-        print(
-            f"cupti_overhead: {p['model']}: capture {p['capture_ms_median_after_first']:.2f} ms"
-            f" plain, {c['capture_ms_median_after_first']:.2f} ms with graphcheck"
-            f" (x{r['capture_ms_median_after_first']:.2f}); replay {p['replay_us_median']:.1f}"
-            f" us plain, {c['replay_us_median']:.1f} us with graphcheck"
-        )
+    status = 0
+    if args.plain or args.graphcheck:
+        plain = [json.loads(path.read_text()) for path in args.plain]
+        checked = [json.loads(path.read_text()) for path in args.graphcheck]
+        result = compare(plain, checked)
+        if result["refused"]:
+            print(f"cupti_overhead: REFUSED to compare: {result['refused']}")
+            status = 1
+        else:
+            cap, rep = result["capture_ms_median_after_first"], result["replay_us_median"]
+            ratio = result["ratio"]["capture_ms_median_after_first"]
+            print(
+                f"cupti_overhead: {result['model']}, {result['pairs']} interleaved pairs: capture"
+                f" min {cap['plain']['min']:.2f} / median {cap['plain']['median']:.2f} ms plain,"
+                f" min {cap['graphcheck']['min']:.2f} / median"
+                f" {cap['graphcheck']['median']:.2f} ms with graphcheck (x{ratio['min']:.2f} /"
+                f" x{ratio['median']:.2f}); replay median {rep['plain']['median']:.1f} us plain,"
+                f" {rep['graphcheck']['median']:.1f} us with graphcheck"
+            )
     elif not torch.cuda.is_available():
         print("cupti_overhead: SKIP (no CUDA device)")
         return 0
     else:
-        result = measure(args.captures, args.replays)
+        result = measure(args.model, args.captures, args.replays)
         capture = result["capture_ms_median_after_first"]
         print(
             f"cupti_overhead {result['mode']}: capture {capture:.2f} ms, replay"
@@ -203,7 +246,7 @@ def main() -> int:
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
-// The gpu tier (label gpu; skips without a device). UNVERIFIED: written and compiled without
-// a GPU. Updates of an instantiated graph on a real driver: cudaGraphExecUpdate to a graph
-// with other pointers, then per-node setters through a node of the new graph and through a
-// node of the graph the exec was instantiated from. cuda.h documents the second
+// The gpu tier (label gpu; skips without a device). Ran on an H200 on 2026-12-04 and passed
+// (docs/gpu-check.md). Updates of an instantiated graph on a real driver: cudaGraphExecUpdate
+// to a graph with other pointers, then per-node setters through a node of the new graph and
+// through a node of the graph the exec was instantiated from. cuda.h documents the second
 // (cuGraphExecKernelNodeSetParams: "from the graph from which graphExec was instantiated");
-// whichever handle the driver accepts, graphcheck's record must follow, and the outcome of
-// each is written to callback_counts.txt (docs/gpu-check.md, [verify]).
+// on the H200 the driver refused the first (cudaErrorInvalidValue) and took the second, and
+// graphcheck's record keeps only the instantiated graph's handles since (docs/cupti.md). The
+// outcome of each is written to callback_counts.txt.
 #include <cuda_runtime.h>  // the typed cudaMalloc overloads
 #include <gtest/gtest.h>
 

@@ -1,7 +1,8 @@
 // The fixture of the gpu tier's node-type and launch-style tests (node_types_gpu_test.cc,
 // launch_styles_gpu_test.cc): a subscribed backend, a stream, device buffers freed at the
 // end, driver entry points reached through the runtime, and the end-of-test bookkeeping
-// (snapshot, callback counts, no callback error). UNVERIFIED: written without a GPU.
+// (snapshot, callback counts, no callback error). Ran on an H200 on 2026-12-04
+// (docs/gpu-check.md), with the failures fixed since and not yet run there again.
 #ifndef GRAPHCHECK_TESTS_GPU_GPU_FIXTURE_H_
 #define GRAPHCHECK_TESTS_GPU_GPU_FIXTURE_H_
 
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,15 +21,21 @@
 
 namespace graphcheck::gpu_testing {
 
-/// A driver function through the runtime (`cudaGetDriverEntryPointByVersion`, CUDA 12.0
-/// semantics, so `cuGraphKernelNodeGetParams` is its _v2), or null: the binary links the
-/// static runtime and no libcuda, and CUPTI sees these calls as it sees any driver call.
+/// A driver function through the runtime (`cudaGetDriverEntryPointByVersion` at the headers'
+/// `CUDA_VERSION`, so that each symbol is the version its `decltype` names: a 12.0 request
+/// refused `cuGraphExecNodeSetParams`, new in 12.2, on the first GPU run), or null with a line
+/// on stderr naming it: the binary links the static runtime and no libcuda, and CUPTI sees
+/// these calls as it sees any driver call.
 template <typename Fn>
 Fn driver_entry(const char* name) {
   void* pointer = nullptr;
   cudaDriverEntryPointQueryResult query{};
-  if (cudaGetDriverEntryPointByVersion(name, &pointer, 12000, cudaEnableDefault, &query) !=
-      cudaSuccess) {
+  const cudaError_t status =
+      cudaGetDriverEntryPointByVersion(name, &pointer, CUDA_VERSION, cudaEnableDefault, &query);
+  if (status != cudaSuccess || pointer == nullptr) {
+    std::cerr << "graphcheck-gpu: no driver entry point " << name << " at version " << CUDA_VERSION
+              << " (" << cudaGetErrorName(status) << ", query result " << static_cast<int>(query)
+              << ")\n";
     return nullptr;
   }
   return reinterpret_cast<Fn>(pointer);

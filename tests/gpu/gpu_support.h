@@ -1,6 +1,6 @@
 // Shared helpers of the gpu tier (owner: cupti-b): device detection (skip without one), the
 // real backend behind one subscription, a small VMM allocator with sleep/wake, and snapshot
-// output to $GRAPHCHECK_GPU_OUT. UNVERIFIED: written without a GPU; see docs/gpu-check.md.
+// output to $GRAPHCHECK_GPU_OUT. Ran on an H200 on 2026-12-04; see docs/gpu-check.md.
 #ifndef GRAPHCHECK_TESTS_GPU_GPU_SUPPORT_H_
 #define GRAPHCHECK_TESTS_GPU_GPU_SUPPORT_H_
 
@@ -105,6 +105,7 @@ inline void print_callback_counts(cupti::Backend& backend, std::string_view labe
        << " node_update_events=" << stats.node_update_events
        << " exec_templates_matched=" << stats.exec_templates_matched
        << " exec_templates_differed=" << stats.exec_templates_differed
+       << " tensor_maps=" << stats.tensor_maps
        << " allocation_events=" << backend.tracker().events()
        << " launches_seen=" << backend.launch_hook().launches() << "\n";
   report_observation(line.str());

@@ -1,4 +1,4 @@
-"""A torch program for gpu-check.sh's second injection smoke run (UNVERIFIED: no GPU yet).
+"""A torch program for gpu-check.sh's second injection smoke run (ran on an H200 on 2026-12-04).
 
 Run under CUDA_INJECTION64_PATH=libgraphcheck_inject.so with GRAPHCHECK_CHECK=launch: it
 captures one small graph with torch.cuda.graph, replays it twice and exits normally, keeping

@@ -3,7 +3,8 @@
 // cuLaunchKernel, the packed `extra` form, a __grid_constant__ TMA descriptor), the
 // driver-level setters of an instantiated graph, and two threads instantiating at once. Each
 // record is compared with what the test launched and judged against verdicts known by
-// construction. UNVERIFIED: written and compiled without a GPU (docs/gpu-check.md).
+// construction. Ran on an H200 on 2026-12-04: the TMA and driver-setter tests failed there
+// and are fixed since, not yet run again (docs/gpu-check.md).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -144,11 +145,20 @@ TEST_F(GpuLaunchStylesTest, AGridConstantTmaDescriptorIsAttributedToItsGlobalAdd
   ASSERT_EQ(node.params.size(), 2u);
   EXPECT_EQ(node.params[0].bytes.size(), sizeof(CUtensorMap));
   EXPECT_EQ(param_word(node, 1), address_of(out_));
+  // The operand is found whatever the argument's packed offset (112 on the H200, not a
+  // multiple of 64: the first GPU run found none) and is a read, as a snapshot spells it.
   const std::vector<Operand> expected{
-      {"param[0]+0:tensor_map", address_of(weight_), 0, Access::kUnknown}};
+      {"param[0]+0:tensor_map", address_of(weight_), 0, Access::kRead}};
   EXPECT_EQ(node.operands, expected);
+  // Driver 580 stores the global address as the descriptor's first word: that word is a
+  // reference of its own (docs/cupti.md). Counted when the bytes hold it, so the test holds
+  // for an encoding that does not.
+  std::size_t plain_words = 0;
+  for (std::size_t at = 0; at + sizeof(Address) <= sizeof(CUtensorMap); at += sizeof(Address)) {
+    plain_words += param_word(node, 0, at) == address_of(weight_) ? 1U : 0U;
+  }
   const Report report = backend().session().check_now("check");
-  EXPECT_EQ(report.summary.count(Verdict::kRegistered), 1u) << "through the descriptor only";
+  EXPECT_EQ(report.summary.count(Verdict::kRegistered), 1u + plain_words) << to_text(report);
   EXPECT_EQ(report.summary.count(Verdict::kInput), 1u);
   finish("tma_grid_constant");
 }

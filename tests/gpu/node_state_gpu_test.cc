@@ -1,5 +1,5 @@
 // The gpu tier's checks of issue 18's desk-check items that only a driver can settle
-// (UNVERIFIED: written and compiled without a GPU; every test skips without one):
+// (ran on an H200 on 2026-12-04 and passed, docs/gpu-check.md; every test skips without one):
 // - an exec graph destroyed before the exit check is checked at GRAPHEXEC_DESTROY_STARTING;
 // - cudaGraphNodeSetEnabled reaches CUPTI's callback, and the disabled node is skipped;
 // - a batch mem-op node's addresses come back from cuGraphBatchMemOpNodeGetParams;

@@ -1,5 +1,6 @@
-// UNVERIFIED until scripts/gpu-check.sh has run on a GPU: written and compiled on a machine
-// without one, where every test skips (docs/gpu-check.md).
+// Ran on an H200 on 2026-12-04, built there against torch 2.11.0+cu130, and passed; the
+// caching allocator's blocks have been added to its CUPTI session since, not yet run on a GPU
+// (docs/gpu-check.md).
 //
 // The reference model on CUDA (gpu tier): each variant is built on the GPU and one forward is
 // captured with at::cuda::CUDAGraph while graphcheck's CUPTI backend is subscribed and a
@@ -11,7 +12,8 @@
 // aten::mul (the sign tables of make_sign_table) and aten::index_select (the RoPE cache of
 // compute_cos_sin_cache). The CUPTI side must record the graph and see registered weights in
 // its kernel arguments; its other verdicts are recorded, not asserted: it sees the caching
-// allocator's segments, not tensors, so activations and cuBLAS workspaces read unregistered.
+// allocator's segments and blocks (cupti::add_torch_allocator), not what each block holds,
+// so activations and cuBLAS workspaces read unregistered.
 // Graph replay must reproduce the eager forward.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -29,6 +31,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cupti/torch_allocator_snapshot.h"
 #include "gpu/gpu_support.h"
 
 namespace graphcheck::gpu_testing {
@@ -91,6 +94,7 @@ class GpuReferenceModelTest : public ::testing::Test {
     GRAPHCHECK_SKIP_WHILE_INJECTED(live);
     ASSERT_TRUE(live.status.ok()) << live.status.message();
     cupti::Backend& backend = *live.backend;
+    cupti::add_torch_allocator(backend.session());
 
     ReferenceConfig config;
     config.variant = variant;

@@ -1,4 +1,6 @@
-"""The server flag reads what a CUDA graph captured (issue 18 §1). UNVERIFIED: no GPU run yet.
+"""The server flag reads what a CUDA graph captured (issue 18 §1). Ran on an H200 on 2026-12-04
+(docs/gpu-check.md) with the expectations of that time, which held; the memset's verdict has
+changed since (below) and has not run on a GPU again.
 
 Run by scripts/gpu-check.sh: ``python tests/gpu/watch_reader_smoke.py --out DIR``. Under
 :func:`graphcheck.watch` it captures, with ``torch.cuda.graph``, one forward of a linear layer
@@ -9,9 +11,9 @@ graph holds it as a memset node. Expected, by construction:
 - the graph was read by ``cuda-graph`` (``graphcheck._cuda``), not ``aten-dispatcher``;
 - its nodes hold a memset node whose ``dst`` is the tensor's address and whose size is its
   byte count, and kernel nodes (the linear layer's GEMM) instead of ``op`` nodes;
-- the memset is a ``dangling`` finding at that address: no span and no allocation of the
-  capture epoch holds the tensor (the dispatcher recorded no storage of it, and nothing
-  registered it);
+- the memset is an ``unregistered`` finding at that address: the tensor is a live block of the
+  caching allocator, which every epoch lists (issue 29), and nothing registered it (the first
+  GPU run called it ``dangling``: the watch then knew only the storages the dispatcher saw);
 - a word of an elementwise kernel's arguments (``weight * 2``) lies in the registered
   weight (at least one ``registered`` reference);
 - the replay works (the watch changed nothing in the capture);
@@ -27,14 +29,13 @@ when there is no CUDA device (scripts/gpu-check.sh calls that a failure on a GPU
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import torch
+from smoke_args import out_dir_or_skip
 
 
 def cudart() -> Any:
@@ -52,11 +53,8 @@ def cudart() -> Any:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("watch_reader_smoke: SKIP (no CUDA device)")
+    out = out_dir_or_skip("watch_reader_smoke", __doc__ or "")
+    if out is None:
         return 0
     import graphcheck
 
@@ -68,7 +66,7 @@ def main() -> int:
     model = torch.nn.Linear(64, 64, device="cuda").eval()
     static = torch.ones(8, 64, device="cuda")
     hidden = torch.zeros(4096, device="cuda")  # no op of the capture touches it
-    watch = graphcheck.watch(model, out_dir=args.out / "reader")
+    watch = graphcheck.watch(model, out_dir=out / "reader")
     watch.declare_input("x", static)
     with torch.no_grad():
         model(static)  # warm-up (cuBLAS handles, workspaces) outside the capture
@@ -125,7 +123,7 @@ def main() -> int:
             for f in first.report.findings
             if f.node_type == "memset" and f.address == hidden.data_ptr()
         ]
-        if [f.verdict for f in hits] != ["dangling"]:
+        if [f.verdict for f in hits] != ["unregistered"]:
             problems.append(f"memset findings {[(f.verdict, f.detail) for f in hits]}")
         if first.report.summary["registered"] < 1:
             problems.append("no registered reference (the weight word of weight * 2)")
@@ -154,8 +152,8 @@ def main() -> int:
         "notes": [] if first is None else list(first.notes),
         "problems": problems,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "watch-reader-smoke.json").write_text(json.dumps(summary, indent=2))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "watch-reader-smoke.json").write_text(json.dumps(summary, indent=2))
     verdict = "ok" if not problems else "FAIL " + "; ".join(problems)
     print(
         f"watch_reader_smoke: {verdict}; read by {summary['reader']}, {len(nodes)} nodes, "

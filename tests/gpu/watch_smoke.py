@@ -1,4 +1,4 @@
-"""The server debug flag on a real CUDA graph (issue 11, section 6). UNVERIFIED: no GPU run yet.
+"""The server debug flag on a real CUDA graph (issue 11, section 6). Ran on an H200 on 2026-12-04.
 
 Run by scripts/gpu-check.sh once per variant: ``python tests/gpu/watch_smoke.py --variant
 legacy|registered --out DIR``. Under :func:`graphcheck.watch` it builds the Python reference

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 import graphcheck
+from graphcheck._watch.cuda_capture import READER_CUDA_GRAPH, ReadNodes
 
 # The legacy model's planted sites, and the parameters the forward reads directly (stale after
 # a rebinding reload), by census path.
@@ -35,6 +36,22 @@ class FakeCUDAGraph:
         if self.fail_end:
             raise RuntimeError("capture invalidated")
         self.captured = True
+
+
+class NodesReader:
+    """Stands in for the CUDA graph reader: every graph it reads holds ``nodes`` (kernels no
+    dispatcher op saw, such as a Triton-compiled forward's)."""
+
+    name = READER_CUDA_GRAPH
+
+    def __init__(self, nodes: list[graphcheck.Node]) -> None:
+        self.nodes = nodes
+
+    def begin(self, graph: object) -> object:
+        return "stream"
+
+    def read(self, token: object) -> ReadNodes:
+        return ReadNodes(self.nodes)
 
 
 def cpu_device(graph: object) -> torch.device:

@@ -1,5 +1,7 @@
 // `graphcheck report DIR` on bad input: one error line (exit 2) naming the index line and
-// field, the folder without watch output, the report that cannot be parsed; usage.
+// field, the folder without watch output, the report that cannot be parsed; usage. A torn
+// index line, a folder or a symlink loop where a file should be, and control bytes in names
+// (issue 34).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +13,7 @@ namespace graphcheck::testing_cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 using CliReportTest = WatchFolderTest;
 
@@ -18,9 +21,6 @@ TEST_F(CliReportTest, BadIndexLinesNameTheLineAndTheField) {
   add(on_rank(0, "capture", 1, make_report("capture", {})));
   const std::string index = (folder() / "index.jsonl").string();
   const std::string good = lines_.back().dump();
-
-  write_text(folder() / "index.jsonl", good + "\n\n{\"seq\": 2, \"label\": \n");
-  expect_error(run({"report", folder().string()}), {index + ":3: not valid JSON: "});
 
   Json no_pid = lines_.back();
   no_pid.erase("pid");
@@ -44,6 +44,94 @@ TEST_F(CliReportTest, BadIndexLinesNameTheLineAndTheField) {
   write_text(folder() / "index.jsonl", "[1, 2]\n");
   expect_error(run({"report", folder().string()}),
                {index + ":1: expected one JSON object per line, found [1,2]"});
+}
+
+// What a server killed while it appended leaves: its last line cut short. Every whole line is
+// still reported, the torn one is a note; only an index with no line to read is an error.
+TEST_F(CliReportTest, ATornLineIsANoteAndEveryWholeLineIsReported) {
+  add(on_rank(0, "capture", 1,
+              make_report("capture", {finding(Verdict::kUnregistered, kScale, 3)})));
+  add(on_rank(0, "after_wake", 2, make_report("after_wake", {})));
+  const std::string index = (folder() / "index.jsonl").string();
+  const std::string whole = lines_[0].dump() + "\n" + lines_[1].dump() + "\n";
+  const std::string torn = lines_[1].dump().substr(0, 40);
+  for (const std::string& tail : {torn, torn + "\n"}) {  // cut before or after its newline
+    write_text(folder() / "index.jsonl", whole + tail);
+    const RunResult result = run({"report", folder().string()});
+    EXPECT_EQ(result.status, 1) << result.err;  // the findings of the whole lines
+    EXPECT_EQ(result.err, "");
+    EXPECT_THAT(result.out, HasSubstr("2 check points from 1 process"));
+    EXPECT_THAT(result.out,
+                HasSubstr("index lines not read (1): every other line is reported\n  " + index +
+                          ":3: skipped, not valid JSON (parse error at column"));
+    EXPECT_THAT(result.out, HasSubstr("a line torn by a process that stopped while writing it"));
+    EXPECT_THAT(result.out, HasSubstr("UNREGISTERED " + std::string(kScale)));
+    const RunResult json = run({"report", folder().string(), "--format", "json"});
+    EXPECT_EQ(Json::parse(json.out)["index_notes"].size(), 1U);
+  }
+  // A torn line in the middle (two processes appending, one of them killed) is skipped too.
+  write_text(folder() / "index.jsonl", lines_[0].dump() + "\n" + torn + "\n" + lines_[1].dump());
+  EXPECT_THAT(run({"report", folder().string()}).out, HasSubstr(index + ":2: skipped"));
+  // Nothing left to read: exit 2, naming the line.
+  write_text(folder() / "index.jsonl", "\n" + torn);
+  expect_error(run({"report", folder().string()}),
+               {index + ": holds no readable line (1 line, none valid JSON; the first: " + index +
+                ":2: skipped, not valid JSON"});
+}
+
+TEST_F(CliReportTest, ALoopOrAFolderWhereAFileShouldBeSaysSo) {
+  Json& line = add(on_rank(0, "capture", 1, make_report("capture", {})));
+  write_index();
+  const fs::path report = line["files"]["report_json"].get<std::string>();
+  fs::remove(report);
+  fs::create_directory(report);  // a folder where the report should be
+  RunResult result = run({"report", folder().string()});
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr(report.string() + " is a folder, not a report file"));
+  EXPECT_THAT(result.out, Not(HasSubstr("not found")));
+  fs::remove(report);
+  fs::create_symlink(report.filename(), report);  // a link to itself
+  result = run({"report", folder().string()});
+  EXPECT_THAT(result.out, HasSubstr(report.string() + " is a symlink loop, not a report file"));
+  // The index and the folder themselves.
+  fs::remove(folder() / "index.jsonl");
+  fs::create_symlink("index.jsonl", folder() / "index.jsonl");
+  expect_error(run({"report", folder().string()}),
+               {(folder() / "index.jsonl").string() +
+                ": expected the watch's index, a file of JSON lines, found a symlink loop"});
+  fs::remove(folder() / "index.jsonl");
+  fs::create_directory(folder() / "index.jsonl");
+  expect_error(run({"report", folder().string()}), {"found a folder"});
+  const fs::path loop = dir_ / "loop";
+  fs::create_symlink("loop", loop);
+  expect_error(run({"report", loop.string()}),
+               {loop.string() + ": expected a folder written by graphcheck's watch, found a "
+                                "symlink loop"});
+}
+
+// Roles, labels, owners, notes and paths come from the processes that wrote the folder: the
+// text summary prints them escaped, the JSON as they are.
+TEST_F(CliReportTest, ControlBytesInNamesAreEscapedInTheText) {
+  CheckPoint point = on_rank(0, "cap\x1b[2Jture", 1,
+                             make_report("capture", {finding(Verdict::kStale, "w\nspoof\b", 3)}));
+  point.role = "rank\r0";
+  Json& line = add(with_notes(point, {"note\x1b]0;t\x07"}));
+  line["skipped"] = Json::array({std::string("graph\0 9", 8)});
+  write_index();
+  const RunResult result = run({"report", folder().string()});
+  EXPECT_EQ(result.status, 1) << result.err;
+  for (const char c : result.out) {
+    const auto byte = static_cast<unsigned char>(c);
+    ASSERT_TRUE(byte >= 0x20 || c == '\n') << "raw control byte " << int{byte} << " in\n"
+                                           << result.out;
+  }
+  for (const char* escaped :
+       {"cap\\x1b[2Jture", "rank\\r0", "w\\nspoof\\x08", "note\\x1b]0;t\\x07", "graph\\0 9"}) {
+    EXPECT_THAT(result.out, HasSubstr(escaped));
+  }
+  const Json json = Json::parse(run({"report", folder().string(), "--format", "json"}).out);
+  EXPECT_EQ(json["checkpoints"][0]["label"], "cap\x1b[2Jture");
+  EXPECT_EQ(json["checkpoints"][0]["owners"][0]["owner"], "w\nspoof\b");
 }
 
 TEST_F(CliReportTest, MissingOrEmptyIndexSaysTheFolderHoldsNoWatchOutput) {

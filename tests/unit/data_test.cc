@@ -109,6 +109,12 @@ TEST_P(DataSnapshotTest, CheckReproducesTheExpectedCounts) {
     if (expect.contains("stale_allow")) {
       EXPECT_EQ(report.stale_allow, expect.at("stale_allow").get<std::vector<std::string>>());
     }
+    std::uint64_t unattributed = 0;
+    for (const UnattributedWords& node : report.unattributed) {
+      unattributed += node.words;
+    }
+    // Optional: kernel words in memory the snapshot does not know (docs/report-format.md).
+    EXPECT_EQ(unattributed, expect.value("unattributed", std::uint64_t{0})) << "unattributed";
   }
 }
 

@@ -81,7 +81,7 @@ TEST(ReportHtml, WithTheSnapshotCarriesEpochsAndEveryReference) {
   for (const nlohmann::json& graph : data["snapshot"]["graphs"]) {
     refs += graph["refs"].size();
     for (const nlohmann::json& ref : graph["refs"]) {
-      if (!ref[7].empty()) {
+      if (ref.size() > 7 && !ref[7].empty()) {  // trailing defaults are left out
         ++with_findings;
       }
     }

@@ -70,8 +70,11 @@ TEST(SnapshotErrors, FormatAndVersionAreChecked) {
 TEST(SnapshotErrors, MissingRequiredKeyNamesTheObjectAndTheKey) {
   EXPECT_EQ(error_of(with_epoch(R"({"label": "a", "spans": []})")),
             R"(t.json: epochs[0]: missing required key "allocations")");
+  // A memcpy may leave out a host side (docs/snapshot-format.md), not the size of the other.
+  EXPECT_EQ(error_of(with_nodes(R"({"id": 0, "type": "memcpy", "src": "0x1"})")),
+            R"(t.json: graphs[0].nodes[0]: missing required key "size")");
   EXPECT_EQ(error_of(with_nodes(R"({"id": 0, "type": "memcpy", "src": "0x1", "size": 4})")),
-            R"(t.json: graphs[0].nodes[0]: missing required key "dst")");
+            "<parsed>");
 }
 
 TEST(SnapshotErrors, BadAddressNamesPathAndValue) {

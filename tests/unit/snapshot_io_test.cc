@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "snapshot_io_helpers.h"
 
@@ -97,6 +98,24 @@ TEST(SnapshotNodes, MemcpyHasSourceReadAndDestinationWriteOfOneSize) {
   EXPECT_EQ(node.type, NodeType::kMemcpy);
   EXPECT_EQ(node.operands, (std::vector<Operand>{{"src", 0x1000, 64, Access::kRead},
                                                  {"dst", 0x2000, 64, Access::kWrite}}));
+}
+
+// A pinned-host copy has one device side (the first GPU run: the writer refused the node).
+TEST(SnapshotNodes, MemcpyMayLeaveOutAHostSideAndRoundTrips) {
+  for (const char* node : {R"({"id": 1, "type": "memcpy", "src": "0x1000", "size": 64})",
+                           R"({"id": 1, "type": "memcpy", "dst": "0x2000", "size": 64})",
+                           R"({"id": 1, "type": "memcpy"})"}) {
+    const Snapshot snapshot = parse_snapshot(with_nodes(node));
+    EXPECT_EQ(parse_snapshot(to_json(snapshot)), snapshot) << node;
+  }
+  EXPECT_EQ(only_node(R"({"id": 1, "type": "memcpy", "dst": "0x2000", "size": 64})").operands,
+            (std::vector<Operand>{{"dst", 0x2000, 64, Access::kWrite}}));
+  Snapshot swapped = parse_snapshot(
+      with_nodes(R"({"id": 1, "type": "memcpy", "src": "0x1000", "dst": "0x2000", "size": 64})"));
+  std::swap(swapped.graphs[0].nodes[0].operands[0], swapped.graphs[0].nodes[0].operands[1]);
+  EXPECT_THAT([&] { (void)to_json(swapped); },
+              ::testing::ThrowsMessage<Error>(HasSubstr(
+                  R"(operands: expected operand 0 of a memcpy node to be "src" with its access)")));
 }
 
 TEST(SnapshotNodes, MemsetWritesItsDestination) {

@@ -1,22 +1,32 @@
-"""Memory of PyTorch's CUDA graph pools, read from the caching allocator: :class:`GraphPools`.
+"""PyTorch's caching allocator as the watch sees it at every epoch: :class:`GraphPools`.
 
-Everything a CUDA graph allocates while it is captured comes from a memory pool of its own
-(the graph's private pool, or a pool several graphs share: ``torch.cuda.graph_pool_handle()``,
-which vLLM passes to every capture of an engine). What the ATen window sees produced inside
-the window is a graph span already; the rest of that pool is not: a tensor another graph of
-the same pool produced (the output of one piecewise graph is the input of the next), and the
-buffers inductor's generated code allocates without a dispatcher op (``empty_strided_cuda``).
-Without this module each of those reads ``unregistered`` on the first real run.
+Every live block. A CUDA graph holds kernels no dispatcher op saw (inductor's Triton kernels,
+custom ops), and their argument words point at tensors wherever the caching allocator put
+them: a plain attribute read only by a Triton kernel is in no allocation the ATen window
+recorded, and one packed right after a registered tensor starts where that tensor ends, which
+the end-pointer rule would call the registered tensor's (the first GPU run, 2026-12-04). So at
+every epoch of a CUDA graph the watch asks the allocator for its segments and blocks
+(``torch.cuda.memory_snapshot(include_traces=False)``) and adds each segment and each live block
+(``active_allocated``, ``active_pending_free``) as an allocation: the blocks a model's
+attribute reaches are labelled by its census path, the others by the Python frame that
+allocated them where the allocator history records one (``RegistryCache.site_labels``), else
+unlabelled (a finding then names the block by address, size and pool).
 
-So at every epoch the watch asks the caching allocator for its segments
-(``torch.cuda.memory_snapshot(include_traces=False)``) and makes each segment of a graph pool
-an allocation of pool ``graph:<a>,<b>`` (the pool id), which the checker judges ``graph``
-(docs/verdicts.md); an allocation the ATen window recorded inside such a segment takes that
-pool too. A graph pool is a pool whose id is ``(a, 0)`` with ``a != 0`` (a graph's own private
-pool) or the pool of a graph the watch saw captured (``CUDAGraph.pool()``, read when its
+Graph pools. Everything a CUDA graph allocates while it is captured comes from a memory pool
+of its own (the graph's private pool, or a pool several graphs share:
+``torch.cuda.graph_pool_handle()``, which vLLM passes to every capture of an engine). What the
+ATen window sees produced inside the window is a graph span already; the rest of that pool is
+not: a tensor another graph of the same pool produced (the output of one piecewise graph is the
+input of the next), and the buffers inductor's generated code allocates without a dispatcher
+op (``empty_strided_cuda``). Each segment of a graph pool is an allocation of pool
+``graph:<a>,<b>`` (the pool id), which the checker judges ``graph`` (docs/verdicts.md), its
+blocks are not listed, and an allocation the ATen window recorded inside such a segment takes
+that pool too. A graph pool is a pool whose id is ``(a, 0)`` with ``a != 0`` (a graph's own
+private pool) or the pool of a graph the watch saw captured (``CUDAGraph.pool()``, read when its
 capture ends: a shared ``(0, uid)`` id cannot be told from a user ``MemPool``, such as vLLM's
-tagged ``weights`` pool, by its value). The same rule as the CUPTI backend's
-``torch_pool_name`` (cupti/torch_allocator_snapshot.h). Unverified on a GPU.
+tagged ``weights`` pool, by its value). Other pools are ``default`` (``(0, 0)``) and
+``mempool:<a>,<b>``: the same rule as the CUPTI backend's ``torch_pool_name``
+(cupti/torch_allocator_snapshot.h). Not yet run on a GPU in this form.
 """
 
 from __future__ import annotations
@@ -68,7 +78,7 @@ def _pool_of(segment: Mapping[str, Any]) -> PoolId:
 
 
 class GraphPools:
-    """The graph pools of the graphs a watch saw, and their segments at each epoch.
+    """The caching allocator's memory at each epoch: segments, live blocks, graph pools.
 
     ``segments`` (default :func:`torch_segments`) is read at every :meth:`apply`. Thread
     safety: :meth:`note` and :meth:`apply` may run on any thread (one lock over the pool ids;
@@ -104,37 +114,99 @@ class GraphPools:
             return pool in self._listed
 
     def allocations(self) -> list[_core.Allocation]:
-        """Each segment of a graph pool now, as an allocation of its pool (sorted)."""
+        """Every segment now, and every live block outside graph pools (sorted, unlabelled).
+
+        Segments are labelled ``torch segment dev<d>`` (a word in a free part of one is inside
+        memory the allocator holds); blocks carry no label until :meth:`apply` names them.
+        """
         result = []
         for segment in self._segments():
-            pool = _pool_of(segment)
-            if not self.is_graph_pool(pool):
-                continue
             begin, size = int(segment.get("address", 0)), int(segment.get("total_size", 0))
-            if begin > 0 and size > 0:
-                device = segment.get("device", "?")
-                result.append(
-                    _core.Allocation(begin, size, pool_name(pool), 1, f"torch segment dev{device}")
-                )
+            if begin <= 0 or size <= 0:
+                continue
+            pool = _pool_of(segment)
+            graph = self.is_graph_pool(pool)
+            name = pool_name(pool) if graph else _other_pool_name(pool)
+            device = segment.get("device", "?")
+            if not graph:
+                result += [_core.Allocation(b, n, name, 1, "") for b, n in _live_blocks(segment)]
+            # After its blocks: a block as large as its segment (a big tensor's own) ties with
+            # it, and ties go by position in the epoch.
+            result.append(_core.Allocation(begin, size, name, 1, f"torch segment dev{device}"))
         result.sort(key=lambda allocation: allocation.begin)
         return result
 
-    def apply(self, epoch: _core.Epoch) -> _core.Epoch:
-        """Adds the graph pools' segments to ``epoch`` in place; returns ``epoch``.
+    def apply(self, epoch: _core.Epoch, labels: Iterable[tuple[int, int, str]] = ()) -> _core.Epoch:
+        """Adds the allocator's segments and live blocks to ``epoch`` in place; returns it.
 
-        An allocation of the epoch inside a segment takes the segment's pool (the ATen
-        window's ``aten:<op>`` storages: memory another graph of the pool produced).
+        An allocation of the epoch inside a graph pool's segment takes the segment's pool (the
+        ATen window's ``aten:<op>`` storages: memory another graph of the pool produced). A
+        block where an allocation of the epoch begins is not added (the dispatcher's storage is
+        the tensor), nor a segment the epoch already has. Each added block takes the first of
+        ``labels`` (``(begin, end, label)``: census paths, then allocation frames) overlapping it.
         """
-        segments = self.allocations()
-        if not segments:
+        memory = self.allocations()
+        if not memory:
             return epoch
         allocations = epoch.allocations
-        known = {(a.begin, a.size) for a in allocations}
-        begins = [segment.begin for segment in segments]  # segments never overlap
+        graph_segments = [a for a in memory if a.pool.startswith("graph:")]
+        begins = [segment.begin for segment in graph_segments]  # segments never overlap
         for allocation in allocations:
             i = bisect.bisect_right(begins, allocation.begin) - 1
-            if i >= 0 and allocation.end <= segments[i].end:
-                allocation.pool = segments[i].pool
-        allocations += [s for s in segments if (s.begin, s.size) not in known]
+            if i >= 0 and allocation.end <= graph_segments[i].end:
+                allocation.pool = graph_segments[i].pool
+        starts = {a.begin for a in allocations}
+        ranges = {(a.begin, a.size) for a in allocations}
+        named = _LabelRanges(labels)
+        for allocation in memory:
+            segment = bool(allocation.label)  # blocks are unlabelled until here
+            if (allocation.begin, allocation.size) in ranges or (
+                not segment and allocation.begin in starts
+            ):
+                continue
+            if not allocation.label:
+                allocation.label = named.find(allocation.begin, allocation.end)
+            allocations.append(allocation)
         epoch.allocations = allocations
         return epoch
+
+
+def _other_pool_name(pool: PoolId) -> str:
+    return "default" if pool == (0, 0) else f"mempool:{pool[0]},{pool[1]}"
+
+
+def _live_blocks(segment: Mapping[str, Any]) -> list[tuple[int, int]]:
+    """``(begin, size)`` of the segment's live blocks (an address, else the running offset)."""
+    blocks = []
+    at = int(segment.get("address", 0))
+    for block in segment.get("blocks", ()):
+        size = int(block.get("size", 0))
+        begin = int(block.get("address", at))
+        if size > 0 and block.get("state") in _LIVE:
+            blocks.append((begin, size))
+        at = begin + size
+    return blocks
+
+
+_LIVE = ("active_allocated", "active_pending_free")
+
+
+class _LabelRanges:
+    """``(begin, end, label)`` ranges, found by overlap: the first (by begin) overlapping."""
+
+    def __init__(self, labels: Iterable[tuple[int, int, str]]) -> None:
+        self._ranges = sorted(labels)
+        self._begins = [begin for begin, _, _ in self._ranges]
+
+    def find(self, begin: int, end: int) -> str:
+        """The label of a range overlapping ``[begin, end)``, or ``""``.
+
+        The first range starting inside it, else the one starting just below that reaches
+        into it (as the native side's ``census_label``).
+        """
+        i = bisect.bisect_left(self._begins, begin)
+        if i < len(self._ranges) and self._ranges[i][0] < end:
+            return self._ranges[i][2]
+        if i > 0 and self._ranges[i - 1][1] > begin:
+            return self._ranges[i - 1][2]
+        return ""

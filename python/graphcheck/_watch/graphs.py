@@ -3,8 +3,8 @@
 A :class:`WatchedCapture` is a :class:`graphcheck.Capture` whose model is resolved at every
 epoch from a :class:`~graphcheck._watch.registry.ModelSource`, whose model registry comes
 from the :class:`~graphcheck._watch.registry.RegistryCache` every graph of the watch shares,
-and whose epochs hold the segments of the CUDA graph pools
-(:class:`~graphcheck._watch.graph_pools.GraphPools`) for a CUDA capture.
+and whose epochs hold the caching allocator's segments and live blocks, graph pools as graph
+memory (:class:`~graphcheck._watch.graph_pools.GraphPools`), for a CUDA capture.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ class WatchedCapture(Capture):
         self._source = source
         self._registry = registry
         self._pools = pools
+        self._labels: list[tuple[int, int, str]] = []
         # A bare module stands in when no model was alive at capture: every address is judged
         # against an empty registry until the source finds one.
         self._fallback = model if type(model) is torch.nn.Module else None
@@ -68,11 +69,15 @@ class WatchedCapture(Capture):
         )
 
     def _model_registry(self, model: torch.nn.Module) -> ModelRegistry:
-        return self._registry.state(model)
+        registry = self._registry.state(model)
+        # The labels of the epoch being built name the allocator's blocks too (_finish_epoch).
+        self._labels = registry.labels
+        return registry
 
     def _finish_epoch(self, epoch: _core.Epoch) -> _core.Epoch:
-        epoch = super()._finish_epoch(epoch)
-        return epoch if self._pools is None else self._pools.apply(epoch)
+        if self._pools is not None:
+            epoch = self._pools.apply(epoch, self._labels)
+        return super()._finish_epoch(epoch)
 
 
 def watched_capture(
@@ -86,7 +91,8 @@ def watched_capture(
 ) -> WatchedCapture:
     """A capture of ``record`` whose model comes from ``source`` (the capture epoch now).
 
-    ``pools``: the graph pools whose segments each epoch holds (a CUDA capture's).
+    ``pools``: the caching allocator whose segments and blocks each epoch holds (a CUDA
+    capture's).
     """
     model = source.resolve()
     if model is None:

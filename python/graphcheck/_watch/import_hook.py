@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 
-from graphcheck._watch.settings import flag_on
+from graphcheck._watch.settings import flag_on, one_line
 
 __all__ = ["install_from_env", "when_imported"]
 
@@ -103,8 +103,15 @@ _FINDER_LOCK = threading.Lock()
 def _run(callback: Callable[[ModuleType], object], module: ModuleType) -> None:
     try:
         callback(module)
-    except Exception:
-        log.exception("graphcheck: the post-import hook for %s failed", module.__name__)
+    except Exception as exc:
+        # One line in the host's log: the traceback only where graphcheck's debug log is on.
+        log.error(
+            "graphcheck: the post-import hook for %s failed: %s: %s",
+            module.__name__,
+            type(exc).__name__,
+            one_line(exc),
+            exc_info=log.isEnabledFor(logging.DEBUG),
+        )
 
 
 def when_imported(name: str, callback: Callable[[ModuleType], object]) -> None:

@@ -41,6 +41,7 @@ __all__ = [
     "index_page",
     "log_result",
     "merge_reports",
+    "printable",
     "safe_label",
 ]
 
@@ -54,6 +55,29 @@ CENSUS_FIX = (
 )
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+# What a terminal must not get raw: C0 and C1 controls, DEL, and lone surrogates (bytes that
+# were not UTF-8, decoded with surrogateescape).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    if char in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[char]
+    if 0xDC80 <= code <= 0xDCFF:  # the byte surrogateescape stood in for
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    r"""``text`` safe for a terminal, one line: what the C++ text report does to names.
+
+    Control characters (C0, DEL, C1) become visible escapes (``\n``, ``\t``, ``\0``,
+    ``\x1b``), as do lone surrogates (``\xff`` for a byte that was not UTF-8).
+    """
+    return _CONTROL.sub(_escape, text)
 
 
 def safe_label(label: str) -> str:
@@ -119,23 +143,24 @@ class CheckResult:
     def header(self) -> str:
         """The lines the text report file starts with: what was checked, when, where."""
         stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.time))
-        where = f"process {self.pid}" + (f" ({self.role})" if self.role else "")
+        where = f"process {self.pid}" + (f" ({printable(self.role)})" if self.role else "")
+        model = printable(self.model) or "-"
         lines = [
             f"graphcheck watch: check point #{self.seq} {self.label!r} in {where} at {stamp}",
-            f"graphs: {', '.join(map(str, self.graphs)) or 'none'}; model: {self.model or '-'}",
+            f"graphs: {', '.join(map(str, self.graphs)) or 'none'}; model: {model}",
         ]
         if self.readers:
             lines.append(
                 "read by: " + "; ".join(f"graph {g}: {r}" for g, r in self.readers.items())
             )
-        lines += [f"skipped: {s}" for s in self.skipped]
-        lines += [f"note: {n}" for n in self.notes]
+        lines += [f"skipped: {printable(s)}" for s in self.skipped]
+        lines += [f"note: {printable(n)}" for n in self.notes]
         if self.census:
             lines.append(
                 f"census: {len(self.census)} unregistered storage(s) the model keeps outside "
                 f"its parameters and buffers (fix: {CENSUS_FIX}):"
             )
-            lines += [f"  {line}" for line in self.census]
+            lines += [f"  {printable(line)}" for line in self.census]
         return "\n".join(lines)
 
     def text(self) -> str:
@@ -145,7 +170,7 @@ class CheckResult:
     def summary_line(self) -> str:
         """One line for logs: label, graphs and the finding counts."""
         counts = ", ".join(f"{v} {n}" for v, n in self.counts.items()) or "no findings"
-        who = f"graphcheck[{self.role}]" if self.role else "graphcheck"
+        who = f"graphcheck[{printable(self.role)}]" if self.role else "graphcheck"
         return (
             f"{who}: check point #{self.seq} {self.label!r}: {len(self.graphs)} graph(s), "
             f"{self.report.summary['references']} references: {counts}"
@@ -211,6 +236,8 @@ def merge_reports(reports: Sequence[_core.Report], epoch: str, baseline: str) ->
             merged["summary"][key] = merged["summary"].get(key, 0) + value
         merged["findings"] += data["findings"]
         merged["warnings"] += [w for w in data["warnings"] if w not in merged["warnings"]]
+        if data.get("unattributed"):  # optional: words no known memory holds, per node
+            merged.setdefault("unattributed", []).extend(data["unattributed"])
         globs = data["stale_allow"]
         stale = globs if stale is None else [g for g in stale if g in globs]
     merged["stale_allow"] = stale or []

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from graphcheck._errors import require_texts
 from graphcheck._watch.output import CheckResult
 from graphcheck._watch.registry import ModelGetter
 from graphcheck._watch.settings import env_configured, flag_on, settings_from_env
@@ -91,7 +92,7 @@ def watch(
             if out_dir is not None:
                 _ACTIVE.out_dir = out_dir
             if allow is not None:
-                _ACTIVE.allow = tuple(allow)
+                _ACTIVE.allow = require_texts(allow, "graphcheck.watch: allow")
         active = _ACTIVE
     if model is not None:
         active.add_model(model)

@@ -7,10 +7,16 @@ Settings (environment):
   (a check point with findings raises, with the text report).
 - ``GRAPHCHECK_DIR``: where reports and snapshots go (default
   ``graphcheck-reports`` in the working directory when the watch starts).
-- ``GRAPHCHECK_ALLOW``: an allowlist file (one glob per line, ``#`` comments).
+- ``GRAPHCHECK_ALLOW``: an allowlist file (one glob per line, ``#`` comments; UTF-8 text of at
+  most 4 MiB, read by the checker's own reader, ``graphcheck.read_allowlist``).
 
-Bad values never raise: a debug flag must not stop a server from starting. They are listed in
-:attr:`Settings.problems`, which the watch logs.
+One reading function per source, none of which raises into the host: a debug flag must not
+stop a server from starting, whatever its settings hold. :func:`settings_from_env` reads the
+environment, :func:`settings_from` an engine's configuration (vLLM's ``--additional-config``),
+:func:`read_allow_file` the allowlist file either names. A bad value (a mode that is not one, a
+path with a NUL byte, an allowlist that is a folder, a FIFO, binary, larger than 4 MiB, not
+UTF-8 or unreadable) is one entry of :attr:`Settings.problems`, which the watch logs as one
+line each, and the documented fallback is used: mode ``warn``, no files, no allowlist.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ __all__ = [
     "Settings",
     "env_configured",
     "flag_on",
+    "one_line",
+    "read_allow_file",
     "settings_from",
     "settings_from_env",
 ]
@@ -40,18 +48,47 @@ MODES = ("warn", "error")
 DEFAULT_DIR = "graphcheck-reports"
 # The variables that configure a watch besides GRAPHCHECK itself.
 _SETTING_VARIABLES = ("GRAPHCHECK_MODE", "GRAPHCHECK_DIR", "GRAPHCHECK_ALLOW")
+# How much of a bad value a problem shows: enough to recognise it, one line always.
+_SHOWN_CHARS = 80
+
+
+def _shown(value: object) -> str:
+    """``value`` for a log line: its repr (control characters and surrogates escaped), cut."""
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__: say what it is instead
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one printable line (its message may name a path with any bytes).
+
+    What graphcheck's log lines say of an error in the host's settings.
+    """
+    text = str(exc) or type(exc).__name__
+    return text.encode("ascii", "backslashreplace").decode("ascii").replace("\n", "\\n")
 
 
 def flag_on(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether ``GRAPHCHECK`` turns the watch on (``environ`` defaults to ``os.environ``)."""
-    value = (os.environ if environ is None else environ).get("GRAPHCHECK", "")
-    return value.strip().lower() not in OFF_VALUES
+    """Whether ``GRAPHCHECK`` turns the watch on (``environ`` defaults to ``os.environ``).
+
+    Never raises: an environment that cannot be read counts as off.
+    """
+    try:
+        value = (os.environ if environ is None else environ).get("GRAPHCHECK", "")
+        return str(value).strip().lower() not in OFF_VALUES
+    except Exception:
+        return False
 
 
 def env_configured(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the environment says anything about a watch: the flag or one of its settings."""
-    env = os.environ if environ is None else environ
-    return flag_on(env) or any(env.get(name) for name in _SETTING_VARIABLES)
+    try:
+        env = os.environ if environ is None else environ
+        return flag_on(env) or any(env.get(name) for name in _SETTING_VARIABLES)
+    except Exception:
+        return False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,59 +110,153 @@ class Settings:
     problems: tuple[str, ...] = ()
 
 
-def _read_allow(path: str, problems: list[str], what: str) -> tuple[str, ...]:
+def read_allow_file(path: object, what: str) -> tuple[tuple[str, ...], str | None]:
+    """The globs of the allowlist file ``path``, and None; or no globs and the problem.
+
+    ``what`` names the setting in the problem (``GRAPHCHECK_ALLOW``). The file is read by the
+    checker's reader (``graphcheck check --allow`` reads it the same way): UTF-8 text, one glob
+    per line, at most 4 MiB; a line that is not UTF-8 refuses the file, named by line and byte
+    offset. Never raises.
+    """
     try:
-        return tuple(_core.read_allowlist(path))
-    except _core.GraphcheckError as exc:
-        problems.append(f"{what}: {exc}; no allowlist is used")
-        return ()
+        if not isinstance(path, (str, os.PathLike)):
+            return (), f"{what}: expected an allowlist file path, got {_shown(path)}; no allowlist"
+        text = os.fspath(path)
+        why = _text_problem(text) if isinstance(text, str) else "bytes, not text"
+        if why is not None:
+            return (), f"{what} {_shown(path)}: expected a file path, found {why}; no allowlist"
+        return tuple(_core.read_allowlist(text)), None
+    except Exception as exc:
+        return (), f"{what}: {one_line(exc)}; no allowlist is used"
+
+
+def _mode(value: object, source: str, problems: list[str]) -> str:
+    if value is None or value == "":
+        return "warn"
+    mode = value.strip().lower() if isinstance(value, str) else None
+    if mode not in MODES:
+        problems.append(
+            f"{source} mode {_shown(value)}: expected one of {', '.join(MODES)}; using warn"
+        )
+        return "warn"
+    return mode
+
+
+def _folder(value: object, default: str | None, source: str, problems: list[str]) -> str | None:
+    folder = value or default
+    if not folder:
+        return None
+    if not isinstance(folder, (str, os.PathLike)):
+        problems.append(f"{source} dir: expected a folder path, got {_shown(folder)}; no files")
+        return None
+    path = os.fspath(folder)
+    why = _text_problem(path) if isinstance(path, str) else "bytes, not text"
+    if why is not None:
+        problems.append(
+            f"{source} dir {_shown(folder)}: expected a folder path, found {why}; no files"
+        )
+        return None
+    try:
+        return os.path.abspath(path)
+    except OSError as exc:  # a relative path while the working directory is gone
+        problems.append(f"{source} dir {_shown(folder)}: {one_line(exc)}; no files")
+        return None
+
+
+def _text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a setting's text (a NUL byte, not UTF-8), or None."""
+    if "\0" in value:
+        return f"a NUL byte at offset {value.index(chr(0))}"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # A byte that is not UTF-8 in the environment arrives as a surrogate escape.
+        char = ord(value[exc.start])
+        byte = f"byte 0x{char - 0xDC00:02x}" if 0xDC80 <= char <= 0xDCFF else f"U+{char:04X}"
+        return f"not UTF-8 text ({byte} at offset {exc.start})"
+    return None
+
+
+def _glob_list(globs: Sequence[object], source: str, problems: list[str]) -> tuple[str, ...]:
+    kept: list[str] = []
+    for index, glob in enumerate(globs):
+        why = _text_problem(glob) if isinstance(glob, str) else "not a str"
+        if why is None:
+            kept.append(str(glob))
+        else:
+            problems.append(
+                f"{source} allow[{index}] {_shown(glob)}: expected a glob, found {why}; skipped"
+            )
+    return tuple(kept)
+
+
+def _settings(values: Mapping[str, object], source: str, default_dir: str | None) -> Settings:
+    problems: list[str] = []
+    mode = _mode(values.get("mode"), source, problems)
+    out_dir = _folder(values.get("dir"), default_dir, source, problems)
+    allow_value = values.get("allow")
+    allow: tuple[str, ...] = ()
+    if isinstance(allow_value, (str, os.PathLike)) and os.fspath(allow_value):
+        allow, problem = read_allow_file(allow_value, f"{source} allow")
+        problems += [problem] if problem else []
+    elif isinstance(allow_value, Sequence) and not isinstance(allow_value, (str, bytes)):
+        allow = _glob_list(allow_value, source, problems)
+    elif allow_value:
+        problems.append(
+            f"{source} allow: expected a file path or a list of globs, got {_shown(allow_value)}"
+        )
+    unknown = sorted(
+        _shown(key) for key in values if key not in ("mode", "dir", "allow", "enabled")
+    )
+    if unknown:
+        problems.append(
+            f"{source}: unknown keys [{', '.join(unknown)}] (known: mode, dir, allow, enabled)"
+        )
+    return Settings(mode, out_dir, allow, tuple(problems))
 
 
 def settings_from(
-    values: Mapping[str, object], *, source: str, default_dir: str | None = DEFAULT_DIR
+    values: object, *, source: str, default_dir: str | None = DEFAULT_DIR
 ) -> Settings:
     """Settings from a mapping with ``mode``, ``dir`` and ``allow`` (all optional).
 
     ``allow`` is an allowlist file path or a list of globs; ``enabled`` is accepted and
     ignored (the engine reads it). Unknown keys and bad values are reported in
-    :attr:`Settings.problems` (named by ``source``), never raised.
+    :attr:`Settings.problems` (named by ``source``), never raised: whatever ``values`` holds
+    (not a mapping at all, a path with a NUL byte, a glob that is not text), the result is
+    settings with the fallback of each bad value.
     """
-    problems: list[str] = []
-    mode = str(values.get("mode") or "warn").strip().lower()
-    if mode not in MODES:
-        problems.append(f"{source} mode {mode!r}: expected one of {', '.join(MODES)}; using warn")
-        mode = "warn"
-    folder = values.get("dir") or default_dir
-    out_dir = None
-    if isinstance(folder, (str, os.PathLike)):
-        out_dir = os.path.abspath(os.fspath(folder))
-    elif folder:
-        problems.append(f"{source} dir: expected a folder path, got {folder!r}; no files")
-    allow_value = values.get("allow")
-    allow: tuple[str, ...] = ()
-    if isinstance(allow_value, str) and allow_value:
-        allow = _read_allow(allow_value, problems, f"{source} allow")
-    elif isinstance(allow_value, Sequence) and not isinstance(allow_value, str):
-        allow = tuple(str(glob) for glob in allow_value)
-    elif allow_value:
-        problems.append(f"{source} allow: expected a file path or a list of globs")
-    unknown = sorted(set(values) - {"mode", "dir", "allow", "enabled"})
-    if unknown:
-        problems.append(f"{source}: unknown keys {unknown} (known: mode, dir, allow, enabled)")
-    return Settings(mode, out_dir, allow, tuple(problems))
+    try:
+        if not isinstance(values, Mapping):
+            return Settings(
+                out_dir=_folder(None, default_dir, source, []),
+                problems=(
+                    f"{source}: expected a mapping of settings, got {_shown(values)}; "
+                    "defaults used",
+                ),
+            )
+        return _settings(values, source, default_dir)
+    except Exception as exc:  # a mapping whose methods raise: the host still runs
+        return Settings(problems=(f"{source}: cannot be read ({one_line(exc)}); defaults used",))
 
 
 def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from ``GRAPHCHECK_MODE``, ``GRAPHCHECK_DIR`` and ``GRAPHCHECK_ALLOW``.
 
     Without ``GRAPHCHECK_DIR`` the folder is :data:`DEFAULT_DIR` when ``GRAPHCHECK``
-    is on, else None (no files).
+    is on, else None (no files). Never raises (see :func:`settings_from`); values that are not
+    UTF-8 arrive as Python decodes them (surrogate escapes) and are used as paths as they are.
     """
-    env = os.environ if environ is None else environ
-    values = {
-        "mode": env.get("GRAPHCHECK_MODE", ""),
-        "dir": env.get("GRAPHCHECK_DIR", ""),
-        "allow": env.get("GRAPHCHECK_ALLOW", ""),
-    }
+    try:
+        env = os.environ if environ is None else environ
+        values = {
+            "mode": env.get("GRAPHCHECK_MODE", ""),
+            "dir": env.get("GRAPHCHECK_DIR", ""),
+            "allow": env.get("GRAPHCHECK_ALLOW", ""),
+        }
+    except Exception as exc:
+        return Settings(
+            problems=(f"GRAPHCHECK_*: cannot be read ({one_line(exc)}); defaults used",)
+        )
     default_dir = DEFAULT_DIR if flag_on(env) else None
     return settings_from(values, source="GRAPHCHECK_*", default_dir=default_dir)

@@ -31,7 +31,7 @@ import torch
 
 from graphcheck._capture import capture_arguments, record_forward
 from graphcheck._census import census
-from graphcheck._errors import GraphcheckValueError
+from graphcheck._errors import GraphcheckValueError, require_text, require_texts
 from graphcheck._model_registry import ENGINE_STATE_REASON, EngineState
 from graphcheck._watch.cuda_capture import CudaCaptures, CudaGraphReader, GraphReader
 from graphcheck._watch.cuda_hooks import AllocatorHistory, CaptureHooks, capture_device
@@ -100,7 +100,7 @@ class Watch:
         self._lock = threading.RLock()
         self.mode = mode
         self.out_dir = out_dir
-        self.allow = tuple(allow)
+        self.allow = require_texts(allow, "graphcheck.watch: allow")
         self.origin = origin
         #: The process's role in its engine (``worker rank 0``), shown in reports, file names
         #: and log lines; empty when unknown. Engine plugins set it.
@@ -401,6 +401,7 @@ class Watch:
             raise GraphcheckValueError(
                 f"graphcheck.checkpoint: expected a non-empty label other than 'now', got {label!r}"
             )
+        require_text(label, "graphcheck.checkpoint: label")
         with self._lock:
             graphs = list(self._graphs)
             self._registry.invalidate()

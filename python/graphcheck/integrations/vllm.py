@@ -44,6 +44,7 @@ classes shaped like vLLM 0.33's, and the ``vllm`` tier runs a real vLLM server o
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import weakref
 from collections.abc import Mapping
@@ -51,7 +52,13 @@ from types import ModuleType
 from typing import Any
 
 from graphcheck._watch.import_hook import when_imported
-from graphcheck._watch.settings import Settings, flag_on, settings_from, settings_from_env
+from graphcheck._watch.settings import (
+    Settings,
+    flag_on,
+    one_line,
+    settings_from,
+    settings_from_env,
+)
 
 from . import _wiring
 from .targets import NEWEST_CHECKED, Action, Framework, parse_version, patch_points
@@ -70,6 +77,7 @@ _LABELS = {
     "vllm.worker.finish_weight_update": "after_weight_update",
 }
 _ORIGIN = "vLLM plugin"
+_SOURCE = "--additional-config graphcheck"
 
 
 def settings_for(worker: Any) -> Settings | None:
@@ -79,14 +87,21 @@ def settings_for(worker: Any) -> Settings | None:
     ``vllm_config.additional_config`` has a ``graphcheck`` entry (``true``, or a dict of
     ``mode``, ``dir``, ``allow``; ``false`` or ``{"enabled": false}`` is off).
     """
-    extra = getattr(getattr(worker, "vllm_config", None), "additional_config", None)
-    entry = extra.get("graphcheck") if isinstance(extra, Mapping) else None
-    if isinstance(entry, Mapping) and entry.get("enabled", True) is not False:
-        return settings_from(entry, source="--additional-config graphcheck")
+    unread: tuple[str, ...] = ()
+    try:
+        extra = getattr(getattr(worker, "vllm_config", None), "additional_config", None)
+        entry = extra.get("graphcheck") if isinstance(extra, Mapping) else None
+        enabled = entry.get("enabled", True) if isinstance(entry, Mapping) else None
+    except Exception as exc:  # a configuration whose reads fail: the environment decides
+        entry = enabled = None
+        unread = (f"{_SOURCE}: cannot be read ({one_line(exc)}); GRAPHCHECK_* used",)
+    if isinstance(entry, Mapping) and enabled is not False:
+        return settings_from(entry, source=_SOURCE)
     if entry is True:
-        return settings_from({}, source="--additional-config graphcheck")
+        return settings_from({}, source=_SOURCE)
     if flag_on():
-        return settings_from_env()
+        env = settings_from_env()
+        return dataclasses.replace(env, problems=unread + env.problems)
     return None
 
 

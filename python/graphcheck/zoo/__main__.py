@@ -6,8 +6,10 @@ vLLM's own engine on the CPU (docs/vllm-zoo.md).
 
 Exit status: 0 when every finding is on the allowlist and no allowlist entry
 is stale, 1 otherwise, 2 for bad usage or input (an unreadable allowlist, a
-glob that selects nothing, the engine missing). Build failures are results
-(in the table and the JSON), not errors.
+glob that selects nothing, the engine missing, an output path that cannot be
+written, a timeout that is not a finite positive number: each one line,
+checked before any model is built). Build failures are results (in the table
+and the JSON), not errors.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from graphcheck.zoo._options import ZooParser, option_errors, usage_error
 from graphcheck.zoo.catalog import Arch
 from graphcheck.zoo.engines import ENGINES, engine
 
@@ -26,7 +29,7 @@ __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ZooParser(
         prog="python -m graphcheck.zoo",
         description="Build every model class of the installed transformers (or every "
         "architecture of vLLM's registry, --engine vllm) from a tiny config (offline, random "
@@ -108,9 +111,10 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the zoo; returns the exit status."""
     args = _parser().parse_args(argv)
-    if args.jobs < 1 or args.timeout <= 0:
-        print("graphcheck.zoo: --jobs must be >= 1 and --timeout > 0", file=sys.stderr)
-        return 2
+    # Before any engine is imported or model built: outputs and numbers (one line, exit 2).
+    errors = option_errors(args)
+    if errors:
+        return usage_error(errors[0] if len(errors) == 1 else "; ".join(errors))
     from graphcheck.zoo import cpu
     from graphcheck.zoo import report as rep
     from graphcheck.zoo.catalog import filter_architectures
@@ -120,8 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             cpu.emulate(args.cpu_capability)
         except ValueError as exc:
-            print(f"graphcheck.zoo: --cpu-capability: {exc}", file=sys.stderr)
-            return 2
+            return usage_error(f"--cpu-capability: {exc}")
 
     chosen = engine(args.engine)
     allow_files = list(args.allow) + ([str(chosen.baseline)] if args.baseline else [])
@@ -130,8 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for f in allow_files:
             entries += rep.read_zoo_allowlist(f)
     except (OSError, ValueError) as exc:
-        print(f"graphcheck.zoo: cannot read allowlist: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(f"cannot read allowlist: {exc}")
     try:
         version = chosen.prepare()
     except ImportError as exc:
@@ -143,8 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     globs = list(args.only) + (list(chosen.subset) if args.subset else [])
     selected = filter_architectures(archs, globs)
     if not selected:
-        print(f"graphcheck.zoo: no architecture matches {globs}", file=sys.stderr)
-        return 2
+        return usage_error(f"no architecture matches {globs}")
     if args.list:
         for a in selected:
             print(a.name)
