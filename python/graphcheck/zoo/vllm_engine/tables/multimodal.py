@@ -49,22 +49,34 @@ _INTERN_CHAT: dict[str, Any] = {
 }
 
 
+def tiny_text(model_type: str, **fields: Any) -> Dict:
+    """The tiny config dict of ``model_type``'s class (a language model inside a composite)."""
+    from transformers import CONFIG_MAPPING
+
+    from graphcheck.zoo.tiny_config import shrink
+    from graphcheck.zoo.vllm_engine.configs import VLLM_SIZES, fit_for_vllm
+
+    text = shrink(CONFIG_MAPPING[model_type]().to_dict(), "tiny", sizes=VLLM_SIZES)
+    text.update(fields)
+    fit_for_vllm(text)
+    return text
+
+
 def _intern_vl(text_type: str) -> Any:
     """A fix: the InternViT vision config, and the text config of ``text_type``'s class."""
 
     def fix(d: Dict) -> None:
-        from transformers import CONFIG_MAPPING
-
-        from graphcheck.zoo.tiny_config import shrink
-        from graphcheck.zoo.vllm_engine.configs import VLLM_SIZES, fit_for_vllm
-
         d["vision_config"] = dict(_INTERN_VIT)
-        text = shrink(CONFIG_MAPPING[text_type]().to_dict(), "tiny", sizes=VLLM_SIZES)
-        fit_for_vllm(text)
-        d["text_config"] = text
+        d["text_config"] = tiny_text(text_type)
         merge(d, _INTERN_CHAT)
 
     return fix
+
+
+def _language_config(d: Dict) -> None:
+    # DeepSeek-VL2's language model is a DeepSeek-V2 config under "language_config"; the
+    # default leaves it empty. The Tiny checkpoints use plain multi-head attention (no MLA).
+    d["language_config"] = tiny_text("deepseek_v2", use_mla=False)
 
 
 def _chat(source: str, remote: str, model_type: str, text_type: str = "qwen2") -> Entry:
@@ -86,10 +98,12 @@ TABLE: dict[str, Entry] = {
     "DeepseekVLV2ForCausalLM": Entry(
         _M + "deepseek_vl2.py, vllm/transformers_utils/configs/deepseek_vl2.py",
         base="deepseek_vl_v2",
+        fix=_language_config,
     ),
     "DeepseekOCRForCausalLM": Entry(
         _M + "deepseek_ocr.py, vllm/transformers_utils/configs/deepseek_vl2.py",
         base="deepseek_vl_v2",
+        fix=_language_config,
     ),
     "Cosmos3ForConditionalGeneration": Entry(
         "vllm/transformers_utils/configs/cosmos3_edge.py",
@@ -110,9 +124,6 @@ TABLE: dict[str, Entry] = {
         base="llava_onevision",
         fields={"vision_config": {"spatial_merge_size": 2}},
     ),
-    "Ovis2_5": Entry(_M + "ovis2_5.py", base="ovis2"),
-    "Phi4MMForCausalLM": Entry(_M + "phi4mm.py", base="phi4_multimodal"),
-    "FunASRForConditionalGeneration": Entry(_M + "funasr.py", base="fun_asr_nano"),
     "InternS1ForConditionalGeneration": Entry(_M + "interns1.py", base="internvl"),
     "Llama_Nemotron_Nano_VL": _chat(
         "nemotron_vl.py", "Llama_Nemotron_Nano_VL_Config", "Llama_Nemotron_Nano_VL", "llama"

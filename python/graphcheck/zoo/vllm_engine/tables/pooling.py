@@ -79,12 +79,8 @@ TABLE: dict[str, Entry] = {
     "LlamaBidirectionalForSequenceClassification": Entry(
         "vllm/model_executor/models/llama.py, config.py", fields={"pooling": "avg", "num_labels": 2}
     ),
-    # vLLM checks these configs' classes (vllm/transformers_utils/config.py): its own
-    # ModernVBert class, not transformers' one of the same model type; Qwen2-VL's and
-    # Qwen3-Omni's classes for the rankers built on them.
-    "ColModernVBertForRetrieval": Entry(
-        "vllm/model_executor/models/colmodernvbert.py", base="modernvbert"
-    ),
+    # vLLM checks these configs' classes: Qwen2-VL's and Qwen3-Omni's for the models built
+    # on them.
     "JinaVLForRanking": Entry("vllm/model_executor/models/jina_vl.py", base="qwen2_vl"),
     "ClefOmniForJointSchema": Entry(
         "vllm/model_executor/models/clef_omni.py", base="qwen3_omni_moe"
