@@ -83,7 +83,11 @@ def test_known_reasons_say_whose_and_where() -> None:
     assert found["whose"] == "cpu backend"
     assert found["source"] == "vllm/v1/attention/backends/mla/amx_mla.py:303"
     unknown = explain("KeyError: 'x'", "vllm/model_executor/models/foo.py:7")
-    assert unknown == {"whose": "unclassified", "why": "", "source": "vllm/model_executor/models/foo.py:7"}
+    assert unknown == {
+        "whose": "unclassified",
+        "why": "",
+        "source": "vllm/model_executor/models/foo.py:7",
+    }
     assert all(r.whose in WHOSE and r.why for r in REASONS)
 
 

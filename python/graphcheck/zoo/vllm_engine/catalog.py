@@ -99,6 +99,9 @@ BF16_ONLY = frozenset(
         "MiniCPMV4_7ForConditionalGeneration",
         "KimiLinearForCausalLM",
         "OlmoHybridForCausalLM",
+        "Qwen4ExpForCausalLM",
+        "Qwen4ExpForConditionalGeneration",
+        "Qwen4ExpMTP",
     }
 )
 

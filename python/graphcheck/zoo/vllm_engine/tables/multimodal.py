@@ -89,7 +89,13 @@ def _chat(source: str, remote: str, model_type: str, text_type: str = "qwen2") -
     )
 
 
+# Muse Glimmer's vision tower checks its output width against the pixel shuffle
+# (muse_glimmer.py:760): width 64 times the 2x2 merge kernel.
+_MUSE_GLIMMER = Entry(_M + "muse_glimmer.py", fields={"vision_config": {"output_dim": 256}})
+
 TABLE: dict[str, Entry] = {
+    "MuseGlimmerForCausalLM": _MUSE_GLIMMER,
+    "MuseGlimmerForConditionalGeneration": _MUSE_GLIMMER,
     "InternVLChatModel": _chat("internvl.py", "InternVLChatConfig", "internvl_chat"),
     "H2OVLChatModel": _chat("h2ovl.py", "H2OVLChatConfig", "h2ovl_chat", "llama"),
     "SkyworkR1VChatModel": _chat("skyworkr1v.py", "SkyworkChatConfig", "skywork_chat"),

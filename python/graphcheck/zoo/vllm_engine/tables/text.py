@@ -22,7 +22,16 @@ _MIMO_V2 = {
     "sliding_window_size": 64,
 }
 
+# Qwen4-Exp's gated delta-net reads its output gate's activation, which the default
+# leaves unset (model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py:565).
+_QWEN4_EXP = Entry(
+    "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",
+    text={"output_gate_type": "silu"},
+)
+
 TABLE: dict[str, Entry] = {
+    "Qwen4ExpForCausalLM": _QWEN4_EXP,
+    "Qwen4ExpForConditionalGeneration": _QWEN4_EXP,
     "ExaoneForCausalLM": Entry(
         _M + "exaone.py", fields={"activation_function": "silu", "layer_norm_epsilon": 1e-6}
     ),
@@ -36,7 +45,9 @@ TABLE: dict[str, Entry] = {
     "MiniCPMForCausalLM": Entry(_M + "minicpm.py", fields={"dim_model_base": 64}),
     # Llama 4's text model (the composite Llama4Config has no text fields at its top level);
     # no_rope_layers marks the layers with RoPE (1) per layer.
-    "Llama4ForCausalLM": Entry(_M + "llama4.py", base="llama4_text", fields={"no_rope_layers": [1, 1]}),
+    "Llama4ForCausalLM": Entry(
+        _M + "llama4.py", base="llama4_text", fields={"no_rope_layers": [1, 1]}
+    ),
     # ChatGLM's own config (vllm/transformers_utils/configs/chatglm.py) leaves both unset.
     "ChatGLMModel": Entry(_M + "chatglm.py", fields=_CHATGLM),
     "ChatGLMForConditionalGeneration": Entry(_M + "chatglm.py", fields=_CHATGLM),
