@@ -150,6 +150,8 @@ def tiny_config(
     cls, source = config_class(arch)
     entry = TABLE.get(arch.class_name)
     defaults = cls().to_dict()
+    if entry is not None and not entry.base:
+        source += f"; table: {entry.source}"
     if entry is not None and entry.remote:
         cls = remote_class(entry)
         defaults["model_type"] = cls.model_type
@@ -184,14 +186,24 @@ def write_config(
 ) -> tuple[Any, str]:
     """Writes ``folder/config.json`` and a tokenizer for ``arch``; returns config and source."""
     from graphcheck.zoo.vllm_engine.processor import write_processor
+    from graphcheck.zoo.vllm_engine.tables import TABLE
     from graphcheck.zoo.vllm_engine.tokenizer import write_tokenizer
 
     config, source = tiny_config(arch, variant, extra)
     folder.mkdir(parents=True, exist_ok=True)
     config.save_pretrained(folder)
+    entry = TABLE.get(arch.class_name)
+    if entry is not None and entry.saved_as:
+        path = folder / "config.json"
+        written = json.loads(path.read_text(encoding="utf-8"))
+        for key, name in entry.saved_as.items():
+            if key in written:
+                written[name] = written.pop(key)
+        path.write_text(json.dumps(written, indent=2), encoding="utf-8")
     tokenizer = write_tokenizer(folder, config)
-    # A model served whole reads its processor; a language model only (multimodal) does not.
-    if "multimodal" not in arch.tasks:
+    # A pooling or Transformers-backend model is served whole and reads its processor; a text
+    # model and a multimodal one served as its language model only do not.
+    if not set(arch.tasks) & {"text", "multimodal", "speculative"}:
         processor = write_processor(folder, config, tokenizer)
         source += f"; processor {processor}" if processor else ""
     return config, source

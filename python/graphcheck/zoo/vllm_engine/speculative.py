@@ -97,6 +97,10 @@ DRAFTS: dict[str, Draft] = {
     "Qwen4ExpMTP": Draft("mtp", "Qwen4ExpForCausalLM", own_config=False),
     "NemotronHMTPModel": Draft("mtp", "NemotronHForCausalLM", own_config=False),
     "Dots3NoteMTPModel": Draft("mtp", "Dots3NoteForCausalLM", own_config=False),
+    "HYV4MTPModel": Draft("mtp", "HYV4ForCausalLM", own_config=False),
+    "DeepseekV32MTPModel": Draft("mtp", "DeepseekV32ForCausalLM", own_config=False),
+    "Qwen3OmniDSparkModel": Draft("dspark", "Qwen3OmniMoeForConditionalGeneration"),
+    "DSparkV41DraftModel": Draft("dspark", "DeepseekV41ForCausalLM"),
 }
 
 

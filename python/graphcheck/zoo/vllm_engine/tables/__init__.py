@@ -42,6 +42,9 @@ class Entry:
     base: str = ""
     remote: str = ""
     model_type: str = ""
+    #: Keys of the written config.json renamed to the checkpoint's names, where the config
+    #: class reads one name and writes another (DeepSeek-VL2: reads ``language_config``).
+    saved_as: Mapping[str, str] = dataclasses.field(default_factory=dict)
     fields: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     text: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     fix: Callable[[Dict], None] | None = None

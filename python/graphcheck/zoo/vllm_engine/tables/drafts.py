@@ -33,6 +33,7 @@ TABLE: dict[str, Entry] = {
             "yoco_global_kv_layer": None,
             "yoco_local_kv_layer": None,
             "moe_layers": [],  # llama4_eagle.py:156: a dense draft
+            "draft_vocab_size": 512,
         },
     ),
     "EagleMiniCPMForCausalLM": Entry(
@@ -47,6 +48,9 @@ TABLE: dict[str, Entry] = {
     "DFlashDraftModel": Entry(_M + "qwen3_dflash.py", base="qwen3", fields=_DFLASH),
     "DFlash2DraftModel": Entry(_M + "qwen3_dflash2.py", base="qwen3", fields=_DFLASH),
     "LiLiCorrDraftModel": Entry(_M + "lilicorr.py", base="qwen3", fields=_DFLASH),
+    "Qwen3OmniDSparkModel": Entry(
+        _M + "qwen3_dspark.py", base="qwen3", fields={"dspark_target_layer_ids": [0, 1]}
+    ),
     "Qwen3DSparkModel": Entry(
         _M + "qwen3_dspark.py", base="qwen3", fields={"dspark_target_layer_ids": [0, 1]}
     ),

@@ -93,7 +93,53 @@ def _chat(source: str, remote: str, model_type: str, text_type: str = "qwen2") -
 # (muse_glimmer.py:760): width 64 times the 2x2 merge kernel.
 _MUSE_GLIMMER = Entry(_M + "muse_glimmer.py", fields={"vision_config": {"output_dim": 256}})
 
+
+def _towers(**types: str) -> Any:
+    """A fix: tiny sub-configs of the given model types where the default leaves them None."""
+
+    def fix(d: Dict) -> None:
+        for key, model_type in types.items():
+            if not isinstance(d.get(key), dict):
+                d[key] = tiny_text(model_type)
+
+    return fix
+
+
 TABLE: dict[str, Entry] = {
+    # Gemma 4's default config has no vision or audio config; the checkpoints have both.
+    "Gemma4ForConditionalGeneration": Entry(
+        _M + "gemma4_mm.py", fix=_towers(vision_config="gemma4_vision", audio_config="gemma4_audio")
+    ),
+    "Gemma4UnifiedForConditionalGeneration": Entry(
+        _M + "gemma4_unified.py",
+        fix=_towers(vision_config="gemma4_unified_vision", audio_config="gemma4_unified_audio"),
+    ),
+    # Fields the language-model-only build reads that transformers' defaults leave out.
+    "Glm4vMoeForConditionalGeneration": Entry(
+        _M + "glm4_1v.py, glm4_moe.py", text={"use_qk_norm": False}
+    ),
+    "Qwen3VLMoeForConditionalGeneration": Entry(
+        _M + "qwen3_vl_moe.py", text={"norm_topk_prob": True}
+    ),
+    "Qwen3OmniMoeForConditionalGeneration": Entry(
+        _M + "qwen3_omni_moe_thinker.py",
+        fields={
+            "thinker_config": {"vision_config": {"image_size": 64, "apply_vit_abs_pos_embed": True}}
+        },
+    ),
+    "Ernie4_5_VLMoeForConditionalGeneration": Entry(
+        _M + "ernie45_vl.py",
+        fields={"vision_config": {"embed_dim": 64, "mlp_ratio": 4.0}, "pixel_hidden_size": 64},
+    ),
+    "VoxtralForConditionalGeneration": Entry(
+        _M + "voxtral.py", fields={"audio_config": {"downsample_factor": 4}}
+    ),
+    "VoxtralRealtimeGeneration": Entry(
+        _M + "voxtral_realtime.py", fields={"audio_config": {"downsample_factor": 4}}
+    ),
+    "Lfm2VlForConditionalGeneration": Entry(_M + "lfm2_vl.py", text={"block_dim": 64}),
+    "UltravoxModel": Entry(_M + "ultravox.py", fields={"vocab_size": 512}),
+    "Qwen2_5OmniModel": Entry(_M + "qwen2_5_omni_thinker.py", base="qwen2_5_omni"),
     "MuseGlimmerForCausalLM": _MUSE_GLIMMER,
     "MuseGlimmerForConditionalGeneration": _MUSE_GLIMMER,
     "InternVLChatModel": _chat("internvl.py", "InternVLChatConfig", "internvl_chat"),
@@ -105,16 +151,18 @@ TABLE: dict[str, Entry] = {
         _M + "deepseek_vl2.py, vllm/transformers_utils/configs/deepseek_vl2.py",
         base="deepseek_vl_v2",
         fix=_language_config,
+        saved_as={"text_config": "language_config"},
     ),
     "DeepseekOCRForCausalLM": Entry(
         _M + "deepseek_ocr.py, vllm/transformers_utils/configs/deepseek_vl2.py",
         base="deepseek_vl_v2",
         fix=_language_config,
+        saved_as={"text_config": "language_config"},
     ),
     "Cosmos3ForConditionalGeneration": Entry(
         "vllm/transformers_utils/configs/cosmos3_edge.py",
         base="cosmos3_edge",
-        fields={"vision_config": {"num_heads": 2}},
+        fields={"vision_config": {"num_heads": 2, "num_position_embeddings": 64, "in_channels": 3}},
     ),
     "Qwen3ASRRealtimeGeneration": Entry(
         "vllm/transformers_utils/configs/qwen3_asr.py", base="qwen3_asr"
@@ -123,7 +171,13 @@ TABLE: dict[str, Entry] = {
     "OpenCUAForConditionalGeneration": Entry(_M + "opencua.py", base="qwen2_5_vl"),
     # transformers' classes of the same families, under model types the registry does not name.
     "LightOnOCRForConditionalGeneration": Entry(
-        _M + "lightonocr.py", base="lighton_ocr", fields={"vision_feature_layer": -1}
+        _M + "lightonocr.py",
+        base="lighton_ocr",
+        fields={
+            "vision_feature_layer": -1,
+            "projector_hidden_act": "gelu",
+            "multimodal_projector_bias": False,
+        },
     ),
     "LlavaOnevision2ForConditionalGeneration": Entry(
         _M + "llava_onevision2.py",
