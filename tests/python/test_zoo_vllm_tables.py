@@ -135,3 +135,15 @@ def test_failure_groups_name_whose_reason_and_where() -> None:
     assert rep._failure_group(failed).startswith("[cpu backend] RuntimeError")
     assert rep._failure_group(failed).endswith(" at vllm/a.py:3")
     assert rep._failure_group(plain) == "KeyError: '…'"
+
+
+def test_the_tokenizer_names_placeholders_and_keeps_id_0_ordinary(tmp_path: Path) -> None:
+    from graphcheck.zoo.vllm_engine.tokenizer import PLACEHOLDERS, write_tokenizer
+
+    tokenizer = write_tokenizer(tmp_path, LlamaConfig(vocab_size=64))
+    assert len(tokenizer) == 64
+    assert tokenizer.convert_tokens_to_ids("<image>") == 63
+    assert tokenizer.convert_tokens_to_ids(PLACEHOLDERS[-1]) == 64 - len(PLACEHOLDERS)
+    # CLIP's processor takes id 0 as its image placeholder and asserts it is not special.
+    assert 0 not in tokenizer.all_special_ids
+    assert sorted(tokenizer.all_special_ids) == [1, 2, 3, 4]

@@ -122,6 +122,12 @@ REASONS: tuple[Reason, ...] = (
         "trust_remote_code, which an offline run cannot",
     ),  # fmt: skip
     Reason(
+        r"size mismatch, got input \(\d+\), mat \(\d+x\d+\), vec \(0\)",
+        "cpu backend",
+        "the forward reads a dense layer's weight directly, which vLLM's CPU linear path "
+        "emptied to (0,) when it packed the weights (vllm/model_executor/layers/utils.py)",
+    ),
+    Reason(
         r"Tensor\.item\(\) cannot be called on meta tensors",
         "zoo",
         "run language-model-only (no processor of ours for it), the language model reads a "

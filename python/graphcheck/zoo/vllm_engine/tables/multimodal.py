@@ -124,12 +124,19 @@ TABLE: dict[str, Entry] = {
     "Qwen3OmniMoeForConditionalGeneration": Entry(
         _M + "qwen3_omni_moe_thinker.py",
         fields={
-            "thinker_config": {"vision_config": {"image_size": 64, "apply_vit_abs_pos_embed": True}}
+            "thinker_config": {
+                "vision_config": {"image_size": 64, "apply_vit_abs_pos_embed": True},
+                "text_config": {"tie_word_embeddings": False},
+            }
         },
     ),
     "Ernie4_5_VLMoeForConditionalGeneration": Entry(
         _M + "ernie45_vl.py",
-        fields={"vision_config": {"embed_dim": 64, "mlp_ratio": 4.0}, "pixel_hidden_size": 64},
+        fields={
+            "vision_config": {"embed_dim": 64, "mlp_ratio": 4.0},
+            "pixel_hidden_size": 64,
+            "hidden_size": 64,
+        },
     ),
     "VoxtralForConditionalGeneration": Entry(
         _M + "voxtral.py", fields={"audio_config": {"downsample_factor": 4}}
@@ -152,17 +159,28 @@ TABLE: dict[str, Entry] = {
         base="deepseek_vl_v2",
         fix=_language_config,
         saved_as={"text_config": "language_config"},
+        # The class's default tile_tag is the string "tile_tag"; checkpoints say "2D".
+        fields={"tile_tag": "2D"},
     ),
     "DeepseekOCRForCausalLM": Entry(
         _M + "deepseek_ocr.py, vllm/transformers_utils/configs/deepseek_vl2.py",
         base="deepseek_vl_v2",
         fix=_language_config,
         saved_as={"text_config": "language_config"},
+        # The class's default tile_tag is the string "tile_tag"; checkpoints say "2D".
+        fields={"tile_tag": "2D"},
     ),
     "Cosmos3ForConditionalGeneration": Entry(
         "vllm/transformers_utils/configs/cosmos3_edge.py",
         base="cosmos3_edge",
-        fields={"vision_config": {"num_heads": 2, "num_position_embeddings": 64, "in_channels": 3}},
+        fields={
+            "vision_config": {
+                "num_heads": 2,
+                "num_position_embeddings": 64,
+                "in_channels": 3,
+                "depth": 1,
+            }
+        },
     ),
     "Qwen3ASRRealtimeGeneration": Entry(
         "vllm/transformers_utils/configs/qwen3_asr.py", base="qwen3_asr"
