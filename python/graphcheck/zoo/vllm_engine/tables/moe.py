@@ -158,7 +158,7 @@ TABLE: dict[str, Entry] = {
     # Ling 2.5 (linear attention beside MLA): layer_group_size layers per group.
     "BailingMoeV2_5ForCausalLM": Entry(
         _M + "bailing_moe_linear.py",
-        fields={**_EXPERTS, "use_bias": False, "layer_group_size": 2},
+        fields={**_EXPERTS, "use_bias": False, "use_qkv_bias": False, "layer_group_size": 2},
     ),
     "BailingMoeV3ForCausalLM": Entry(
         _M + "bailing_moe_v3.py",
