@@ -159,15 +159,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             total=len(selected), unit="arch", file=sys.stderr, mininterval=1.0, dynamic_ncols=True
         )
     failed = 0
+    in_flight: list[str] = []  # the architectures whose workers run now, oldest first
+
+    def show() -> None:
+        if progress is not None:
+            progress.set_postfix_str(f"failed {failed}, running {', '.join(in_flight)}")
+
+    def start(arch: Arch) -> None:
+        in_flight.append(arch.name)
+        show()
 
     def done(arch: Arch, result: dict[str, Any]) -> None:
         nonlocal failed
         failed += result.get("status") != "built"
+        if arch.name in in_flight:
+            in_flight.remove(arch.name)
         if progress is not None:
-            progress.set_postfix_str(f"failed {failed}, last {arch.name}", refresh=False)
             progress.update(1)
+        show()
 
-    start = time.monotonic()
+    began = time.monotonic()
     results = run(
         selected,
         jobs=args.jobs,
@@ -175,8 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         worker=chosen.worker,
         skeleton=chosen.skeleton,
         on_done=done,
+        on_start=start,
     )
-    wall = time.monotonic() - start
+    wall = time.monotonic() - began
     if progress is not None:
         progress.close()
     level = cpu.current()

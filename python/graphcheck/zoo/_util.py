@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import traceback
 from typing import Any
+
+_VALIDATION = re.compile(r"\d+ validation errors? for \w+")
+# pydantic's echo of the input after the message: "[type=value_error, input_value=...]".
+_PYDANTIC_TAIL = re.compile(r"\s*\[type=.*$")
 
 
 def error_line(exc: BaseException) -> str:
@@ -15,6 +20,12 @@ def error_line(exc: BaseException) -> str:
     """
     lines = str(exc).strip().splitlines()
     first = lines[0].strip() if lines else ""
+    if _VALIDATION.fullmatch(first) and len(lines) > 1:
+        # pydantic: "1 validation error for ModelConfig", then the field and the message.
+        detail = " ".join(
+            ln.strip() for ln in lines[1:3] if ln.strip() and "errors.pydantic" not in ln
+        )
+        first = f"{first}: {_PYDANTIC_TAIL.sub('', detail)}"
     if len(first) > 300:
         first = first[:297] + "..."
     if first:

@@ -53,6 +53,16 @@ def _reason(error: str) -> str:
     return text[:110]
 
 
+def _failure_group(result: Result) -> str:
+    """A build failure's group: whose reason and where, when the engine explained it."""
+    group = _reason(result.get("error", "") or "unknown")
+    failure = result.get("failure")
+    if isinstance(failure, dict) and failure.get("whose"):
+        at = f" at {failure['source']}" if failure.get("source") else ""
+        group = f"[{failure['whose']}] {group}{at}"
+    return group
+
+
 def _sites(results: Mapping[str, Result], names: Mapping[str, list[str]]) -> dict[str, set[str]]:
     """Distinct sites (``owner.attribute``) of the given findings -> architectures."""
     out: dict[str, set[str]] = defaultdict(set)
@@ -92,10 +102,10 @@ def summarize(
             if isinstance(value, (int, float)):
                 phases[phase] += float(value)
     worker_total = phases.get("wall", 0.0) or 1e-9
-    reasons = Counter(_reason(results[n].get("error", "") or "unknown") for n in failed)
+    reasons = Counter(_failure_group(results[n]) for n in failed)
     examples: dict[str, list[str]] = defaultdict(list)
     for n in failed:
-        examples[_reason(results[n].get("error", "") or "unknown")].append(n)
+        examples[_failure_group(results[n])].append(n)
     capture = Counter(_reason(str(r.get("capture_status", ""))) for r in results.values())
     steps: Counter[str] = Counter()
     for r in results.values():

@@ -197,6 +197,7 @@ def run(
     worker: Worker | None = None,
     skeleton: Callable[[Arch], Result] | None = None,
     on_done: Callable[[Arch, Result], None] | None = None,
+    on_start: Callable[[Arch], None] | None = None,
 ) -> dict[str, Result]:
     """Runs ``worker`` on every architecture in its own forked process; results by name.
 
@@ -204,7 +205,8 @@ def run(
     after it started is killed (SIGKILL). ``skeleton(arch)`` is the result
     recorded when a child dies before sending one (default: the worker
     module's :func:`~graphcheck.zoo.worker.new_result`). ``on_done(arch,
-    result)`` is called in the parent as each one finishes (progress).
+    result)`` is called in the parent as each one finishes, ``on_start(arch)`` as each
+    worker starts (progress: the architectures in flight).
     Results keep the order of ``archs``. Raises ``ValueError`` for ``jobs < 1``
     or ``timeout <= 0``.
     """
@@ -232,6 +234,8 @@ def run(
                 proc.start()
                 writer.close()
                 running[reader] = _Running(arch, proc, reader, log, time.monotonic())
+                if on_start is not None:
+                    on_start(arch)
             now = time.monotonic()
             wait_for = min(r.started + timeout - now for r in running.values())
             ready = multiprocessing.connection.wait(list(running), timeout=max(0.0, wait_for))

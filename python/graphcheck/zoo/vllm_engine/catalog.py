@@ -22,6 +22,7 @@ __all__ = [
     "VARIANTS",
     "VARIANT_ARCHS",
     "Variant",
+    "category",
     "enumerate_architectures",
     "variant_of",
 ]
@@ -98,6 +99,9 @@ BF16_ONLY = frozenset(
         "MiniCPMV4_7ForConditionalGeneration",
         "KimiLinearForCausalLM",
         "OlmoHybridForCausalLM",
+        "Qwen4ExpForCausalLM",
+        "Qwen4ExpForConditionalGeneration",
+        "Qwen4ExpMTP",
     }
 )
 
@@ -119,6 +123,11 @@ def _categories() -> dict[str, str]:
         for name in getattr(registry, table, {}) or {}:
             found.setdefault(name, category)
     return found
+
+
+def category(name: str) -> str:
+    """The category of the registry's architecture ``name`` ("other" when no table lists it)."""
+    return _categories().get(name, "other")
 
 
 def enumerate_architectures(*, with_variants: bool = True) -> list[Arch]:

@@ -83,10 +83,15 @@ def _config_classes() -> tuple[dict[str, Any], Any]:
 
 def config_class(arch: Arch) -> tuple[Any, str]:
     """The config class for ``arch`` and where it was found (for the report)."""
+    from graphcheck.zoo.vllm_engine.tables import TABLE
+
     vllm_configs, hf_configs = _config_classes()
     model_type, source = None, ""
+    entry = TABLE.get(arch.class_name)
+    if entry is not None and entry.base:
+        model_type, source = entry.base, f"table: {entry.source}"
     candidates = _class_model_types().get(arch.class_name)
-    if candidates:
+    if model_type is None and candidates:
         model_type, source = _best_model_type(arch.class_name, candidates), "transformers"
     if model_type is None and arch.model_type:
         model_type, source = arch.model_type, "registry module"
@@ -94,6 +99,8 @@ def config_class(arch: Arch) -> tuple[Any, str]:
         return vllm_configs[model_type], f"vllm config {model_type} ({source})"
     if model_type in hf_configs:
         return hf_configs[model_type], f"transformers config {model_type} ({source})"
+    if entry is not None:
+        return hf_configs["llama"], f"llama config (table: {entry.source})"
     return hf_configs["llama"], "llama config (no config class names this architecture)"
 
 
@@ -135,18 +142,34 @@ def tiny_config(
 ) -> tuple[Any, str]:
     """The tiny config object of ``arch`` in ``variant`` and where its class came from.
 
-    ``extra`` fields are set last (a target's ``num_nextn_predict_layers``).
+    ``extra`` fields are set last, on the config and its text config (a target's
+    ``num_nextn_predict_layers``).
     """
+    from graphcheck.zoo.vllm_engine.tables import TABLE, apply, remote_class
+
     cls, source = config_class(arch)
+    entry = TABLE.get(arch.class_name)
+    defaults = cls().to_dict()
+    if entry is not None and not entry.base:
+        source += f"; table: {entry.source}"
+    if entry is not None and entry.remote:
+        cls = remote_class(entry)
+        defaults["model_type"] = cls.model_type
+        source = f"{entry.remote} (the hub's class, from {source})"
 
     def fixups(d: dict[str, Any], _level: str) -> None:
         fit_for_vllm(d)
+        if entry is not None:
+            apply(entry, d)
+            fit_for_vllm(d)
 
-    d = shrink(cls().to_dict(), "tiny", fixups=fixups, sizes=VLLM_SIZES)
+    d = shrink(defaults, "tiny", fixups=fixups, sizes=VLLM_SIZES)
     for key in _ADDED:
         if isinstance(getattr(cls, key, None), property):
             d.pop(key, None)  # the class derives it (FalconConfig.head_dim): no field to set
     d.update(extra or {})
+    if isinstance(d.get("text_config"), dict):
+        d["text_config"].update(extra or {})  # a multimodal target's MTP layers are its text's
     d["architectures"] = [arch.class_name]
     d["dtype"] = variant.dtype
     d.pop("torch_dtype", None)
@@ -162,10 +185,25 @@ def write_config(
     extra: dict[str, Any] | None = None,
 ) -> tuple[Any, str]:
     """Writes ``folder/config.json`` and a tokenizer for ``arch``; returns config and source."""
+    from graphcheck.zoo.vllm_engine.processor import write_processor
+    from graphcheck.zoo.vllm_engine.tables import TABLE
     from graphcheck.zoo.vllm_engine.tokenizer import write_tokenizer
 
     config, source = tiny_config(arch, variant, extra)
     folder.mkdir(parents=True, exist_ok=True)
     config.save_pretrained(folder)
-    write_tokenizer(folder, config)
+    entry = TABLE.get(arch.class_name)
+    if entry is not None and entry.saved_as:
+        path = folder / "config.json"
+        written = json.loads(path.read_text(encoding="utf-8"))
+        for key, name in entry.saved_as.items():
+            if key in written:
+                written[name] = written.pop(key)
+        path.write_text(json.dumps(written, indent=2), encoding="utf-8")
+    tokenizer = write_tokenizer(folder, config)
+    # A pooling or Transformers-backend model is served whole and reads its processor; a text
+    # model and a multimodal one served as its language model only do not.
+    if not set(arch.tasks) & {"text", "multimodal", "speculative"}:
+        processor = write_processor(folder, config, tokenizer)
+        source += f"; processor {processor}" if processor else ""
     return config, source

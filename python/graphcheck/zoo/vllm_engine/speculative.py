@@ -16,6 +16,7 @@ others are reported with the reason.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -34,6 +35,8 @@ class Draft:
     method: str
     target: str
     own_config: bool = True
+    #: More ``speculative_config`` entries (the hidden-states extractor's layers).
+    spec: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 DRAFTS: dict[str, Draft] = {
@@ -45,6 +48,32 @@ DRAFTS: dict[str, Draft] = {
     "Eagle3DeepseekV2ForCausalLM": Draft("eagle3", "DeepseekV2ForCausalLM"),
     "Eagle3DeepseekV3ForCausalLM": Draft("eagle3", "DeepseekV3ForCausalLM"),
     "MedusaModel": Draft("medusa", "LlamaForCausalLM"),
+    "EagleCohereForCausalLM": Draft("eagle", "CohereForCausalLM"),
+    "EagleLlama4ForCausalLM": Draft("eagle", "Llama4ForCausalLM"),
+    "EagleMiniCPMForCausalLM": Draft("eagle", "MiniCPMForCausalLM"),
+    "EagleMistralLarge3ForCausalLM": Draft("eagle", "MistralLarge3ForCausalLM"),
+    "EagleDeepSeekMTPModel": Draft("eagle", "DeepseekV3ForCausalLM"),
+    "PEagleDraftModel": Draft("eagle3", "LlamaForCausalLM"),
+    "PeagleLlamaForCausalLM": Draft("eagle3", "LlamaForCausalLM"),
+    "PeagleQwen3ForCausalLM": Draft("eagle3", "Qwen3ForCausalLM"),
+    "Eagle3MiniMaxM2ForCausalLM": Draft("eagle3", "MiniMaxM2ForCausalLM"),
+    "Eagle3Qwen2_5vlForCausalLM": Draft("eagle3", "Qwen2_5_VLForConditionalGeneration"),
+    "Eagle3Qwen3vlForCausalLM": Draft("eagle3", "Qwen3VLForConditionalGeneration"),
+    "DFlashDraftModel": Draft("dflash", "Qwen3ForCausalLM"),
+    "DFlash2DraftModel": Draft("dflash", "Qwen3ForCausalLM"),
+    "LiLiCorrDraftModel": Draft("dflash", "Qwen3ForCausalLM"),
+    "MuseGlimmerAssistantModel": Draft("dflash", "MuseGlimmerForCausalLM"),
+    "DFlashMuseGlimmerAssistantModel": Draft("dflash", "MuseGlimmerForCausalLM"),
+    "DFlashLagunaForCausalLM": Draft("dflash", "LagunaForCausalLM"),
+    "Qwen3DSparkModel": Draft("dspark", "Qwen3ForCausalLM"),
+    "Gemma4DSparkModel": Draft("dspark", "Gemma4ForCausalLM"),
+    # vLLM makes the extractor from the target's config and this dict (config/speculative.py:1242).
+    "ExtractHiddenStatesModel": Draft(
+        "extract_hidden_states",
+        "LlamaForCausalLM",
+        own_config=False,
+        spec={"draft_model_config": {"hf_config": {"eagle_aux_hidden_state_layer_ids": [0, 1]}}},
+    ),
     "DeepSeekMTPModel": Draft("mtp", "DeepseekV3ForCausalLM", own_config=False),
     "ErnieMTPModel": Draft("mtp", "Ernie4_5_MoeForCausalLM", own_config=False),
     "MiMoMTPModel": Draft("mtp", "MiMoForCausalLM", own_config=False),
@@ -54,6 +83,24 @@ DRAFTS: dict[str, Draft] = {
     "Qwen3_5MoeMTP": Draft("mtp", "Qwen3_5MoeForCausalLM", own_config=False),
     "Glm4MoeMTPModel": Draft("mtp", "Glm4MoeForCausalLM", own_config=False),
     "Glm4MoeLiteMTPModel": Draft("mtp", "Glm4MoeLiteForCausalLM", own_config=False),
+    "MiMoV2MTPModel": Draft("mtp", "MiMoV2FlashForCausalLM", own_config=False),
+    "GlmOcrMTPModel": Draft("mtp", "GlmOcrForConditionalGeneration", own_config=False),
+    "Exaone4_5_MTP": Draft("mtp", "Exaone4_5_ForConditionalGeneration", own_config=False),
+    "HYV3MTPModel": Draft("mtp", "HYV3ForCausalLM", own_config=False),
+    "Step3p5MTP": Draft("mtp", "Step3p5ForCausalLM", own_config=False),
+    "OpenPanguMTPModel": Draft("mtp", "PanguUltraMoEForCausalLM", own_config=False),
+    "MiniMaxM3MTP": Draft("mtp", "MiniMaxM3SparseForCausalLM", own_config=False),
+    "BailingMoeV25MTPModel": Draft("mtp", "BailingMoeV2_5ForCausalLM", own_config=False),
+    "BailingMoeV3MTPModel": Draft("mtp", "BailingMoeV3ForCausalLM", own_config=False),
+    "LongCatFlashMTPModel": Draft("mtp", "LongcatFlashForCausalLM", own_config=False),
+    "Glm5NextMTPModel": Draft("mtp", "Glm5NextForCausalLM", own_config=False),
+    "Qwen4ExpMTP": Draft("mtp", "Qwen4ExpForCausalLM", own_config=False),
+    "NemotronHMTPModel": Draft("mtp", "NemotronHForCausalLM", own_config=False),
+    "Dots3NoteMTPModel": Draft("mtp", "Dots3NoteForCausalLM", own_config=False),
+    "HYV4MTPModel": Draft("mtp", "HYV4ForCausalLM", own_config=False),
+    "DeepseekV32MTPModel": Draft("mtp", "DeepseekV32ForCausalLM", own_config=False),
+    "Qwen3OmniDSparkModel": Draft("dspark", "Qwen3OmniMoeForConditionalGeneration"),
+    "DSparkV41DraftModel": Draft("dspark", "DeepseekV41ForCausalLM"),
 }
 
 

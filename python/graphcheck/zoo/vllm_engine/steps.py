@@ -79,8 +79,11 @@ def run_steps(
         report = capture.check("capture")
         step = _step("capture", replayed, replay, eager, report)
     except Exception as exc:
+        from graphcheck.zoo.vllm_engine.reasons import explain, vllm_frame
+
         result["forward"]["eligible"] = True
         result["capture_status"] = f"failed: {error_line(exc)}"
+        result["failure"] = explain(result["capture_status"], vllm_frame(exc))
         result["seconds"]["capture"] = time.perf_counter() - t0
         return
     result["seconds"]["capture"] = time.perf_counter() - t0

@@ -3,9 +3,11 @@
 One or more per kind of code vLLM's CPU backend runs: dense decoders (float32, bfloat16 and
 the W8A8 int8 path), MoE, MLA, Mamba-1 and Mamba-2, hybrids (attention with Mamba-2, with
 gated delta-net), multimodal (language model only), embedding and classification, speculative
-drafts (EAGLE, multi-token prediction), the Transformers backend, and the architectures whose
-findings the baseline lists (ALiBi slopes, a module-level constant). 21 architectures, about
-two and a half minutes with two jobs (tests/vllm).
+drafts (EAGLE, multi-token prediction), the Transformers backend, a multimodal model served
+whole (its encoders, with a processor the zoo writes), architectures whose configs only the
+config tables give (a hub-only MoE, the InternVL chat config), and the architectures whose
+findings the baseline lists (ALiBi slopes, a module-level constant). 24 architectures, about
+three minutes with two jobs (tests/vllm).
 
 Some of them vLLM cannot build or reload on some CPUs (:mod:`graphcheck.zoo.cpu`): the limits
 below name the capability and the words of vLLM's error, each a vLLM bug or limit read in its
@@ -29,6 +31,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "Mamba": ("MambaForCausalLM", "Mamba2ForCausalLM"),
     "hybrid": ("FalconH1ForCausalLM", "Qwen3NextForCausalLM"),
     "multimodal (language model)": ("Qwen2VLForConditionalGeneration",),
+    "multimodal whole (encoders, a processor of ours)": ("SiglipModel",),
+    "hub-only configs (tables/)": ("BailingMoeForCausalLM", "InternVLChatModel"),
     "embedding and classification": ("BertModel", "RobertaForSequenceClassification"),
     "speculative draft": ("EagleLlamaForCausalLM", "DeepSeekMTPModel"),
     "Transformers backend": ("TransformersForCausalLM",),
@@ -68,5 +72,8 @@ BUILD_LIMITS: dict[str, dict[str, str]] = {
 RELOAD_LIMITS: dict[str, dict[str, str]] = {
     "DeepseekV2ForCausalLM@bf16": {"amx": "The size of tensor a (0) must match"},
     "TransformersForCausalLM": {"*": "has no class TransformersForCausalLM"},
+    # Hub-only architectures: transformers has no class to write their checkpoint with.
+    "BailingMoeForCausalLM": {"*": "has no class BailingMoeForCausalLM"},
+    "InternVLChatModel": {"*": "has no class InternVLChatModel"},
     "Gemma3nForCausalLM": {"*": "'full_attention' is not in list"},
 }

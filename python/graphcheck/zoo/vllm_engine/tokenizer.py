@@ -4,7 +4,8 @@ vLLM's pooling runners and several model classes read the tokenizer (its
 special tokens, its length) while the engine starts. The zoo writes a real
 fast tokenizer whose vocabulary is one word per id (``t0`` .. ``t<vocab-1>``),
 as long as the largest ``vocab_size`` of the config and its sub-configs, with
-the first ids as its special tokens.
+ids 1 to 4 as its special tokens (bos, eos, pad, unk; id 0 is an ordinary word) and the
+top ids named as multimodal placeholders (:data:`PLACEHOLDERS`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["vocab_size", "write_tokenizer"]
+__all__ = ["PLACEHOLDERS", "vocab_size", "write_tokenizer"]
 
 _DEFAULT_VOCAB = 512
+
+#: Placeholder words of multimodal checkpoints' tokenizers, given the top ids.
+PLACEHOLDERS = (
+    "<image>",
+    "<video>",
+    "<audio>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "<|audio_pad|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<IMG_CONTEXT>",
+    "<img>",
+    "</img>",
+)
 
 
 def vocab_size(config: Any) -> int:
@@ -30,21 +46,31 @@ def vocab_size(config: Any) -> int:
     return best or _DEFAULT_VOCAB
 
 
-def write_tokenizer(folder: Path, config: Any) -> None:
-    """Writes ``tokenizer.json`` and ``tokenizer_config.json`` for ``config`` into ``folder``."""
+def write_tokenizer(folder: Path, config: Any) -> Any:
+    """Writes ``tokenizer.json`` and ``tokenizer_config.json`` for ``config``; returns it."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     size = max(vocab_size(config), 8)
-    tokenizer = Tokenizer(models.WordLevel({f"t{i}": i for i in range(size)}, unk_token="t0"))
+    # Id 0 is an ordinary word: CLIP's processor uses it as its image placeholder and asserts
+    # that it is no special token (vllm/model_executor/models/clip.py:228).
+    words = {f"t{i}": i for i in range(size)}
+    # The top ids are the placeholder words multimodal processors look up by name (DeepSeek-VL2's
+    # "<image>"): a checkpoint's tokenizer has them.
+    for i, word in enumerate(PLACEHOLDERS):
+        if size - 1 - i > 8:
+            del words[f"t{size - 1 - i}"]
+            words[word] = size - 1 - i
+    tokenizer = Tokenizer(models.WordLevel(words, unk_token="t4"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     # transformers leaves PreTrainedTokenizerFast's constructor (TokenizersBackend's) unannotated.
     fast = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=tokenizer,
-        unk_token="t0",
+        unk_token="t4",
         bos_token="t1",
         eos_token="t2",
         pad_token="t3",
         model_max_length=4096,
     )
     fast.save_pretrained(folder)
+    return fast

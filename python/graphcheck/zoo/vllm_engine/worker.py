@@ -111,9 +111,29 @@ def build_engine(folder: Path, dtype: str, kv_cache_dtype: str, **extra: Any) ->
     return Engine(LLM(model=str(folder), **args))
 
 
-def engine_options(arch: Arch) -> dict[str, Any]:
-    """Arguments beyond :data:`ENGINE_ARGS` that ``arch``'s category needs."""
-    return {"language_model_only": True} if set(arch.tasks) & _LANGUAGE_MODEL_ONLY else {}
+def engine_options(arch: Arch, config: Any = None) -> dict[str, Any]:
+    """Arguments beyond :data:`ENGINE_ARGS` that ``arch``'s category and ``config`` need.
+
+    A model with fewer positions than :data:`ENGINE_ARGS`' ``max_model_len`` (CLIP's text
+    tower: 77) is served with its own: vLLM refuses a longer one.
+    """
+    options: dict[str, Any] = {}
+    if set(arch.tasks) & _LANGUAGE_MODEL_ONLY:
+        options["language_model_only"] = True
+    positions = _positions(config)
+    if positions is not None and positions < ENGINE_ARGS["max_model_len"]:
+        options["max_model_len"] = positions
+    return options
+
+
+def _positions(config: Any) -> int | None:
+    """The text model's ``max_position_embeddings`` of ``config``, where it has one."""
+    try:
+        text = config.get_text_config() if config is not None else None
+    except Exception:
+        text = config
+    value = getattr(text, "max_position_embeddings", None)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 @dataclasses.dataclass
@@ -137,6 +157,7 @@ def write_served(folder: Path, arch: Arch) -> Served:
     is served by its target: the target's folder is the model, the draft's (or
     the target's own MTP layers) the ``speculative_config``.
     """
+    from graphcheck.zoo.vllm_engine.catalog import category
     from graphcheck.zoo.vllm_engine.configs import write_config
     from graphcheck.zoo.vllm_engine.speculative import DRAFTS
 
@@ -144,17 +165,18 @@ def write_served(folder: Path, arch: Arch) -> Served:
     draft = DRAFTS.get(arch.class_name)
     if draft is None:
         config, source = write_config(folder, arch, variant)
-        return Served(config, arch.class_name, source, engine_options(arch))
-    target = Arch(draft.target, draft.target, "", arch.variant, ("text",))
-    mtp = None if draft.own_config else {"num_nextn_predict_layers": 1}
+        return Served(config, arch.class_name, source, engine_options(arch, config))
+    target = Arch(draft.target, draft.target, "", arch.variant, (category(draft.target),))
+    mtp = {"num_nextn_predict_layers": 1} if draft.method == "mtp" else None
     config, source = write_config(folder, target, variant, extra=mtp)
-    spec: dict[str, Any] = {"method": draft.method, "num_speculative_tokens": 1}
+    spec: dict[str, Any] = {"method": draft.method, "num_speculative_tokens": 1, **draft.spec}
+    options = engine_options(target, config)
     if draft.own_config:
         _, draft_source = write_config(folder / "draft", arch, variant)
         source = f"{draft_source}; target: {source}"
         spec["model"] = str(folder / "draft")
     source += f"; served as the {draft.method} draft of {draft.target}"
-    return Served(config, draft.target, source, {"speculative_config": spec})
+    return Served(config, draft.target, source, {**options, "speculative_config": spec})
 
 
 def _check_draft(engine: Engine, arch: Arch) -> None:
@@ -186,6 +208,7 @@ def run_architecture(arch: Arch, emit: Callable[[Result], None] | None = None) -
 
 
 def _run(arch: Arch, root: Path, result: Result, emit: Callable[[Result], None]) -> Result:
+    from graphcheck.zoo.vllm_engine.reasons import explain, vllm_frame
     from graphcheck.zoo.vllm_engine.steps import run_steps
 
     variant = variant_of(arch)
@@ -198,6 +221,7 @@ def _run(arch: Arch, root: Path, result: Result, emit: Callable[[Result], None])
         result["config_source"] = served.source
     except Exception as exc:
         attempt["error"] = result["error"] = f"config: {error_line(exc)}"
+        result["failure"] = explain(result["error"], vllm_frame(exc))
         seconds["build"] = time.perf_counter() - t0
         return result
     try:
@@ -207,6 +231,7 @@ def _run(arch: Arch, root: Path, result: Result, emit: Callable[[Result], None])
         _check_draft(engine, arch)
     except Exception as exc:
         attempt["error"] = result["error"] = error_line(exc)
+        result["failure"] = explain(result["error"], vllm_frame(exc))
         return result
     finally:
         seconds["build"] = time.perf_counter() - t0

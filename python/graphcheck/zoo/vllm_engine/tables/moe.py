@@ -1,0 +1,210 @@
+"""Config table: mixture-of-experts decoders whose configs live on the hub.
+
+Each entry starts from a Llama config (or the family's own class) and adds the
+routing fields vLLM's implementation reads: expert counts and sizes at the zoo's
+tiny sizes (four experts of width 128, two per token, one shared expert, the
+first layer dense), the score function and the group routing vLLM's
+``FusedMoE`` asserts. A hub class whose fields are plain attributes
+(``rope_theta`` read directly) is stood in for by ``remote``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphcheck.zoo.vllm_engine.tables import Dict, Entry
+
+_M = "vllm/model_executor/models/"
+
+#: Four experts of width 128, two per token, one shared expert after a dense first layer.
+_EXPERTS: dict[str, Any] = {
+    "num_experts": 4,
+    "num_experts_per_tok": 2,
+    "moe_intermediate_size": 128,
+    "num_shared_experts": 1,
+    "first_k_dense_replace": 1,
+    "norm_topk_prob": True,
+}
+
+# Ling / Bailing MoE (inclusionAI), and Sarvam's MoE, which is written the same way.
+_BAILING: dict[str, Any] = {
+    **_EXPERTS,
+    "embedding_dropout": 0.0,
+    "use_bias": False,
+    "use_qkv_bias": False,
+}
+
+
+def _dbrx(d: Dict) -> None:
+    # DbrxConfig's attention and FFN sub-configs refuse the keys their own to_dict() writes
+    # (transformers 5.19); dbrx.py reads the attention's rope_theta.
+    for key in ("attn_config", "ffn_config"):
+        sub = d.get(key)
+        if isinstance(sub, dict):
+            for written in ("_name_or_path", "output_attentions"):
+                sub.pop(written, None)
+    if isinstance(d.get("attn_config"), dict):
+        d["attn_config"].setdefault("rope_theta", 10000.0)
+
+
+_PANGU: dict[str, Any] = {
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "n_shared_experts": 1,
+    "moe_intermediate_size": 128,
+    "first_k_dense_replace": 1,
+    "routed_scaling_factor": 1.0,
+    "norm_topk_prob": True,
+}
+
+TABLE: dict[str, Entry] = {
+    "AfmoeForCausalLM": Entry(
+        _M + "afmoe.py",
+        fields={"score_func": "softmax", "route_norm": True, "n_group": 1, "topk_group": 1},
+    ),
+    "BailingMoeV2ForCausalLM": Entry(_M + "bailing_moe.py", fields=_BAILING),
+    "SarvamMoEForCausalLM": Entry(_M + "sarvam.py", fields=_BAILING),
+    "Param2MoEForCausalLM": Entry(
+        _M + "param2moe.py",
+        remote="Param2MoEConfig",
+        model_type="param2moe",
+        fields={
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 128,
+            "rope_theta": 10000.0,
+        },  # fmt: skip
+    ),
+    # MiniMax-M2: a partial rotary dimension no larger than the head (32), softmax routing.
+    "MiniMaxM2ForCausalLM": Entry(
+        _M + "minimax_m2.py", fields={"rotary_dim": 32, "scoring_func": "softmax"}
+    ),
+    # Mistral Large 3 is DeepSeek-V3's layout under Mistral's names (MLA, grouped routing).
+    "MistralLarge3ForCausalLM": Entry(
+        _M + "mistral_large_3.py",
+        fields={
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 128,
+            "first_k_dense_replace": 1,
+            "norm_topk_prob": True,
+        },
+    ),
+    "Glm4MoeLiteForCausalLM": Entry(_M + "glm4_moe_lite.py", fields={"first_k_dense_replace": 1}),
+    # K2-Horizon: a routed MoE beside a "MoVA" expert mixture, per-group norms, a gated
+    # attention output.
+    "K2HorizonForCausalLM": Entry(
+        _M + "k2_horizon.py",
+        fields={
+            **_EXPERTS,
+            "decoder_sparse_step": 1,
+            "mova_num_experts": 4,
+            "mova_num_experts_per_tok": 2,
+            "mlp_only_layers": [],
+            "router_score_func": "softmax",
+            "router_scaling_factor": 1.0,
+            "layernorm_num_groups": 1,
+            "query_key_norm": False,
+            "rope_head_dim": 32,
+            "attention_gate_func": "sigmoid",
+            "moe_gate_bias": False,
+        },
+    ),
+    # LFM2-MoE: one dense layer, then experts; an attention layer and a short-conv layer.
+    "Lfm2MoeForCausalLM": Entry(
+        _M + "lfm2_moe.py",
+        fields={
+            "num_dense_layers": 1,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 128,
+            "use_expert_bias": False,
+            "norm_topk_prob": True,
+            "routed_scaling_factor": 1.0,
+            "layer_types": ["full_attention", "conv"],
+            "conv_L_cache": 3,
+        },
+    ),
+    # openPangu MoE: DeepSeek-style names; no n_routed_experts means no MoE layer at all.
+    "PanguProMoEV2ForCausalLM": Entry(_M + "openpangu.py", fields=_PANGU),
+    # Its own model type, which vLLM's MTP mapping keys on (config/speculative.py:707).
+    "PanguUltraMoEForCausalLM": Entry(
+        _M + "openpangu.py",
+        remote="PanguUltraMoEConfig",
+        model_type="pangu_ultra_moe",
+        fields={**_PANGU, "rope_theta": 10000.0},
+    ),  # fmt: skip
+    # HunYuan 3 (hy_v3.py:391 refuses a config without first_k_dense_replace).
+    "HYV3ForCausalLM": Entry(
+        _M + "hy_v3.py",
+        fields={"first_k_dense_replace": 1, "expert_hidden_dim": 128, "route_norm": True},
+    ),
+    "SarvamMLAForCausalLM": Entry(
+        _M + "sarvam.py",
+        fields={
+            **_EXPERTS,
+            "kv_lora_rank": 512,
+            "q_lora_rank": 64,
+            "qk_nope_head_dim": 32,
+            "qk_rope_head_dim": 64,
+            "v_head_dim": 32,
+        },  # fmt: skip
+    ),
+    "LongcatFlashForCausalLM": Entry(
+        _M + "longcat_flash.py",
+        fields={"mla_scale_q_lora": 1.0, "mla_scale_kv_lora": 1.0, "zero_expert_type": "identity"},
+    ),
+    # Ling 2.5 (linear attention beside MLA): layer_group_size layers per group.
+    "BailingMoeV2_5ForCausalLM": Entry(
+        _M + "bailing_moe_linear.py",
+        fields={**_EXPERTS, "use_bias": False, "use_qkv_bias": False, "layer_group_size": 2},
+    ),
+    "BailingMoeV3ForCausalLM": Entry(
+        _M + "bailing_moe_v3.py",
+        fields={
+            **_EXPERTS,
+            "use_bias": False,
+            "layer_group_size": 2,
+            "moe_shared_expert_intermediate_size": 128,
+            "n_group": 1,
+            "topk_group": 1,
+            "short_conv_kernel_size": 4,
+            "no_kda_lora": True,
+        },
+    ),
+    "BailingMoeForCausalLM": Entry(_M + "bailing_moe.py", fields=_BAILING),
+    "DbrxForCausalLM": Entry(_M + "dbrx.py", fix=_dbrx),
+    # MiniMax-M3 (vllm/models/minimax_m3/): clamped SwiGLU experts, dense layers of their own
+    # width, one MTP module; a hub class (rope_theta read as an attribute).
+    "MiniMaxM3SparseForCausalLM": Entry(
+        "vllm/models/minimax_m3/nvidia/model.py",
+        remote="MiniMaxM3SparseConfig",
+        model_type="minimax_m3",
+        fields={
+            "rope_theta": 10000.0,
+            "partial_rotary_factor": 1.0,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "scoring_func": "softmax",
+            "swiglu_limit": 7.0,
+            "swiglu_alpha": 1.702,
+            "swiglu_beta": 1.0,
+            "dense_intermediate_size": 128,
+            "use_gemma_norm": False,
+            "num_mtp_modules": 1,
+        },
+    ),
+    # Step 3.5 (vLLM's own Step3p5Config): one KV group for two heads, four experts.
+    "Step3p5ForCausalLM": Entry(
+        _M + "step3p5.py, vllm/transformers_utils/configs/step3p5.py",
+        fields={
+            "num_attention_groups": 1,
+            "moe_num_experts": 4,
+            "moe_top_k": 2,
+            "moe_intermediate_size": 128,
+            "share_expert_dim": 128,
+            "max_position_embeddings": 128,
+        },
+    ),
+}

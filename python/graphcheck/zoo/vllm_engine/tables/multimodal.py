@@ -1,0 +1,209 @@
+"""Config table: multimodal architectures whose configs live on the hub.
+
+The InternVL family (InternVL chat, H2OVL, Skywork-R1V, NVLM-D, Llama-Nemotron VL):
+the hub's ``InternVLChatConfig`` holds an InternViT vision config (``intern_vit.py``
+reads the fields of :data:`_INTERN_VIT`) and the language model's config as
+``llm_config`` (vLLM reads it as ``text_config``), with the image tiling the
+processor and the projector read (``force_image_size``, ``downsample_ratio``,
+``ps_version``). The vision tower is tiny: 32-pixel images of 16-pixel patches, one
+layer. Run language-model-only, vLLM still builds the config and the projector's
+shapes from it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphcheck.zoo.vllm_engine.tables import Dict, Entry, merge
+
+_M = "vllm/model_executor/models/"
+
+#: InternViT (intern_vit.py): what InternVisionModel reads, at the zoo's tiny sizes.
+_INTERN_VIT: dict[str, Any] = {
+    "model_type": "intern_vit_6b",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 2,
+    "num_hidden_layers": 1,
+    "image_size": 32,
+    "patch_size": 16,
+    "hidden_act": "gelu",
+    "layer_norm_eps": 1e-6,
+    "norm_type": "layer_norm",
+    "qk_normalization": False,
+    "qkv_bias": True,
+    "initializer_factor": 1.0,
+}
+
+#: The chat config around it (internvl.py): one 32-pixel tile, pixel shuffle by half.
+_INTERN_CHAT: dict[str, Any] = {
+    "force_image_size": 32,
+    "downsample_ratio": 0.5,
+    "ps_version": "v2",
+    "select_layer": -1,
+    "template": "internvl2_5",
+    "dynamic_image_size": False,
+    "use_thumbnail": False,
+    "min_dynamic_patch": 1,
+    "max_dynamic_patch": 1,
+}
+
+
+def tiny_text(model_type: str, **fields: Any) -> Dict:
+    """The tiny config dict of ``model_type``'s class (a language model inside a composite)."""
+    from transformers import CONFIG_MAPPING
+
+    from graphcheck.zoo.tiny_config import shrink
+    from graphcheck.zoo.vllm_engine.configs import VLLM_SIZES, fit_for_vllm
+
+    text = shrink(CONFIG_MAPPING[model_type]().to_dict(), "tiny", sizes=VLLM_SIZES)
+    text.update(fields)
+    fit_for_vllm(text)
+    return text
+
+
+def _intern_vl(text_type: str) -> Any:
+    """A fix: the InternViT vision config, and the text config of ``text_type``'s class."""
+
+    def fix(d: Dict) -> None:
+        d["vision_config"] = dict(_INTERN_VIT)
+        d["text_config"] = tiny_text(text_type)
+        merge(d, _INTERN_CHAT)
+
+    return fix
+
+
+def _language_config(d: Dict) -> None:
+    # DeepSeek-VL2's language model is a DeepSeek-V2 config under "language_config"; the
+    # default leaves it empty. The Tiny checkpoints use plain multi-head attention (no MLA).
+    d["language_config"] = tiny_text("deepseek_v2", use_mla=False)
+
+
+def _chat(source: str, remote: str, model_type: str, text_type: str = "qwen2") -> Entry:
+    return Entry(
+        _M + source,
+        base="llama",
+        remote=remote,
+        model_type=model_type,
+        fix=_intern_vl(text_type),
+    )
+
+
+# Muse Glimmer's vision tower checks its output width against the pixel shuffle
+# (muse_glimmer.py:760): width 64 times the 2x2 merge kernel.
+_MUSE_GLIMMER = Entry(_M + "muse_glimmer.py", fields={"vision_config": {"output_dim": 256}})
+
+
+def _towers(**types: str) -> Any:
+    """A fix: tiny sub-configs of the given model types where the default leaves them None."""
+
+    def fix(d: Dict) -> None:
+        for key, model_type in types.items():
+            if not isinstance(d.get(key), dict):
+                d[key] = tiny_text(model_type)
+
+    return fix
+
+
+TABLE: dict[str, Entry] = {
+    # Gemma 4's default config has no vision or audio config; the checkpoints have both.
+    "Gemma4ForConditionalGeneration": Entry(
+        _M + "gemma4_mm.py", fix=_towers(vision_config="gemma4_vision", audio_config="gemma4_audio")
+    ),
+    "Gemma4UnifiedForConditionalGeneration": Entry(
+        _M + "gemma4_unified.py",
+        fix=_towers(vision_config="gemma4_unified_vision", audio_config="gemma4_unified_audio"),
+    ),
+    # Fields the language-model-only build reads that transformers' defaults leave out.
+    "Glm4vMoeForConditionalGeneration": Entry(
+        _M + "glm4_1v.py, glm4_moe.py", text={"use_qk_norm": False}
+    ),
+    "Qwen3VLMoeForConditionalGeneration": Entry(
+        _M + "qwen3_vl_moe.py", text={"norm_topk_prob": True}
+    ),
+    "Qwen3OmniMoeForConditionalGeneration": Entry(
+        _M + "qwen3_omni_moe_thinker.py",
+        fields={
+            "thinker_config": {
+                "vision_config": {"image_size": 64, "apply_vit_abs_pos_embed": True},
+                "text_config": {"tie_word_embeddings": False},
+            }
+        },
+    ),
+    "Ernie4_5_VLMoeForConditionalGeneration": Entry(
+        _M + "ernie45_vl.py",
+        fields={
+            "vision_config": {"embed_dim": 64, "mlp_ratio": 4.0},
+            "pixel_hidden_size": 64,
+            "hidden_size": 64,
+        },
+    ),
+    "VoxtralForConditionalGeneration": Entry(
+        _M + "voxtral.py", fields={"audio_config": {"downsample_factor": 4}}
+    ),
+    "VoxtralRealtimeGeneration": Entry(
+        _M + "voxtral_realtime.py", fields={"audio_config": {"downsample_factor": 4}}
+    ),
+    "Lfm2VlForConditionalGeneration": Entry(_M + "lfm2_vl.py", text={"block_dim": 64}),
+    "UltravoxModel": Entry(_M + "ultravox.py", fields={"vocab_size": 512}),
+    "Qwen2_5OmniModel": Entry(_M + "qwen2_5_omni_thinker.py", base="qwen2_5_omni"),
+    "MuseGlimmerForCausalLM": _MUSE_GLIMMER,
+    "MuseGlimmerForConditionalGeneration": _MUSE_GLIMMER,
+    "InternVLChatModel": _chat("internvl.py", "InternVLChatConfig", "internvl_chat"),
+    "H2OVLChatModel": _chat("h2ovl.py", "H2OVLChatConfig", "h2ovl_chat", "llama"),
+    "SkyworkR1VChatModel": _chat("skyworkr1v.py", "SkyworkChatConfig", "skywork_chat"),
+    "NVLM_D": _chat("nvlm_d.py", "NVLM_D_Config", "NVLM_D", "qwen2"),
+    # vLLM's own config classes, under a model type the registry's module name does not give.
+    "DeepseekVLV2ForCausalLM": Entry(
+        _M + "deepseek_vl2.py, vllm/transformers_utils/configs/deepseek_vl2.py",
+        base="deepseek_vl_v2",
+        fix=_language_config,
+        saved_as={"text_config": "language_config"},
+        # The class's default tile_tag is the string "tile_tag"; checkpoints say "2D".
+        fields={"tile_tag": "2D"},
+    ),
+    "DeepseekOCRForCausalLM": Entry(
+        _M + "deepseek_ocr.py, vllm/transformers_utils/configs/deepseek_vl2.py",
+        base="deepseek_vl_v2",
+        fix=_language_config,
+        saved_as={"text_config": "language_config"},
+        # The class's default tile_tag is the string "tile_tag"; checkpoints say "2D".
+        fields={"tile_tag": "2D"},
+    ),
+    "Cosmos3ForConditionalGeneration": Entry(
+        "vllm/transformers_utils/configs/cosmos3_edge.py",
+        base="cosmos3_edge",
+        fields={
+            "vision_config": {
+                "num_heads": 2,
+                "num_position_embeddings": 64,
+                "in_channels": 3,
+                "depth": 1,
+            }
+        },
+    ),
+    "Qwen3ASRRealtimeGeneration": Entry(
+        "vllm/transformers_utils/configs/qwen3_asr.py", base="qwen3_asr"
+    ),
+    # OpenCUA is Qwen2.5-VL's layout (opencua.py builds Qwen2.5-VL's vision tower).
+    "OpenCUAForConditionalGeneration": Entry(_M + "opencua.py", base="qwen2_5_vl"),
+    # transformers' classes of the same families, under model types the registry does not name.
+    "LightOnOCRForConditionalGeneration": Entry(
+        _M + "lightonocr.py",
+        base="lighton_ocr",
+        fields={
+            "vision_feature_layer": -1,
+            "projector_hidden_act": "gelu",
+            "multimodal_projector_bias": False,
+        },
+    ),
+    "LlavaOnevision2ForConditionalGeneration": Entry(
+        _M + "llava_onevision2.py",
+        base="llava_onevision",
+        fields={"vision_config": {"spatial_merge_size": 2}},
+    ),
+    "InternS1ForConditionalGeneration": Entry(_M + "interns1.py", base="internvl"),
+    "Llama_Nemotron_Nano_VL": _chat(
+        "nemotron_vl.py", "Llama_Nemotron_Nano_VL_Config", "Llama_Nemotron_Nano_VL", "llama"
+    ),
+}

@@ -1,0 +1,105 @@
+"""Config table: embedding, classification and late-interaction architectures.
+
+Encoders with rotary positions (``bert_with_rope.py``) and the ColBERT heads
+(``colbert.py``) read fields the hub's remote-code configs carry; vLLM's
+``model_executor/models/config.py`` checks some of them by class name
+(``NewConfig``, ``XLMRobertaFlashConfig``) and rewrites them before the build.
+"""
+
+from __future__ import annotations
+
+from graphcheck.zoo.vllm_engine.tables import Entry
+
+_ROPE = {"rope_type": "default", "rope_theta": 10000.0}
+_BERT_WITH_ROPE = "vllm/model_executor/models/bert_with_rope.py, config.py"
+
+# The GTE "new" encoder (Alibaba-NLP/gte-*-v1.5): the hub's NewConfig, rotary positions;
+# GteNewModelConfig asserts the class name and hidden_act == "gelu" (it makes it geglu).
+_GTE_NEW = Entry(
+    _BERT_WITH_ROPE,
+    base="bert",
+    remote="NewConfig",
+    model_type="new",
+    fields={
+        "hidden_act": "gelu",
+        "position_embedding_type": "rope",
+        "rope_parameters": _ROPE,
+        "type_vocab_size": 2,
+        "num_labels": 2,
+    },
+)
+
+# Late-interaction (ColBERT) heads on four encoders: colbert.py reads colbert_dim (or dim,
+# projection_dim) with a default; the encoders read their own configs.
+_JINA = Entry(
+    "vllm/model_executor/models/colbert.py, bert_with_rope.py (JinaRobertaModel), config.py",
+    base="xlm-roberta",
+    remote="XLMRobertaFlashConfig",
+    model_type="xlm-roberta",
+    fields={"position_embedding_type": "rotary", "rope_parameters": _ROPE, "colbert_dim": 32},
+)
+
+TABLE: dict[str, Entry] = {
+    # SnowflakeGteNewModelConfig (config.py) asserts GteConfig and gelu; the model reads
+    # position_embedding_type, which transformers' GteConfig no longer has.
+    "GteModel": Entry(
+        _BERT_WITH_ROPE,
+        fields={"position_embedding_type": "rope", "hidden_act": "gelu", "rope_parameters": _ROPE},
+    ),
+    "GteNewModel": _GTE_NEW,
+    "GteNewForSequenceClassification": _GTE_NEW,
+    # NomicBertModelConfig (config.py:758) maps nomic's names onto BERT's and asserts these.
+    "NomicBertModel": Entry(
+        _BERT_WITH_ROPE,
+        fields={
+            "activation_function": "swiglu",
+            "mlp_fc1_bias": False,
+            "mlp_fc2_bias": False,
+            "qkv_proj_bias": False,
+            "rotary_emb_scale_base": None,
+            "rotary_emb_interleaved": False,
+            "position_embedding_type": "rope",
+            # nomic's names for BERT's width, FFN, layers and epsilon (config.py maps them).
+            "n_embd": 64,
+            "n_inner": 128,
+            "n_layer": 2,
+            "layer_norm_epsilon": 1e-12,
+        },
+    ),
+    # XLM-R with absolute positions: roberta.py reads position_embedding_type, which
+    # transformers 5's XLMRobertaConfig dropped.
+    "XLMRobertaModel": Entry(
+        "vllm/model_executor/models/roberta.py", fields={"position_embedding_type": "absolute"}
+    ),
+    # LlamaBidirectionalModel: vLLM refuses to guess the pooling of a bidirectional Llama
+    # (model_executor/models/config.py); the checkpoints name it.
+    "LlamaBidirectionalModel": Entry(
+        "vllm/model_executor/models/llama.py, config.py", fields={"pooling": "avg"}
+    ),
+    "LlamaBidirectionalForSequenceClassification": Entry(
+        "vllm/model_executor/models/llama.py, config.py", fields={"pooling": "avg", "num_labels": 2}
+    ),
+    # vLLM checks these configs' classes: Qwen2-VL's and Qwen3-Omni's for the models built
+    # on them.
+    "JinaVLForRanking": Entry("vllm/model_executor/models/jina_vl.py", base="qwen2_vl"),
+    "ClefOmniForJointSchema": Entry(
+        "vllm/model_executor/models/clef_omni.py", base="qwen3_omni_moe"
+    ),
+    "Qwen3ASRForcedAlignerForTokenClassification": Entry(
+        "vllm/transformers_utils/configs/qwen3_asr.py", base="qwen3_asr"
+    ),
+    "HF_ColBERT": Entry(
+        "vllm/model_executor/models/colbert.py", base="bert", fields={"colbert_dim": 32}
+    ),
+    "ColBERTModernBertModel": Entry(
+        "vllm/model_executor/models/colbert.py, modernbert.py",
+        base="modernbert",
+        fields={"colbert_dim": 32},
+    ),
+    "ColBERTJinaRobertaModel": _JINA,
+    "ColBERTLfm2Model": Entry(
+        "vllm/model_executor/models/colbert.py, lfm2.py",
+        base="lfm2",
+        fields={"colbert_dim": 32, "block_dim": 64},
+    ),
+}

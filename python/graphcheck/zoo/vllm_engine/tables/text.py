@@ -1,0 +1,69 @@
+"""Config table: dense decoders whose configs live on the hub or leave a field unset.
+
+Most start from a Llama config (vLLM's implementations of these families are
+Llama-like) and add what their module reads beyond it: a norm's epsilon under
+another name, a width the embedding is scaled by, per-layer attention kinds for
+the two tiny layers.
+"""
+
+from __future__ import annotations
+
+from graphcheck.zoo.vllm_engine.tables import Entry
+
+_M = "vllm/model_executor/models/"
+
+_CHATGLM = {"original_rope": True, "tie_word_embeddings": False}
+_MIMO_V2 = {
+    "hybrid_layer_pattern": [0, 1],
+    "layernorm_epsilon": 1e-6,
+    "swa_num_attention_heads": 2,
+    "swa_num_key_value_heads": 1,
+    "swa_head_dim": 32,
+    "sliding_window_size": 64,
+}
+
+# Qwen4-Exp's gated delta-net reads its output gate's activation, which the default
+# leaves unset (model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py:565).
+_QWEN4_EXP = Entry(
+    "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",
+    text={"output_gate_type": "silu"},
+)
+
+TABLE: dict[str, Entry] = {
+    "Qwen4ExpForCausalLM": _QWEN4_EXP,
+    "Qwen4ExpForConditionalGeneration": _QWEN4_EXP,
+    "ExaoneForCausalLM": Entry(
+        _M + "exaone.py", fields={"activation_function": "silu", "layer_norm_epsilon": 1e-6}
+    ),
+    "TeleChat2ForCausalLM": Entry(
+        _M + "telechat2.py",
+        fields={"n_layer": 2, "n_head": 2, "ffn_hidden_size": 128, "layer_norm_epsilon": 1e-6},
+    ),
+    "TeleFLMForCausalLM": Entry(_M + "teleflm.py", fields={"use_mup": False}),
+    "Lfm2ForCausalLM": Entry(_M + "lfm2.py", fields={"block_dim": 64}),
+    # MiniCPM scales the residual and the logits by the width over dim_model_base.
+    "MiniCPMForCausalLM": Entry(_M + "minicpm.py", fields={"dim_model_base": 64}),
+    # Llama 4's text model (the composite Llama4Config has no text fields at its top level);
+    # no_rope_layers marks the layers with RoPE (1) per layer.
+    "Llama4ForCausalLM": Entry(
+        _M + "llama4.py", base="llama4_text", fields={"no_rope_layers": [1, 1]}
+    ),
+    # ChatGLM's own config (vllm/transformers_utils/configs/chatglm.py) leaves both unset.
+    "ChatGLMModel": Entry(_M + "chatglm.py", fields=_CHATGLM),
+    "ChatGLMForConditionalGeneration": Entry(_M + "chatglm.py", fields=_CHATGLM),
+    # MiMo-V2: hybrid_layer_pattern marks sliding-window layers (1), which have heads of their
+    # own (swa_*).
+    "MiMoV2FlashForCausalLM": Entry(_M + "mimo_v2.py", fields=_MIMO_V2),
+    "MiMoV2ForCausalLM": Entry(_M + "mimo_v2.py", fields=_MIMO_V2),
+    "Rnj1ForCausalLM": Entry(
+        _M + "rnj1.py",
+        fields={"query_pre_attn_scalar": 32, "layer_types": ["full_attention", "full_attention"]},
+    ),
+    "Plamo3ForCausalLM": Entry(
+        _M + "plamo3.py",
+        fields={
+            "layer_types": ["full_attention", "full_attention"],
+            "interleaved_sliding_window": [None, None],
+        },
+    ),
+}

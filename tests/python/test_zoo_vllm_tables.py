@@ -1,0 +1,149 @@
+"""The vLLM zoo's config tables, failure reasons and engine options: the parts that run without
+vLLM (the builds themselves run in the vllm tier, tests/vllm)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from transformers import AutoConfig, LlamaConfig
+
+from graphcheck.zoo import report as rep
+from graphcheck.zoo._util import error_line
+from graphcheck.zoo.catalog import Arch
+from graphcheck.zoo.vllm_engine.reasons import REASONS, WHOSE, explain, vllm_frame
+from graphcheck.zoo.vllm_engine.speculative import DRAFTS
+from graphcheck.zoo.vllm_engine.tables import TABLE, Entry, apply, per_layer, remote_class
+from graphcheck.zoo.vllm_engine.worker import engine_options
+
+
+def test_every_entry_cites_the_vllm_file_it_was_read_from() -> None:
+    assert len(TABLE) > 50
+    for name, entry in TABLE.items():
+        assert re.match(r"vllm/[\w/]+\.py", entry.source), (name, entry.source)
+        assert entry.fields or entry.text or entry.fix or entry.base, name
+
+
+def test_apply_merges_fields_into_sub_configs_and_the_text_config() -> None:
+    d: dict[str, Any] = {
+        "hidden_size": 64,
+        "vision_config": {"model_type": "x", "image_size": 224, "patch_size": 14},
+        "text_config": {"model_type": "llama", "num_hidden_layers": 3},
+    }
+    entry = Entry(
+        "vllm/model_executor/models/x.py",
+        fields={"vision_config": {"image_size": 32}, "pooling": "avg"},
+        text={"norm_topk_prob": True},
+        fix=per_layer("layer_types", "full_attention", "sliding_attention"),
+    )
+    apply(entry, d)
+    assert d["vision_config"] == {"model_type": "x", "image_size": 32, "patch_size": 14}
+    assert d["pooling"] == "avg" and d["text_config"]["norm_topk_prob"] is True
+    assert d["text_config"]["layer_types"] == [
+        "full_attention", "sliding_attention", "full_attention"
+    ]  # fmt: skip
+    # The entry's own values are copied, never shared with the config it was applied to.
+    d["vision_config"]["image_size"] = 1
+    assert entry.fields["vision_config"]["image_size"] == 32
+
+
+def test_a_remote_class_keeps_the_hubs_name_fields_and_sub_configs(tmp_path: Path) -> None:
+    cls = remote_class(Entry("vllm/x.py", remote="ZooProbeChatConfig", model_type="zoo_probe"))
+    assert cls.__name__ == "ZooProbeChatConfig" and cls.model_type == "zoo_probe"
+    d = LlamaConfig(hidden_size=64).to_dict()
+    d.update(
+        model_type="zoo_probe",
+        rope_theta=5000.0,
+        llm_config=LlamaConfig(hidden_size=32).to_dict(),
+        vision_config={"model_type": "not_a_transformers_type", "image_size": 32},
+    )
+    config = cls.from_dict(d)
+    # A field transformers' Llama class would move into rope_parameters stays an attribute.
+    assert config.rope_theta == 5000.0
+    assert type(config.llm_config).__name__ == "LlamaConfig" and config.llm_config.hidden_size == 32
+    assert config.vision_config.image_size == 32
+    config.save_pretrained(tmp_path)
+    again = AutoConfig.from_pretrained(tmp_path)  # offline: the registered stand-in
+    assert type(again).__name__ == "ZooProbeChatConfig" and again.rope_theta == 5000.0
+    assert again.vision_config.image_size == 32
+
+
+def test_drafts_name_their_target_and_method() -> None:
+    for name, draft in DRAFTS.items():
+        assert draft.target and draft.target != name, name
+        assert draft.method in {"eagle", "eagle3", "medusa", "mtp", "dflash", "dspark",
+                                "extract_hidden_states"}, name  # fmt: skip
+
+
+def test_known_reasons_say_whose_and_where() -> None:
+    amx = "RuntimeError: expect weight to be bfloat16, float16, int8, fp8_e4m3 or uint8(mxfp4)."
+    found = explain(amx, "vllm/_custom_ops.py:12")
+    assert found["whose"] == "cpu backend"
+    assert found["source"] == "vllm/v1/attention/backends/mla/amx_mla.py:303"
+    unknown = explain("KeyError: 'x'", "vllm/model_executor/models/foo.py:7")
+    assert unknown == {
+        "whose": "unclassified",
+        "why": "",
+        "source": "vllm/model_executor/models/foo.py:7",
+    }
+    assert all(r.whose in WHOSE and r.why for r in REASONS)
+
+
+def test_the_vllm_frame_is_the_innermost_one_inside_vllm() -> None:
+    def raise_in(path: str, line: int) -> None:
+        code = compile("\n" * (line - 1) + "raise ValueError('boom')", path, "exec")
+        exec(code, {})
+
+    with pytest.raises(ValueError) as info:
+        raise_in("/x/lib/python3.11/site-packages/vllm/model_executor/models/foo.py", 42)
+    assert vllm_frame(info.value) == "vllm/model_executor/models/foo.py:42"
+    with pytest.raises(ValueError) as outside:
+        raise_in("/x/lib/python3.11/site-packages/pydantic/main.py", 3)
+    assert vllm_frame(outside.value) == ""
+
+
+def test_a_pydantic_error_line_carries_its_message() -> None:
+    class ValidationError(Exception):
+        pass
+
+    exc = ValidationError(
+        "1 validation error for ModelConfig\n"
+        "  Value error, User-specified max_model_len (128) is greater than the derived one "
+        "[type=value_error, input_value=ArgsKwargs((), {'model': ...}), input_type=ArgsKwargs]\n"
+        "    For further information visit https://errors.pydantic.dev/2.14/v/value_error"
+    )
+    assert error_line(exc) == (
+        "ValidationError: 1 validation error for ModelConfig: Value error, User-specified "
+        "max_model_len (128) is greater than the derived one"
+    )
+
+
+def test_engine_options_keep_within_the_models_positions() -> None:
+    text = Arch("LlamaForCausalLM", "LlamaForCausalLM", "llama", "", ("text",))
+    assert engine_options(text, LlamaConfig(max_position_embeddings=77)) == {"max_model_len": 77}
+    assert engine_options(text, LlamaConfig(max_position_embeddings=4096)) == {}
+    mm = Arch("X", "X", "x", "", ("multimodal",))
+    assert engine_options(mm, None) == {"language_model_only": True}
+
+
+def test_failure_groups_name_whose_reason_and_where() -> None:
+    failed = {"status": "failed", "error": "RuntimeError: expect weight to be bfloat16 (x)",
+              "failure": {"whose": "cpu backend", "why": "w", "source": "vllm/a.py:3"}}  # fmt: skip
+    plain = {"status": "failed", "error": "KeyError: 'x'"}
+    assert rep._failure_group(failed).startswith("[cpu backend] RuntimeError")
+    assert rep._failure_group(failed).endswith(" at vllm/a.py:3")
+    assert rep._failure_group(plain) == "KeyError: '…'"
+
+
+def test_the_tokenizer_names_placeholders_and_keeps_id_0_ordinary(tmp_path: Path) -> None:
+    from graphcheck.zoo.vllm_engine.tokenizer import PLACEHOLDERS, write_tokenizer
+
+    tokenizer = write_tokenizer(tmp_path, LlamaConfig(vocab_size=64))
+    assert len(tokenizer) == 64
+    assert tokenizer.convert_tokens_to_ids("<image>") == 63
+    assert tokenizer.convert_tokens_to_ids(PLACEHOLDERS[-1]) == 64 - len(PLACEHOLDERS)
+    # CLIP's processor takes id 0 as its image placeholder and asserts it is not special.
+    assert 0 not in tokenizer.all_special_ids
+    assert sorted(tokenizer.all_special_ids) == [1, 2, 3, 4]
