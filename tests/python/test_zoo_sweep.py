@@ -179,7 +179,7 @@ def test_class_entries_cover_variants() -> None:
     }
     entries = [
         rep.AllowEntry("M", "pad"),
-        rep.AllowEntry("*@rope_type=dynamic", "*max_seq_len_cached"),
+        rep.AllowEntry("*@rope_type=dynamic", "rotary_emb.*max_seq_len_cached"),
         rep.AllowEntry("N", "gone"),
     ]
     ev = rep.evaluate(results, entries)
