@@ -71,10 +71,10 @@ Template page_template() {
 }
 
 void write_scripts(PageStream& out) {
-  const std::array<std::span<const std::string_view>, 11> scripts = {
-      assets::kFormatJs,   assets::kNamesJs,     assets::kStateJs,   assets::kSummaryJs,
-      assets::kFindingsJs, assets::kExportJs,    assets::kMapAxisJs, assets::kMapLayoutJs,
-      assets::kMapDrawJs,  assets::kMapPageJs,   assets::kMainJs};
+  const std::array<std::span<const std::string_view>, 12> scripts = {
+      assets::kFormatJs,  assets::kNamesJs,   assets::kStateJs,     assets::kSummaryJs,
+      assets::kCompareJs, assets::kFindingsJs, assets::kExportJs,   assets::kMapAxisJs,
+      assets::kMapLayoutJs, assets::kMapDrawJs, assets::kMapPageJs, assets::kMainJs};
   for (std::span<const std::string_view> script : scripts) {
     for (std::string_view chunk : script) {
       out.raw(chunk);

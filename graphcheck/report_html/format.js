@@ -3,18 +3,19 @@
 var VERDICTS = ["registered", "runtime", "graph", "input", "allowed",
                 "unregistered", "dangling", "stale", "lost"];
 var FINDING_VERDICTS = ["stale", "lost", "dangling", "unregistered"];  // precedence order
-// Findings take the Okabe-Ito palette's most distinct hues (blue, vermillion, reddish purple,
-// orange), which stay apart under protanopia, deuteranopia and tritanopia; freed ranges are
-// hatched grey rather than a fifth color. ok verdicts are quieter tints.
+// Finding colors stay apart for common color blindness: blue, rose, near-black and olive
+// yellow differ by at least 39 (CIELAB) under simulated protanopia, deuteranopia and
+// tritanopia (the browser tier checks 30); dangling's near-black reads as "points at nothing".
+// Freed ranges are hatched, not a fifth color. ok verdicts are quieter.
 var VERDICT_COLORS = {
-  registered: "#009e73", runtime: "#56b4e9", graph: "#8f8f8f", input: "#e0cf3c",
-  allowed: "#a39e7c", unregistered: "#e69f00", dangling: "#cc79a7", stale: "#0072b2",
-  lost: "#d55e00"
+  registered: "#009e73", runtime: "#56b4e9", graph: "#9a9a9a", input: "#b39ddb",
+  allowed: "#b7d7a8", unregistered: "#ccbb44", dangling: "#1d1d1d", stale: "#0072b2",
+  lost: "#cc6677"
 };
 // Owner kinds of spans, and the kinds of memory no span covers.
 var OWNER_COLORS = {
   parameter: "#a6dbc8", buffer: "#cde9dd", runtime: "#bfe1f5", graph: "#dcdcdc",
-  input: "#f4eda8", unregistered: "#f5d28e", allocation: "#eef1f4", freed: "#6b6b6b"
+  input: "#ddd2f0", unregistered: "#ece3a0", allocation: "#eef1f4", freed: "#6b6b6b"
 };
 var OK_VERDICT_OF_KIND = {
   parameter: "registered", buffer: "registered", runtime: "runtime", graph: "graph",

@@ -39,6 +39,7 @@ function renderLists(report) {
     var render = function (changes) {
       renderHeader(state);
       renderEpochs(state);
+      renderCompare(state);
       renderCards(state);
       renderTodo(state);
       state.table.render();

@@ -12,7 +12,7 @@ function PageState(data) {
                               : [data.report.epoch];
   if (this.epochs.indexOf(this.checked) < 0) { this.epochs.push(this.checked); }
   this.nodeLabel = nodeNumbering(data.snapshot);
-  this.selection = {epoch: this.checked, q: "", verdicts: [], owner: ""};
+  this.selection = {epoch: this.checked, q: "", verdicts: [], owner: "", compare: ""};
   this.listeners = [];
   this.readUrl();
 }
@@ -41,6 +41,8 @@ PageState.prototype.readUrl = function () {
   var epoch = params.get("epoch");
   if (epoch !== null && this.epochs.indexOf(epoch) >= 0) { this.selection.epoch = epoch; }
   this.selection.q = params.get("q") || "";
+  var compare = params.get("compare");
+  this.selection.compare = compare !== null && this.epochs.indexOf(compare) >= 0 ? compare : "";
   this.selection.owner = params.get("owner") || "";
   this.selection.verdicts = (params.get("verdict") || "").split(",").filter(function (v) {
     return VERDICTS.indexOf(v) >= 0;
@@ -51,6 +53,7 @@ PageState.prototype.writeUrl = function () {
   var params = new URLSearchParams();
   var s = this.selection;
   if (s.epoch !== this.checked) { params.set("epoch", s.epoch); }
+  if (s.compare) { params.set("compare", s.compare); }
   if (s.verdicts.length) { params.set("verdict", s.verdicts.join(",")); }
   if (s.owner) { params.set("owner", s.owner); }
   if (s.q) { params.set("q", s.q); }

@@ -230,7 +230,10 @@ def epoch_problems(
         expected = check_pages.expected_counts(doc, other, data, checked=report)
         from urllib.parse import quote
 
-        dom, _, found = load_page(args.browser, page, expected, query=f"#epoch={quote(label)}")
+        # The epoch's own counts, and compare mode against the checked epoch.
+        expected.update(check_pages.expected_compare(other, report))
+        fragment = f"#epoch={quote(label)}&compare={quote(report['epoch'])}"
+        dom, _, found = load_page(args.browser, page, expected, query=fragment)
         found += page_checks.todo_problems(dom.texts, other)
         found += page_checks.title_problems(dom.texts, other, snapshot.name)
         problems += [f"epoch {label}: {p}" for p in found]

@@ -333,3 +333,16 @@ def short_name_problems() -> list[str]:
         for name, want in KNOWN_SHORT_NAMES.items()
         if short_kernel(name) != want
     ]
+
+
+def expected_compare(shown: Doc, other: Doc) -> dict[str, str]:
+    """Compare mode: (verdict, owner) pairs new in `shown` since `other`, and those fixed."""
+
+    def pairs(report: Doc) -> set[tuple[str, Any, str]]:
+        return {(f["verdict"], f.get("owner_kind"), f["owner"]) for f in report["findings"]}
+
+    now, before = pairs(shown), pairs(other)
+    return {
+        "count-compare-added": str(len(now - before)),
+        "count-compare-fixed": str(len(before - now)),
+    }

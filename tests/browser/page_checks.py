@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import check_pages
+import colors
 from check_pages import Doc
 
 # At this width the longest findings row must stay under ROW_PIXELS; at PHONE_WIDTH the page
@@ -31,6 +32,8 @@ from check_pages import Doc
 DESKTOP = (1600, 1000)
 PHONE = (390, 900)
 ROW_PIXELS = 120
+# The widest graph pool segment in the whole map's view, as a share of its width.
+POOL_SHARE = 0.25
 
 PROBE_JS = r"""
 <script>
@@ -55,6 +58,12 @@ PROBE_JS = r"""
       return [n.textContent, n.getAttribute("title") || ""];
     });
     out.title = document.title;
+    out.colors = {};
+    document.querySelectorAll("#map-legend [data-verdict]").forEach(function (item) {
+      out.colors[item.getAttribute("data-verdict")] = item.getAttribute("data-color");
+    });
+    var freed = document.querySelector('#map-legend [data-kind="freed"] .swatch');
+    out.freedHatched = freed ? freed.classList.contains("hatched") : null;
     out.csv = window.graphcheckCsv ? window.graphcheckCsv() : null;
     var map = window.graphcheckMap, state = window.graphcheckState;
     var report = state && state.report();
@@ -78,6 +87,10 @@ PROBE_JS = r"""
         out.arrowOwner = arrows[0].owner;
         view.whole();
       }
+      // The widest graph pool segment in the whole view, as a share of the width.
+      out.poolShare = Math.max.apply(null, [0].concat((view.scene.epoch ? view.scene.epoch.allocations : [])
+        .filter(function (a) { return a.graphPool; })
+        .map(function (a) { return (view.x(a.end) - view.x(a.begin)) / view.width; })));
       // The table to the map: the first finding of a graph on the map, by its "map" button.
       var index = report.findings.findIndex(function (f) {
         return map.graphs.some(function (g) { return g.id === f.graph; });
@@ -208,6 +221,16 @@ def csv_problems(probe: Doc, shown: list[Doc], epoch: str) -> list[str]:
 
 def interaction_problems(probe: Doc, report: Doc) -> list[str]:
     problems = []
+    if probe["colors"]:
+        finding_colors = {v: probe["colors"][v] for v in check_pages.FINDING_VERDICTS}
+        problems += colors.color_problems(finding_colors)
+        if not probe["freedHatched"]:
+            problems.append("freed ranges are not hatched in the legend")
+    if probe.get("poolShare", 0) > POOL_SHARE:
+        problems.append(
+            f"a graph pool segment takes {probe['poolShare']:.0%} of the whole map "
+            f"(at most {POOL_SHARE:.0%}: its empty stretches are squeezed)"
+        )
     if "keyZoom" in probe:
         if abs(probe["keyZoom"] - 0.5) > 0.01:
             problems.append(f"the + key zoomed by {probe['keyZoom']:.2f}, expected 0.5")
