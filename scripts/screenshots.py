@@ -69,9 +69,9 @@ def main() -> int:
     )
     if done.returncode not in (0, 1):
         return done.returncode
-    shoot(args.browser, gpu, args.out / "html-report-gpu.png", (1400, 1700))
+    shoot(args.browser, gpu, args.out / "html-report-gpu.png", (1400, 2000))
     folder = watch_folder.make_folder(args.python, args.work / "watch")
-    shoot(args.browser, folder / "index.html", args.out / "watch-index.png", (1400, 420))
+    shoot(args.browser, folder / "index.html", args.out / "watch-index.png", (1400, 440))
     return 0
 
 

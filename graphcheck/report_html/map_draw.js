@@ -2,10 +2,11 @@
 // freed ranges, the references of one graph aggregated per pixel column (never one element
 // per reference, so 10k-node graphs stay fast), and arrows from a stale reference up to where
 // its owner went, labelled with the owner where there is room.
-var LANES = {axis: [0, 24], alloc: [28, 50], spans: [54, 80], freed: [84, 94], arrows: [98, 132],
-             refs: [136, 236]};
+// The axis lane has two rows of labels: the gaps' sizes above, the addresses and offsets below.
+var LANES = {axis: [0, 36], alloc: [40, 62], spans: [66, 92], freed: [96, 106],
+             arrows: [110, 144], refs: [148, 248]};
 var LANE_NAMES = {alloc: "allocations", spans: "spans", freed: "freed", refs: "references"};
-var MAP_HEIGHT = 244;
+var MAP_HEIGHT = 256;
 
 function MapView(canvas, axis) {
   this.canvas = canvas;
@@ -202,14 +203,14 @@ MapView.prototype.drawAxis = function (ctx) {
       ctx.moveTo(tick.x + 0.5, y - (tick.major ? 7 : 4));
       ctx.lineTo(tick.x + 0.5, y);
       ctx.stroke();
-      labels.push({x: tick.x + 2, text: tick.label, color: "#4b5561", rank: tick.major ? 0 : 2});
+      labels.push({x: tick.x + 2, text: tick.label, color: "#4b5561", rank: tick.major ? 0 : 1,
+                   y: y - 9});
     });
   }, this);
-  this.breaksShown = 0;
+  var gapLabels = [];
   axis.breaks().forEach(function (gap) {
     var xm = (this.x(gap.begin) + this.x(gap.end)) / 2;
     if (xm < 0 || xm > width) { return; }
-    this.breaksShown += 1;
     ctx.save();
     ctx.fillStyle = "#ffffff";
     ctx.fillRect(xm - 4, y - 5, 8, 10);
@@ -221,11 +222,17 @@ MapView.prototype.drawAxis = function (ctx) {
     ctx.lineTo(xm + 5, y - 4);
     ctx.stroke();
     ctx.restore();
-    var text = "\u2afd " + formatBytes(gap.end - gap.begin);
-    labels.push({x: xm - ctx.measureText(text).width / 2, text: text, color: "#8a5a00", rank: 1});
+    var text = "// " + formatBytes(gap.end - gap.begin);
+    gapLabels.push({x: xm - ctx.measureText(text).width / 2, text: text, color: "#8a5a00",
+                    rank: 0, y: 11});
   }, this);
-  // Cluster starts first, then the gaps' sizes, then offsets, each where it overlaps none
-  // placed before.
+  placeLabels(ctx, gapLabels, width);
+  placeLabels(ctx, labels, width);
+};
+
+// Draws `labels` ({x, y, text, color, rank}) by rank, then left to right, each where it
+// overlaps none placed before: cluster starts before offsets.
+function placeLabels(ctx, labels, width) {
   labels.sort(function (a, b) { return a.rank - b.rank || a.x - b.x; });
   var placed = [];
   labels.forEach(function (label) {
@@ -234,9 +241,9 @@ MapView.prototype.drawAxis = function (ctx) {
     if (placed.some(function (p) { return left < p[1] + 6 && p[0] < left + w + 6; })) { return; }
     placed.push([left, left + w]);
     ctx.fillStyle = label.color;
-    ctx.fillText(label.text, left, y - 9);
+    ctx.fillText(label.text, left, label.y);
   });
-};
+}
 
 MapView.prototype.drawFocus = function (ctx) {
   if (this.focus === null) { return; }

@@ -57,6 +57,7 @@ NAV = re.compile(r'<a href="([^"]*)" id="nav-(index|previous|next)"')
 def make_folder(python: str, out: Path) -> Path:
     """Runs the story in one process per rank into ``out``/written, then moves that folder to
     ``out``/moved; returns the moved folder."""
+    out = out.resolve()  # the story runs in `out`: a relative path would nest
     written = out / "written"
     shutil.rmtree(out, ignore_errors=True)
     written.mkdir(parents=True)

@@ -157,6 +157,7 @@ tr.pass td.result { color: #fff; background: var(--pass); font-weight: 600; }
 tr.fail td:first-child { border-left: 4px solid var(--fail); }
 tr.pass td:first-child { border-left: 4px solid var(--pass); }
 td.changes { font-size: 13px; }
+td.nowrap { white-space: nowrap; }
 code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12.5px; }
 @media (max-width: 720px) {
   header, main { padding-left: 12px; padding-right: 12px; }
@@ -165,6 +166,7 @@ code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12.5px;
   tr { border: 1px solid var(--line); border-radius: 6px; margin: 8px 0; }
   td { border: none; padding: 2px 10px; }
   td.num { text-align: left; }
+  td.nowrap { white-space: normal; }
   td::before { content: attr(data-label) ": "; color: var(--muted); font-size: 12px; }
   td.result::before { content: none; }
 }
@@ -186,9 +188,9 @@ def index_html(folder: str | Path) -> str:
         counts = _summary(entry)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(_number(entry.get("time"))))
         cells = [
-            ("time (UTC)", stamp, ""),
-            ("process", f"pid {html.escape(str(entry.get('pid', '?')))}", ""),
-            ("role", html.escape(str(entry.get("role") or "-")), ""),
+            ("time (UTC)", stamp, "nowrap"),
+            ("process", f"pid {html.escape(str(entry.get('pid', '?')))}", "nowrap"),
+            ("role", html.escape(str(entry.get("role") or "-")), "nowrap"),
             (
                 "check point",
                 f"#{html.escape(str(entry.get('seq', '?')))} "
