@@ -41,8 +41,8 @@ using detail::PageStream;
 
 // Markers in page.html, in this order: the navigation and the data go inside JSON <script>
 // blocks, the scripts inside one <script>.
-constexpr std::array<std::string_view, 3> kMarkers = {
-    "@GRAPHCHECK_NAV@", "@GRAPHCHECK_DATA@", "/*@GRAPHCHECK_SCRIPTS@*/"};
+constexpr std::array<std::string_view, 3> kMarkers = {"@GRAPHCHECK_NAV@", "@GRAPHCHECK_DATA@",
+                                                      "/*@GRAPHCHECK_SCRIPTS@*/"};
 
 // The other epochs a page carries at most: a server that reloads its weights every few
 // minutes makes hundreds of epochs, and each page would check them all again.
@@ -72,9 +72,9 @@ Template page_template() {
 
 void write_scripts(PageStream& out) {
   const std::array<std::span<const std::string_view>, 12> scripts = {
-      assets::kFormatJs,  assets::kNamesJs,   assets::kStateJs,     assets::kSummaryJs,
-      assets::kCompareJs, assets::kFindingsJs, assets::kExportJs,   assets::kMapAxisJs,
-      assets::kMapLayoutJs, assets::kMapDrawJs, assets::kMapPageJs, assets::kMainJs};
+      assets::kFormatJs,    assets::kNamesJs,    assets::kStateJs,   assets::kSummaryJs,
+      assets::kCompareJs,   assets::kFindingsJs, assets::kExportJs,  assets::kMapAxisJs,
+      assets::kMapLayoutJs, assets::kMapDrawJs,  assets::kMapPageJs, assets::kMainJs};
   for (std::span<const std::string_view> script : scripts) {
     for (std::string_view chunk : script) {
       out.raw(chunk);

@@ -4,9 +4,9 @@
 // Then the findings grouped by kernel (the code that reads the memory), then by owner (the
 // tensor it reads), so that one forgotten tensor read by 32 layers' kernels appears once per
 // kernel with its node list, not 32 times. Each group carries one example detail and the
-// number of its fix; the counts come last so `tail -n 2` answers "how bad is it". Every name, label, detail
-// and note goes through `printable`: a name may hold any bytes, and a terminal must get none
-// of its control bytes (a newline would also split the report's lines).
+// number of its fix; the counts come last so `tail -n 2` answers "how bad is it". Every name,
+// label, detail and note goes through `printable`: a name may hold any bytes, and a terminal must
+// get none of its control bytes (a newline would also split the report's lines).
 #include <fmt/format.h>
 #include <graphcheck/report.h>
 
@@ -26,8 +26,8 @@
 namespace graphcheck {
 namespace {
 
-using detail::compact_ids;
 using detail::append_fixes;
+using detail::compact_ids;
 using detail::FixGroup;
 using detail::group_fixes;
 using detail::group_owner;

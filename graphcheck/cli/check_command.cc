@@ -63,8 +63,7 @@ int run_check(const CheckArgs& args) {
     page.subject = args.snapshot == "-" ? std::string("standard input")
                                         : std::filesystem::path(args.snapshot).filename().string();
     page.allow = options.allow;
-    write_output([&](std::ostream& out) { write_html(out, report, &snapshot, page); },
-                 args.output);
+    write_output([&](std::ostream& out) { write_html(out, report, &snapshot, page); }, args.output);
   } else {
     write_output(args.format == "json" ? to_json(report) + "\n" : to_text(report), args.output);
   }

@@ -134,7 +134,8 @@ int run_demo(const DemoArgs& args) {
     // The page of the last step (the rebinding reload) draws every epoch of the story.
     if (!result.steps.empty()) {
       HtmlOptions page;
-      page.subject = "reference model, " + name + " variant (" + name + ".json)";
+      page.subject.append("reference model, ").append(name).append(" variant (");
+      page.subject.append(name).append(".json)");
       write_text(out / (name + ".html"),
                  to_html(result.steps.back().report, &result.snapshot, page));
     }

@@ -43,7 +43,7 @@ std::string owners_text(const std::vector<Finding>& findings, const FixGroup& gr
     nouns.insert(owner_noun(findings[index]));
   }
   std::string noun = nouns.size() == 1 && !nouns.begin()->empty() ? std::string(*nouns.begin())
-                                                                   : std::string("owner");
+                                                                  : std::string("owner");
   if (noun == "runtime" || noun == "graph") {
     noun += " span";
   }
@@ -161,7 +161,7 @@ std::vector<FixGroup> group_fixes(const std::vector<Finding>& findings) {
 // "to fix (N), most urgent first:", then per fix its sentence once and the owners it covers
 // (families compacted as in the groups below: "layers.{0-1}.scale").
 void append_fixes(std::string& out, const std::vector<Finding>& findings,
-                 const std::vector<FixGroup>& fixes) {
+                  const std::vector<FixGroup>& fixes) {
   out += fmt::format("\nto fix ({}), most urgent first:\n", fixes.size());
   for (std::size_t n = 0; n < fixes.size(); ++n) {
     const FixGroup& fix = fixes[n];

@@ -137,7 +137,8 @@ TEST_F(CliTest, DecodeStepTextReportListsEveryFindingKindAndTheStaleGlob) {
   // The RoPE cache is one owner read by all 32 rotary kernels: one group, nodes compacted.
   EXPECT_THAT(result.out, HasSubstr("(allocation label): 32 references (fix 2)\n"));
   // Four fixes, each sentence once, the stale parameters' first.
-  EXPECT_THAT(result.out, HasSubstr("\nto fix (4), most urgent first:\n  fix 1: reload the parameter"));
+  EXPECT_THAT(result.out,
+              HasSubstr("\nto fix (4), most urgent first:\n  fix 1: reload the parameter"));
   EXPECT_THAT(result.out, HasSubstr("\n         8 parameters, 8 references: "
                                     "model.layers.7.self_attn.qkv_proj.weight, "));
   EXPECT_THAT(result.out, HasSubstr("stale allowlist entries (1)"));

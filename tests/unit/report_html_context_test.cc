@@ -135,8 +135,7 @@ TEST(ReportHtmlContext, NavigationIsAFixedSizeBlockAndNullWithout) {
 
 TEST(ReportHtmlContext, CudaNodeIdsAreOneRunOfTheGraphsNodes) {
   const Snapshot snapshot = read_snapshot(data_dir() / "gpu" / "watch_legacy.json");
-  const nlohmann::json data =
-      script_json(to_html(check(snapshot), &snapshot), "graphcheck-data");
+  const nlohmann::json data = script_json(to_html(check(snapshot), &snapshot), "graphcheck-data");
   const GraphRecord& graph = snapshot.graphs.front();
   // Node 17179869184 (graph 4 << 32 in CUDA's numbering) is shown as 1:0, and so on.
   EXPECT_EQ(data["snapshot"]["graphs"][0]["node_runs"],
@@ -146,8 +145,7 @@ TEST(ReportHtmlContext, CudaNodeIdsAreOneRunOfTheGraphsNodes) {
 
 TEST(ReportHtmlContext, NodeRunsFollowBodiesDepthFirst) {
   const Snapshot snapshot = read_snapshot(data_dir() / "node_child_graph.json");
-  const nlohmann::json data =
-      script_json(to_html(check(snapshot), &snapshot), "graphcheck-data");
+  const nlohmann::json data = script_json(to_html(check(snapshot), &snapshot), "graphcheck-data");
   std::uint64_t numbered = 0;
   for (const nlohmann::json& run : data["snapshot"]["graphs"][0]["node_runs"]) {
     EXPECT_EQ(run[0], numbered);
