@@ -17,38 +17,25 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
-import watch_folder  # noqa: E402  (tests/browser: the folder the browser tier checks)
+import browser_check  # noqa: E402  (tests/browser: the tier's headless Chromium runner)
+import watch_folder  # noqa: E402  (the folder the browser tier checks)
 
 
 def shoot(browser: str, page: Path, out: Path, size: tuple[int, int], fragment: str = "") -> None:
-    with tempfile.TemporaryDirectory() as profile:
-        subprocess.run(
-            [
-                browser,
-                "--headless",
-                "--disable-gpu",
-                "--no-sandbox",
-                "--no-first-run",
-                f"--user-data-dir={profile}",
-                f"--window-size={size[0]},{size[1]}",
-                "--hide-scrollbars",
-                f"--screenshot={out.resolve()}",
-                page.resolve().as_uri() + fragment,
-            ],
-            capture_output=True,
-            check=True,
-            timeout=300,
-        )
+    """Save ``page`` (with the URL ``fragment``) as a PNG of ``size`` pixels."""
+    browser_check.chromium(
+        browser, page, f"--screenshot={out.resolve()}", query=fragment, size=size
+    )
     print(f"wrote {out} ({size[0]}x{size[1]})")
 
 
 def main() -> int:
+    """Make the demo's pages, the GPU check point's page and a watch folder; shoot each."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cli", required=True)
     parser.add_argument("--browser", required=True)
@@ -63,8 +50,15 @@ def main() -> int:
     shoot(args.browser, demo / "legacy.html", args.out / "html-report-phone.png", (390, 1500))
     gpu = args.work / "watch_legacy.html"
     done = subprocess.run(
-        [args.cli, "check", str(ROOT / "tests/data/gpu/watch_legacy.json"), "--format", "html",
-         "--output", str(gpu)],
+        [
+            args.cli,
+            "check",
+            str(ROOT / "tests/data/gpu/watch_legacy.json"),
+            "--format",
+            "html",
+            "--output",
+            str(gpu),
+        ],
         check=False,
     )
     if done.returncode not in (0, 1):

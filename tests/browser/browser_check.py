@@ -160,7 +160,11 @@ def screenshot(args: argparse.Namespace, page: Path, name: str) -> None:
 
 # Containers of the findings table and lists, and the count each one's rows must equal.
 ROWS_OF = {"by-owner": "count-owner-groups"}
-ITEMS_OF = {"todo": "count-fix-groups", "warnings": "count-warnings", "stale-allow": "count-stale-allow"}
+ITEMS_OF = {
+    "todo": "count-fix-groups",
+    "warnings": "count-warnings",
+    "stale-allow": "count-stale-allow",
+}
 
 
 def check_case(args: argparse.Namespace, name: str, snapshot: Path) -> list[str]:
@@ -224,7 +228,9 @@ def epoch_problems(
         if label == report["epoch"]:
             continue
         other_path = args.out / f"{page.stem}.{label}.json"
-        extra = ["--epoch", label] + (["--baseline", report["baseline"]] if report["baseline"] else [])
+        extra = ["--epoch", label] + (
+            ["--baseline", report["baseline"]] if report["baseline"] else []
+        )
         run_cli(args.cli, snapshot, "json", other_path, *extra)
         other = json.loads(other_path.read_text(encoding="utf-8"))
         expected = check_pages.expected_counts(doc, other, data, checked=report)
@@ -241,14 +247,21 @@ def epoch_problems(
 
 
 def probe_problems(
-    args: argparse.Namespace, page: Path, doc: dict[str, Any], report: dict[str, Any], interact: bool
+    args: argparse.Namespace,
+    page: Path,
+    doc: dict[str, Any],
+    report: dict[str, Any],
+    interact: bool,
 ) -> list[str]:
     """Layout at a desktop and a phone width, names, the CSV export, and the links between
     the findings and the map (page_checks.py)."""
     problems = []
     for size in (page_checks.DESKTOP, page_checks.PHONE):
-        probed = page_checks.probe_page(page, page.with_suffix(f".probe{size[0]}.html"),
-                                        interact and size == page_checks.DESKTOP)
+        probed = page_checks.probe_page(
+            page,
+            page.with_suffix(f".probe{size[0]}.html"),
+            interact and size == page_checks.DESKTOP,
+        )
         probe = page_checks.read_probe(chromium(args.browser, probed, "--dump-dom", size=size))
         problems += page_checks.layout_problems(probe, size[0], bool(report["findings"]))
         if size == page_checks.DESKTOP:
@@ -350,8 +363,11 @@ def main() -> int:
     parser.add_argument("--browser", required=True)
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--python", default=sys.executable,
-                        help="an interpreter with graphcheck and torch (case watch_folder)")
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="an interpreter with graphcheck and torch (case watch_folder)",
+    )
     parser.add_argument("cases", nargs="+")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -195,7 +195,12 @@ def expected_counts(
             "count-map-references": str(references),
             "count-map-graphs": str(graphs),
             "count-map-findings": str(
-                sum(1 for g in data["snapshot"]["graphs"] for r in g["refs"] if ref_key(g, r) in keys)
+                sum(
+                    1
+                    for g in data["snapshot"]["graphs"]
+                    for r in g["refs"]
+                    if ref_key(g, r) in keys
+                )
             ),
             "count-map-arrows": str(owners),
             "count-map-moved-references": str(moved_refs),
@@ -311,8 +316,9 @@ KNOWN_SHORT_NAMES = {
     "void gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false, cublasGemvTensorStridedBatched<"
     "float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<"
     "float> >(cublasGemmSmallNParams<cublasGemvTensorStridedBatched<float const>, "
-    "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float>)":
-    "gemmSN_TN_kernel",
+    "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float>)": (
+        "gemmSN_TN_kernel"
+    ),
     "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::"
     "BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> > >(at::"
     "TensorIteratorBase&, at::native::BinaryFunctor<float, float, float, at::native::"

@@ -82,13 +82,15 @@ PROBE_JS = r"""
       out.labelsWhole = Number(text("count-map-arrow-labels"));
       var arrows = view.scene.arrows;
       if (arrows.length) {
-        view.zoomTo(Math.min(arrows[0].from, arrows[0].to), Math.max(arrows[0].from, arrows[0].to) + 1);
+        var first = arrows[0];
+        view.zoomTo(Math.min(first.from, first.to), Math.max(first.from, first.to) + 1);
         out.labelsZoomed = Number(text("count-map-arrow-labels"));
-        out.arrowOwner = arrows[0].owner;
+        out.arrowOwner = first.owner;
         view.whole();
       }
       // The widest graph pool segment in the whole view, as a share of the width.
-      out.poolShare = Math.max.apply(null, [0].concat((view.scene.epoch ? view.scene.epoch.allocations : [])
+      var allocations = view.scene.epoch ? view.scene.epoch.allocations : [];
+      out.poolShare = Math.max.apply(null, [0].concat(allocations
         .filter(function (a) { return a.graphPool; })
         .map(function (a) { return (view.x(a.end) - view.x(a.begin)) / view.width; })));
       // The table to the map: the first finding of a graph on the map, by its "map" button.
@@ -119,10 +121,10 @@ PROBE_JS = r"""
           clientX: rect.left + x, clientY: rect.top + LANES.refs[1] - 3}));
         var selected = document.querySelector("li.finding.selected");
         var chosen = selected ? Number(selected.id.replace("finding-", "")) : -1;
+        var found = chosen >= 0 ? report.findings[chosen] : null;
+        var place = found ? view.x(parseAddress(found.range_begin || found.address)) : null;
         out.fromMap = {clicked: address, graph: map.graph.id, selected: chosen,
-                       dx: chosen >= 0 ? Math.abs(view.x(parseAddress(
-                           report.findings[chosen].range_begin || report.findings[chosen].address)) - x)
-                                       : null};
+                       dx: found ? Math.abs(place - x) : null};
       }
     }
   } catch (error) {
@@ -210,7 +212,7 @@ def csv_problems(probe: Doc, shown: list[Doc], epoch: str) -> list[str]:
     if len(rows) != len(shown):
         return [f"the CSV has {len(rows)} findings, the selection shows {len(shown)}"]
     problems = []
-    for row, finding in zip(rows, shown):
+    for row, finding in zip(rows, shown, strict=True):
         got = (row["epoch"], row["verdict"], row["address"], row["fix"])
         want = (epoch, finding["verdict"], finding["address"], finding["fix"])
         if got != want or row["owner"].lstrip("'") != finding["owner"]:

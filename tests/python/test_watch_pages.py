@@ -58,7 +58,7 @@ def test_pages_link_the_index_and_their_neighbours_in_place(tmp_path: Path) -> N
     assert navigation(pages[1]) == {"index": "index.html", "previous": names[0], "next": names[2]}
     assert navigation(pages[2]) == {"index": "index.html", "previous": names[1], "next": ""}
     # Each page still holds its whole report after the rewrite of its navigation block.
-    for page, result in zip(pages, results):
+    for page, result in zip(pages, results, strict=True):
         text = page.read_text(encoding="utf-8")
         assert text.rstrip().endswith("</html>")
         assert f'"references":{result.report.summary["references"]}' in text
@@ -111,8 +111,9 @@ def test_changes_say_what_moved_and_when_a_process_starts_failing_or_passing() -
 
 def test_set_navigation_refuses_a_page_without_its_block(tmp_path: Path) -> None:
     page = tmp_path / "plain.html"
-    report = graphcheck.check(graphcheck.read_snapshot(Path(__file__).parents[1] / "data" /
-                                                       "verdict_stale.json"))
+    report = graphcheck.check(
+        graphcheck.read_snapshot(Path(__file__).parents[1] / "data" / "verdict_stale.json")
+    )
     page.write_text(report.to_html(), encoding="utf-8")  # no navigation: the block is null
     before = page.read_bytes()
     assert not set_navigation(page, {"index": "index.html", "next": "b.html"})

@@ -39,10 +39,12 @@ _NAV_SEARCH = 65536
 
 
 def set_navigation(page: str | Path, links: Mapping[str, str | None]) -> bool:
-    """Rewrites the navigation block of ``page`` in place with ``links`` (``index``,
-    ``previous``, ``next``: relative hrefs or None). Returns False, changing nothing, when the
-    page has no block of the expected size (a page written without navigation) or the links
-    do not fit in it."""
+    """Rewrite the navigation block of ``page`` in place with ``links``.
+
+    ``links``: ``index``, ``previous``, ``next``, relative hrefs or None. Returns False, changing
+    nothing, when the page has no block of the expected size (a page written without
+    navigation) or the links do not fit in it.
+    """
     with open(page, "r+b") as out:
         head = out.read(_NAV_SEARCH)
         start = head.find(_NAV_OPEN)
@@ -98,9 +100,11 @@ def failed(entry: Mapping[str, Any]) -> bool:
 
 
 def changes(entry: Mapping[str, Any], previous: Mapping[str, Any] | None) -> str:
-    """What changed since ``previous`` (the process's check point before; None: the first):
-    the verdict counts that moved (``stale +7, registered -7``), graphs added, and whether
-    it now fails or passes."""
+    """What changed since ``previous``, the process's check point before (None: the first).
+
+    The verdict counts that moved (``stale +7, registered -7``), graphs added, and whether it
+    now fails or passes.
+    """
     if previous is None:
         return "first check point of this process"
     now, before = _summary(entry), _summary(previous)

@@ -270,7 +270,8 @@ class ReportWriter:
     ) -> dict[str, str]:
         """Write ``result``'s files and the graphs' snapshots; returns what was written.
 
-        ``allow``: the globs the check used (the page checks its other epochs with them)."""
+        ``allow``: the globs the check used (the page checks its other epochs with them).
+        """
         self.folder.mkdir(parents=True, exist_ok=True)
         t = time.gmtime(result.time)
         millis = int((result.time % 1) * 1000)
