@@ -3,7 +3,7 @@
 # leave the Python package `graphcheck` installed in the bootstrap's environment.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run example test bootstrap configure build build-asan lint bench zoo vllm-zoo clean
+.PHONY: run example test bootstrap configure build build-asan lint bench zoo vllm-zoo screenshots clean
 
 VENV = $(shell scripts/bootstrap.sh | tail -n 1)
 JOBS ?= $(shell nproc)
@@ -54,6 +54,13 @@ test: build build-asan
 	$(VENV)/bin/python scripts/tier_table.py --release build --asan build-asan \
 	  --lint-status $$lint || rc=1; \
 	exit $$rc
+
+# The report screenshots in docs/images: the demo's page (desktop and phone), the H200 run's
+# check point page and a watch folder's index.html, in headless Chromium.
+screenshots: build
+	$(VENV)/bin/python scripts/screenshots.py --cli build/bin/graphcheck \
+	  --browser $$(command -v chromium-headless-shell || command -v chromium) \
+	  --python $(VENV)/bin/python --work build/screenshots --out docs/images
 
 bench: build
 	build/bin/graphcheck_bench

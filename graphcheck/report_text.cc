@@ -1,11 +1,12 @@
 // The human report: what an engineer debugging an inference server reads first.
 //
-// Findings are grouped by kernel (the code that reads the memory), then by owner (the
+// First what to fix: one line per fix sentence, with the owners it covers, most urgent first.
+// Then the findings grouped by kernel (the code that reads the memory), then by owner (the
 // tensor it reads), so that one forgotten tensor read by 32 layers' kernels appears once per
-// kernel with its node list, not 32 times. Each group carries one example detail and its
-// fix; the counts come last so `tail -n 2` answers "how bad is it". Every name, label, detail
-// and note goes through `printable`: a name may hold any bytes, and a terminal must get none
-// of its control bytes (a newline would also split the report's lines).
+// kernel with its node list, not 32 times. Each group carries one example detail and the
+// number of its fix; the counts come last so `tail -n 2` answers "how bad is it". Every name,
+// label, detail and note goes through `printable`: a name may hold any bytes, and a terminal must
+// get none of its control bytes (a newline would also split the report's lines).
 #include <fmt/format.h>
 #include <graphcheck/report.h>
 
@@ -20,8 +21,19 @@
 #include <utility>
 #include <vector>
 
+#include "graphcheck/detail/text_groups.h"
+
 namespace graphcheck {
 namespace {
+
+using detail::append_fixes;
+using detail::compact_ids;
+using detail::FixGroup;
+using detail::group_fixes;
+using detail::group_owner;
+using detail::owner_family;
+using detail::plural;
+using detail::precedence;
 
 // A group of findings sharing kernel, verdict and owner family (owner names equal up to
 // their numeric components: "model.layers.3.mlp.alpha" and "model.layers.4.mlp.alpha"), so
@@ -73,55 +85,6 @@ std::string upper(std::string_view text) {
   return out;
 }
 
-std::string plural(std::uint64_t count, std::string_view noun) {
-  return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
-}
-
-bool is_number(std::string_view text) {
-  return !text.empty() && text.size() <= 9 &&
-         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-std::vector<std::string_view> split_dots(std::string_view name) {
-  std::vector<std::string_view> parts;
-  std::size_t start = 0;
-  for (std::size_t dot = name.find('.'); dot != std::string_view::npos;
-       dot = name.find('.', start)) {
-    parts.push_back(name.substr(start, dot - start));
-    start = dot + 1;
-  }
-  parts.push_back(name.substr(start));
-  return parts;
-}
-
-// The owner with each numeric dotted component replaced by '#'.
-std::string owner_family(std::string_view owner) {
-  std::string family;
-  for (std::string_view part : split_dots(owner)) {
-    if (!family.empty()) {
-      family += '.';
-    }
-    family += is_number(part) ? std::string_view("#") : part;
-  }
-  return family.empty() ? std::string(owner) : family;
-}
-
-// Findings first by precedence (DESIGN.md): stale, lost, dangling, unregistered.
-int precedence(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kStale:
-      return 0;
-    case Verdict::kLost:
-      return 1;
-    case Verdict::kDangling:
-      return 2;
-    case Verdict::kUnregistered:
-      return 3;
-    default:
-      return 4;
-  }
-}
-
 // Sections in order of first appearance, which follows graph and node order; groups within
 // a section by precedence, then first appearance.
 std::vector<KernelSection> group_findings(const std::vector<Finding>& findings) {
@@ -152,25 +115,6 @@ std::vector<KernelSection> group_findings(const std::vector<Finding>& findings) 
                      });
   }
   return sections;
-}
-
-// "3-5, 9, 12": sorted ids with runs collapsed.
-std::string compact_ids(const std::set<std::uint64_t>& ids, std::string_view separator = ", ") {
-  std::string out;
-  for (auto it = ids.begin(); it != ids.end();) {
-    std::uint64_t first = *it;
-    std::uint64_t last = first;
-    ++it;
-    while (it != ids.end() && *it == last + 1) {
-      last = *it;
-      ++it;
-    }
-    if (!out.empty()) {
-      out += separator;
-    }
-    out += first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
-  }
-  return out;
 }
 
 // Where the group's references are: graphs and nodes, then argument words or operands.
@@ -219,43 +163,12 @@ std::string where_line(const std::vector<Finding>& findings, const Group& group)
   return out;
 }
 
-// The group's owner: the name itself, or the family with each varying numeric component
-// shown as the set of its values ("model.layers.{0-6,8-31}.mlp.alpha").
-std::string group_owner(const std::vector<Finding>& findings, const Group& group) {
-  const std::string& first = findings[group.members.front()].owner;
-  std::vector<std::string_view> parts = split_dots(first);
-  std::vector<std::set<std::uint64_t>> values(parts.size());
-  for (std::size_t index : group.members) {
-    std::vector<std::string_view> other = split_dots(findings[index].owner);
-    for (std::size_t i = 0; i < parts.size() && i < other.size(); ++i) {
-      if (is_number(other[i])) {
-        values[i].insert(std::stoull(std::string(other[i])));
-      }
-    }
-  }
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) {
-      out += '.';
-    }
-    // Appended piece by piece: GCC 12 reports a false -Wrestrict on "{" + std::string.
-    if (values[i].size() > 1) {
-      out += '{';
-      out += compact_ids(values[i], ",");
-      out += '}';
-    } else {
-      out += parts[i];
-    }
-  }
-  return printable(out);
-}
-
 std::string owner_text(const std::vector<Finding>& findings, const Group& group) {
   const Finding& finding = findings[group.members.front()];
   if (finding.owner.empty()) {
     return "<no owner or label>";
   }
-  std::string owner = group_owner(findings, group);
+  std::string owner = group_owner(findings, group.members);
   if (finding.owner_kind.has_value()) {
     return fmt::format("{} ({})", owner, to_string(*finding.owner_kind));
   }
@@ -264,25 +177,21 @@ std::string owner_text(const std::vector<Finding>& findings, const Group& group)
 }
 
 void append_section(std::string& out, const std::vector<Finding>& findings,
-                    const KernelSection& section) {
+                    const KernelSection& section,
+                    const std::map<std::string_view, std::size_t>& fix_numbers) {
   out += fmt::format("\n{}: {} in {}\n", section.heading, plural(section.findings, "finding"),
                      plural(section.owners.size(), "owner"));
-  std::string previous_fix;
   for (const Group& group : section.groups) {
     const Finding& first = findings[group.members.front()];
-    out += fmt::format("  {} {}: {}\n", upper(to_string(group.verdict)),
-                       owner_text(findings, group), plural(group.members.size(), "reference"));
+    // The fix's sentence is in the to-do list at the top, once: here its number.
+    out += fmt::format("  {} {}: {} (fix {})\n", upper(to_string(group.verdict)),
+                       owner_text(findings, group), plural(group.members.size(), "reference"),
+                       fix_numbers.at(first.fix));
     out += fmt::format("      where: {}\n", where_line(findings, group));
     const std::string access = access_text(first);
     out += fmt::format("      e.g.   {}{}{}{}{}\n", format_address(first.address),
                        access.empty() ? "" : " ", access, first.detail.empty() ? "" : ": ",
                        printable(first.detail));
-    // The fix is printed once per run of groups that share it: with one forgotten tensor
-    // per layer, the same sentence 32 times would drown the node lists.
-    if (!first.fix.empty() && first.fix != previous_fix) {
-      out += fmt::format("      fix:   {}\n", printable(first.fix));
-    }
-    previous_fix = first.fix;
   }
 }
 
@@ -304,8 +213,14 @@ std::string to_text(const Report& report) {
         "\nno findings: every reference is registered, runtime, graph-owned, input or "
         "allowed\n";
   } else {
+    const std::vector<FixGroup> fixes = group_fixes(report.findings);
+    std::map<std::string_view, std::size_t> fix_numbers;
+    for (std::size_t i = 0; i < fixes.size(); ++i) {
+      fix_numbers.emplace(fixes[i].fix, i + 1);
+    }
+    append_fixes(out, report.findings, fixes);
     for (const KernelSection& section : group_findings(report.findings)) {
-      append_section(out, report.findings, section);
+      append_section(out, report.findings, section, fix_numbers);
     }
   }
 

@@ -184,13 +184,39 @@ void bind_report_type(py::module_& m) {
           "The JSON report (format version 1); one line when indent is negative.")
       .def(
           "to_html",
-          [](const Report& self, const Snapshot* snapshot) {
-            return to_py_str(to_html(self, snapshot));
+          [](const Report& self, const Snapshot* snapshot, const py::object& subject,
+             const py::object& header, const py::object& allow, const py::object& navigation) {
+            HtmlOptions options;
+            options.subject = subject.is_none() ? "" : text_of(subject, "subject");
+            options.allow = allow_globs(allow);
+            if (!header.is_none()) {
+              std::size_t index = 0;
+              for (const py::handle line : py::iter(header)) {
+                options.header.push_back(text_of(line, "header[" + std::to_string(index) + "]"));
+                ++index;
+              }
+            }
+            if (!navigation.is_none()) {
+              const py::dict links(navigation);  // dict(navigation): any mapping
+              auto link = [&links](const char* key) {
+                return links.contains(key) && !links[key].is_none()
+                           ? text_of(links[key], std::string("navigation[") + key + "]")
+                           : std::string();
+              };
+              options.navigation = HtmlNavigation{link("index"), link("previous"), link("next")};
+            }
+            return to_py_str(to_html(self, snapshot, options));
           },
-          py::arg("snapshot") = py::none(),
+          py::arg("snapshot") = py::none(), py::kw_only(), py::arg("subject") = py::none(),
+          py::arg("header") = py::none(), py::arg("allow") = py::tuple(),
+          py::arg("navigation") = py::none(),
           "The report as one self-contained HTML page (inline CSS and JS, nothing fetched): "
-          "counts, findings grouped by owner and by fix, stale allowlist entries; given the "
-          "Snapshot the report was checked from, also an address-space map per graph and epoch "
+          "the verdict and what to fix first, counts, findings by fix and owner, stale allowlist "
+          "entries; given the Snapshot the report was checked from, also an address-space map "
+          "per graph and epoch and every other epoch's report (checked against the same "
+          "baseline, with the snapshot's globs and `allow`). `subject` names what was checked "
+          "(tab title, heading), `header` lines go under the heading, `navigation` "
+          "({'index', 'previous', 'next'}: relative hrefs) links a folder's pages "
           "(docs/report-format.md, 'HTML report'). Write it to a .html file and open it.")
       .def("__str__", [](const Report& self) { return to_py_str(to_text(self)); })
       .def("__eq__", [](const Report& a, const Report& b) { return a == b; })

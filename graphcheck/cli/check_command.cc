@@ -7,6 +7,7 @@
 #include <graphcheck/snapshot.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -55,8 +56,14 @@ int run_check(const CheckArgs& args) {
   Report report = check(snapshot, options);
   if (args.format == "html") {
     // The page draws the snapshot's address space, so it gets the snapshot too; it is
-    // streamed (a big snapshot's page is larger than the snapshot).
-    write_output([&](std::ostream& out) { write_html(out, report, &snapshot); }, args.output);
+    // streamed (a big snapshot's page is larger than the snapshot). It checks the snapshot's
+    // other epochs with the same globs, and is titled by the snapshot's file name (never its
+    // folder: a page attached to a bug report names no path of the machine that wrote it).
+    HtmlOptions page;
+    page.subject = args.snapshot == "-" ? std::string("standard input")
+                                        : std::filesystem::path(args.snapshot).filename().string();
+    page.allow = options.allow;
+    write_output([&](std::ostream& out) { write_html(out, report, &snapshot, page); }, args.output);
   } else {
     write_output(args.format == "json" ? to_json(report) + "\n" : to_text(report), args.output);
   }

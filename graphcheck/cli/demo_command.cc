@@ -133,7 +133,11 @@ int run_demo(const DemoArgs& args) {
     write_snapshot(result.snapshot, out / (name + ".json"));
     // The page of the last step (the rebinding reload) draws every epoch of the story.
     if (!result.steps.empty()) {
-      write_text(out / (name + ".html"), to_html(result.steps.back().report, &result.snapshot));
+      HtmlOptions page;
+      page.subject.append("reference model, ").append(name).append(" variant (");
+      page.subject.append(name).append(".json)");
+      write_text(out / (name + ".html"),
+                 to_html(result.steps.back().report, &result.snapshot, page));
     }
     summary.append(first_variant ? "" : ", ").append("\"").append(name);
     summary.append(R"(": {"steps": [)").append(steps).append("]}");

@@ -99,10 +99,14 @@ void append_checkpoint(std::string& out, const CheckpointSummary& checkpoint) {
   double first = checkpoint.processes.front().entry.time;
   std::size_t width = 0;
   std::size_t with_findings = 0;
+  // Who each row is: its name, then its pid unless the name says it already ("pid 1788", a
+  // role shared by two pids), so that a process without a role is not "pid 1788  pid 1788".
   std::vector<std::string> names;
   for (const ProcessRow& row : checkpoint.processes) {
     first = std::min(first, row.entry.time);
-    names.push_back(printable(row.name));
+    const bool named_by_role = !row.entry.role.empty() && row.name == row.entry.role;
+    names.push_back(printable(row.name) +
+                    (named_by_role ? fmt::format("  pid {}", row.entry.pid) : std::string()));
     width = std::max(width, names.back().size());
     if (row.findings() > 0) {
       ++with_findings;
@@ -115,9 +119,8 @@ void append_checkpoint(std::string& out, const CheckpointSummary& checkpoint) {
                          : fmt::format("findings on {} of {}", with_findings, processes));
   for (std::size_t i = 0; i < checkpoint.processes.size(); ++i) {
     const ProcessRow& row = checkpoint.processes[i];
-    out +=
-        fmt::format("  {:<{}}  pid {}  #{}  {}{}\n", names[i], width, row.entry.pid, row.entry.seq,
-                    counts(row), row.report ? "" : " (report missing: counts from index.jsonl)");
+    out += fmt::format("  {:<{}}  #{}  {}{}\n", names[i], width, row.entry.seq, counts(row),
+                       row.report ? "" : " (report missing: counts from index.jsonl)");
     if (row.report && row.findings() > 0) {
       out += fmt::format("      report: {}\n",
                          file_name(row.text_path.empty() ? row.report_path : row.text_path));

@@ -1,101 +1,40 @@
-// The map's model: an address axis with the empty gaps between clusters of memory squeezed
-// (so a 512-byte workspace and a 1 GiB embedding are both visible in the whole view), each
-// graph's references with their verdicts, and per epoch the spans, allocations, freed ranges
-// and moved owners. Positions on the axis are "virtual" numbers; the view is a window on them.
+// The map's model: per epoch the spans and allocations, each graph's references, and per
+// shown epoch each reference's verdict (from that epoch's report, embedded by the writer),
+// the ranges freed since the baseline and the owners that moved.
 
-// Axis over the sorted, merged union of `ranges` ([begin, end) in bytes).
-function Axis(ranges) {
-  ranges.sort(function (a, b) { return a[0] - b[0]; });
-  var clusters = [];
-  ranges.forEach(function (r) {
-    var last = clusters[clusters.length - 1];
-    // Neighbours closer than 1 MiB or 5% of the cluster read as one block of memory.
-    if (last && r[0] <= last.end + Math.max(1048576, 0.05 * (last.end - last.begin))) {
-      last.end = Math.max(last.end, r[1]);
-    } else {
-      clusters.push({begin: r[0], end: Math.max(r[1], r[0] + 1)});
-    }
-  });
-  var total = clusters.reduce(function (sum, c) { return sum + (c.end - c.begin); }, 0) || 1;
-  var n = Math.max(clusters.length, 1);
-  var minWidth = total / (4 * n);
-  this.gap = total / (30 * n);
-  var at = 0;
-  clusters.forEach(function (c) {
-    c.v = at;
-    c.width = Math.max(c.end - c.begin, minWidth);
-    c.scale = c.width / (c.end - c.begin);
-    at += c.width + this.gap;
-  }, this);
-  this.clusters = clusters;
-  this.total = Math.max(at - this.gap, 1);
-}
-
-// Index of the last cluster that begins at or before `address` (-1 when none).
-Axis.prototype.clusterAt = function (address) {
-  var lo = 0, hi = this.clusters.length - 1, found = -1;
-  while (lo <= hi) {
-    var mid = (lo + hi) >> 1;
-    if (this.clusters[mid].begin <= address) { found = mid; lo = mid + 1; } else { hi = mid - 1; }
-  }
-  return found;
-};
-
-Axis.prototype.toVirtual = function (address) {
-  var k = this.clusterAt(address);
-  if (k < 0) { return 0; }
-  var c = this.clusters[k];
-  if (address < c.end) { return c.v + (address - c.begin) * c.scale; }
-  var next = this.clusters[k + 1];
-  if (!next) { return c.v + c.width; }
-  return c.v + c.width + this.gap * (address - c.end) / (next.begin - c.end);
-};
-
-Axis.prototype.toAddress = function (v) {
-  var lo = 0, hi = this.clusters.length - 1, k = 0;
-  while (lo <= hi) {
-    var mid = (lo + hi) >> 1;
-    if (this.clusters[mid].v <= v) { k = mid; lo = mid + 1; } else { hi = mid - 1; }
-  }
-  var c = this.clusters[k];
-  if (!c) { return 0; }
-  if (v < c.v + c.width) { return c.begin + Math.max(v - c.v, 0) / c.scale; }
-  var next = this.clusters[k + 1];
-  if (!next) { return c.end; }
-  return c.end + (next.begin - c.end) * (v - c.v - c.width) / this.gap;
-};
-
-// Sorted [begin, end, record] triples of one epoch, for lookups by address.
+// Sorted records of one epoch, for lookups by address.
 function SortedRanges(records) {
   this.items = records.slice().sort(function (a, b) { return a.begin - b.begin; });
 }
+// Index of the last record beginning before `limit` (at or before it when `inclusive`).
+SortedRanges.prototype.lastBefore = function (limit, inclusive) {
+  var items = this.items, lo = 0, hi = items.length - 1, k = -1;
+  while (lo <= hi) {
+    var mid = (lo + hi) >> 1;
+    var before = inclusive ? items[mid].begin <= limit : items[mid].begin < limit;
+    if (before) { k = mid; lo = mid + 1; } else { hi = mid - 1; }
+  }
+  return k;
+};
 // The innermost (last-beginning) record holding `address`; nested spans are rare and shallow,
 // so a short walk back from the last begin at or below the address finds it.
 SortedRanges.prototype.find = function (address) {
-  var items = this.items, lo = 0, hi = items.length - 1, k = -1;
-  while (lo <= hi) {
-    var mid = (lo + hi) >> 1;
-    if (items[mid].begin <= address) { k = mid; lo = mid + 1; } else { hi = mid - 1; }
-  }
+  var k = this.lastBefore(address, true);
   for (var i = k; i >= 0 && i > k - 32; --i) {
-    if (address < items[i].end) { return items[i]; }
+    if (address < this.items[i].end) { return this.items[i]; }
   }
   return null;
 };
-
-// Whether any record overlaps [begin, end): the last record beginning before `end` does, or
-// one of the few before it that reach past `begin`.
+// Whether any record overlaps [begin, end).
 SortedRanges.prototype.overlaps = function (begin, end) {
-  var items = this.items, lo = 0, hi = items.length - 1, k = -1;
-  while (lo <= hi) {
-    var mid = (lo + hi) >> 1;
-    if (items[mid].begin < end) { k = mid; lo = mid + 1; } else { hi = mid - 1; }
-  }
+  var k = this.lastBefore(end, false);
   for (var i = k; i >= 0 && i > k - 32; --i) {
-    if (items[i].end > begin) { return true; }
+    if (this.items[i].end > begin) { return true; }
   }
   return false;
 };
+
+function isGraphPool(pool) { return pool === "graph" || pool.indexOf("graph:") === 0; }
 
 function epochModel(raw) {
   var spans = raw.spans.map(function (s) {
@@ -105,60 +44,83 @@ function epochModel(raw) {
   var spanIndex = new SortedRanges(spans);
   var allocations = raw.allocations.map(function (a) {
     var begin = parseAddress(a[0]);
-    var graphPool = a[2] === "graph" || a[2].indexOf("graph:") === 0;
     return {begin: begin, end: begin + a[1], size: a[1], pool: a[2], generation: a[3],
-            label: a[4], hex: a[0], graphPool: graphPool};
+            label: a[4], hex: a[0], graphPool: isGraphPool(a[2])};
   });
   // An allocation no span touches is drawn as unregistered memory (unless graph-owned).
   allocations.forEach(function (a) {
     a.kind = a.graphPool ? "graph" : spanIndex.overlaps(a.begin, a.end) ? "allocation"
                                                                          : "unregistered";
   });
+  var byName = new Map();
+  spans.forEach(function (s) { if (s.name) { byName.set(s.kind + "\u0000" + s.name, s); } });
   return {label: raw.label, spans: spans, spanIndex: spanIndex, allocations: allocations,
-          allocationIndex: new SortedRanges(allocations), byName: spanNames(spans)};
+          allocationIndex: new SortedRanges(allocations), byName: byName};
 }
 
-function spanNames(spans) {
-  var names = new Map();
-  spans.forEach(function (s) { if (s.name) { names.set(s.kind + "\u0000" + s.name, s); } });
-  return names;
+// The key that names one use of memory by a reference and by a finding: graph, node, and
+// the argument word (param, offset) or the operand role.
+function findingKey(f) {
+  return f.graph + "|" + f.node + "|" + (f.operand ? "o|" + f.operand : "p|" + f.param + "|" +
+                                                                         f.offset);
 }
 
-// One graph's references: address, extent, node, place in the node, and verdict (the worst
-// of the report's findings about it; otherwise the ok-class verdict of the span that covers
-// it in the checked epoch: the report counts ok verdicts but does not list them).
-function graphModel(raw, data, checked) {
-  var names = data.snapshot.names;
-  var findings = data.report.findings;
-  // A row leaves out its trailing defaults: size 0, access "unknown", no finding.
+// One graph's references (a row leaves out its trailing defaults: size 0, access "unknown").
+function graphModel(raw, names) {
   var refs = raw.refs.map(function (row) {
     var address = parseAddress(row[4]);
-    var ref = {node: row[0], name: names[row[1]], param: row[2], place: row[3], hex: row[4],
-               address: address, size: row[5] || 0, access: row[6] || "unknown",
-               findings: (row[7] || []).map(function (i) { return findings[i]; })};
-    ref.end = address + Math.max(ref.size, 1);
-    if (ref.findings.length) {
-      ref.verdict = FINDING_VERDICTS.filter(function (v) {
-        return ref.findings.some(function (f) { return f.verdict === v; });
-      })[0];
-    } else {
-      var span = checked ? checked.spanIndex.find(address) : null;
-      var allocation = checked ? checked.allocationIndex.find(address) : null;
-      ref.span = span;
-      ref.verdict = span ? OK_VERDICT_OF_KIND[span.kind] :
-                    (ref.place === "alloc" || (allocation && allocation.graphPool)) ? "graph" :
-                    "allowed";
-    }
-    return ref;
+    var size = row[5] || 0;
+    return {node: row[0], name: names[row[1]], param: row[2], place: row[3], hex: row[4],
+            address: address, size: size, access: row[6] || "unknown",
+            end: address + Math.max(size, 1),
+            key: raw.id + "|" + row[0] + "|" + (row[2] >= 0 ? "p|" + row[2] + "|" + row[3]
+                                                            : "o|" + row[3])};
   });
-  return {id: raw.id, epoch: raw.epoch, nodes: raw.nodes, refs: refs,
-          findingRefs: refs.filter(function (r) { return r.findings.length > 0; }).length};
+  return {id: raw.id, epoch: raw.epoch, nodes: raw.nodes, refs: refs, verdicts: new Map()};
+}
+
+// Each reference's verdict in `epoch` and the findings about it: the worst of the epoch's
+// report's findings with its key; otherwise the ok verdict of the span that covers it in that
+// epoch (a report counts ok verdicts but does not list them): graph memory for a graph's own
+// allocation or a graph pool, else allowed. Cached per graph and epoch.
+function refVerdicts(graph, epoch, report) {
+  var label = epoch ? epoch.label : "";
+  if (graph.verdicts.has(label)) { return graph.verdicts.get(label); }
+  var byKey = new Map();
+  (report ? report.findings : []).forEach(function (f, i) {
+    if (f.graph !== graph.id) { return; }
+    var key = findingKey(f);
+    if (!byKey.has(key)) { byKey.set(key, []); }
+    byKey.get(key).push(i);
+  });
+  var verdicts = new Array(graph.refs.length);
+  var findings = new Array(graph.refs.length);
+  var findingRefs = 0;
+  graph.refs.forEach(function (ref, i) {
+    var about = byKey.get(ref.key);
+    if (about) {
+      findings[i] = about;
+      findingRefs += 1;
+      verdicts[i] = about.map(function (j) { return report.findings[j].verdict; })
+                         .sort(function (a, b) { return precedence(a) - precedence(b); })[0];
+      return;
+    }
+    var span = epoch ? epoch.spanIndex.find(ref.address) : null;
+    var allocation = epoch ? epoch.allocationIndex.find(ref.address) : null;
+    verdicts[i] = span ? OK_VERDICT_OF_KIND[span.kind] :
+                  (ref.place === "alloc" || (allocation && allocation.graphPool)) ? "graph" :
+                  "allowed";
+  });
+  var out = {verdicts: verdicts, findings: findings, findingRefs: findingRefs,
+             report: report};
+  graph.verdicts.set(label, out);
+  return out;
 }
 
 // Allocations of `baseline` that `shown` no longer has (same begin and size) and no
 // allocation of `shown` covers: memory freed (or unmapped) since.
 function freedRanges(baseline, shown) {
-  if (!baseline || baseline === shown) { return []; }
+  if (!baseline || !shown || baseline === shown) { return []; }
   var present = new Set(shown.allocations.map(function (a) { return a.hex + ":" + a.size; }));
   return baseline.allocations.filter(function (a) {
     return !present.has(a.hex + ":" + a.size) && !shown.allocationIndex.find(a.begin);
@@ -169,23 +131,25 @@ function freedRanges(baseline, shown) {
 // is in `baseline` and in `shown` at another begin. One arrow per moved owner, from its first
 // stale reference to the same offset in the new span; `references` counts the stale
 // references into moved owners (several per owner when a graph reads it in several places).
-function movedOwners(graph, baseline, shown) {
+function movedOwners(graph, baseline, shown, verdicts) {
   var moved = {arrows: [], references: 0};
-  if (!baseline || baseline === shown) { return moved; }
-  var owners = new Set();
-  graph.refs.forEach(function (ref) {
-    if (ref.verdict !== "stale") { return; }
-    var finding = ref.findings[0];
+  if (!baseline || !shown || baseline === shown) { return moved; }
+  var byOwner = new Map();
+  graph.refs.forEach(function (ref, i) {
+    if (verdicts.verdicts[i] !== "stale") { return; }
+    var finding = verdicts.report.findings[verdicts.findings[i][0]];
     var key = (finding.owner_kind || "") + "\u0000" + finding.owner;
     var before = baseline.byName.get(key);
     var after = shown.byName.get(key);
     if (!before || !after || before.begin === after.begin) { return; }
     moved.references += 1;
-    if (!owners.has(key)) {
-      owners.add(key);
-      var to = after.begin + (ref.address - before.begin);
-      moved.arrows.push({ref: ref, from: ref.address, to: to, owner: finding.owner});
+    if (!byOwner.has(key)) {
+      var arrow = {ref: ref, from: ref.address, to: after.begin + (ref.address - before.begin),
+                   span: after, owner: finding.owner, references: 0};
+      byOwner.set(key, arrow);
+      moved.arrows.push(arrow);
     }
+    byOwner.get(key).references += 1;
   });
   return moved;
 }

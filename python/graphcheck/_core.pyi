@@ -5,7 +5,7 @@ list on every read; assign a new list to change one.
 """
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar, Final, Literal
 
 __version__: Final[str]
@@ -273,8 +273,16 @@ class Report(metaclass=_pybind11_type):
         """True if no findings."""
     def to_json(self, indent: int = 2) -> str:
         """The JSON report (format version 1); one line when indent is negative."""
-    def to_html(self, snapshot: Snapshot | None = None) -> str:
-        """One self-contained HTML page; with the snapshot, an address-space map too."""
+    def to_html(
+        self,
+        snapshot: Snapshot | None = None,
+        *,
+        subject: str | None = None,
+        header: Iterable[str] | None = None,
+        allow: Iterable[str] = (),
+        navigation: Mapping[str, str | None] | None = None,
+    ) -> str:
+        """One self-contained HTML page; with the snapshot, a map and every epoch's report."""
     def __eq__(self, other: Report) -> bool: ...  # type: ignore[override]
     __hash__: ClassVar[None]  # type: ignore[assignment]
 

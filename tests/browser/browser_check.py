@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import check_pages
+import page_checks
+import watch_folder
 import zoo_pages
 from big_snapshot import write_big_snapshot
 
@@ -49,6 +51,7 @@ class IdText(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
         self.texts: dict[str, str] = {}
+        self.classes: dict[str, str] = {}
         self.rows: Counter[str] = Counter()
         self.items: Counter[str] = Counter()
         self._open: list[tuple[str, str | None]] = []
@@ -69,6 +72,7 @@ class IdText(HTMLParser):
         self._open.append((tag, ident))
         if ident:
             self.texts.setdefault(ident, "")
+            self.classes[ident] = dict(attrs).get("class") or ""
 
     def handle_endtag(self, tag: str) -> None:
         while self._open:
@@ -81,9 +85,9 @@ class IdText(HTMLParser):
                 self.texts[ident] += data
 
 
-def run_cli(cli: str, snapshot: Path, fmt: str, output: Path) -> None:
+def run_cli(cli: str, snapshot: Path, fmt: str, output: Path, *extra: str) -> None:
     done = subprocess.run(
-        [cli, "check", str(snapshot), "--format", fmt, "--output", str(output)],
+        [cli, "check", str(snapshot), "--format", fmt, "--output", str(output), *extra],
         capture_output=True,
         text=True,
         check=False,
@@ -95,7 +99,9 @@ def run_cli(cli: str, snapshot: Path, fmt: str, output: Path) -> None:
         )
 
 
-def chromium(browser: str, page: Path, *extra: str, query: str = "") -> str:
+def chromium(
+    browser: str, page: Path, *extra: str, query: str = "", size: tuple[int, int] = (1280, 1000)
+) -> str:
     with tempfile.TemporaryDirectory() as profile:
         done = subprocess.run(
             [
@@ -105,7 +111,7 @@ def chromium(browser: str, page: Path, *extra: str, query: str = "") -> str:
                 "--no-sandbox",
                 "--no-first-run",
                 f"--user-data-dir={profile}",
-                "--window-size=1280,1000",
+                f"--window-size={size[0]},{size[1]}",
                 "--hide-scrollbars",
                 *extra,
                 page.resolve().as_uri() + query,
@@ -152,9 +158,13 @@ def screenshot(args: argparse.Namespace, page: Path, name: str) -> None:
     chromium(args.browser, page, f"--screenshot={(args.out / f'{name}.png').resolve()}")
 
 
-# Containers of the findings tables and lists, and the count each one's rows must equal.
-ROWS_OF = {"by-owner": "count-owner-groups", "by-fix": "count-fix-groups"}
-ITEMS_OF = {"warnings": "count-warnings", "stale-allow": "count-stale-allow"}
+# Containers of the findings table and lists, and the count each one's rows must equal.
+ROWS_OF = {"by-owner": "count-owner-groups"}
+ITEMS_OF = {
+    "todo": "count-fix-groups",
+    "warnings": "count-warnings",
+    "stale-allow": "count-stale-allow",
+}
 
 
 def check_case(args: argparse.Namespace, name: str, snapshot: Path) -> list[str]:
@@ -164,7 +174,8 @@ def check_case(args: argparse.Namespace, name: str, snapshot: Path) -> list[str]
     run_cli(args.cli, snapshot, "html", page)
     report = json.loads(report_path.read_text(encoding="utf-8"))
     doc = json.loads(snapshot.read_text(encoding="utf-8"))
-    expected = check_pages.expected_counts(doc, report, check_pages.page_data(page))
+    data = check_pages.page_data(page)
+    expected = check_pages.expected_counts(doc, report, data)
     dom, seconds, problems = load_page(args.browser, page, expected)
     problems += check_pages.expect_block_problems(doc, report, expected)
     for box, count in ROWS_OF.items():
@@ -173,14 +184,91 @@ def check_case(args: argparse.Namespace, name: str, snapshot: Path) -> list[str]
     for box, count in ITEMS_OF.items():
         if str(dom.items[box]) != expected[count]:
             problems.append(f"#{box} lists {dom.items[box]} items, expected {expected[count]}")
+    problems += page_checks.todo_problems(dom.texts, report)
+    problems += page_checks.title_problems(dom.texts, report, snapshot.name)
+    big = len(doc["graphs"][0]["nodes"]) > 2000 if doc["graphs"] else False
+    if not big:
+        problems += selection_problems(args, page, report)
+        problems += epoch_problems(args, snapshot, page, doc, report, data)
+    problems += probe_problems(args, page, doc, report, interact=not big)
     screenshot(args, page, name)
     print(
         f"{name}: {expected['count-references']} references, "
-        f"{expected['count-findings']} findings, {expected['count-map-arrows']} moved owners "
+        f"{expected['count-findings']} findings in {expected['count-fix-groups']} fixes, "
+        f"{expected['count-map-arrows']} moved owners "
         f"({expected['count-map-moved-references']} stale references) drawn as arrows; "
         f"loaded in {seconds:.1f} s; {'FAIL' if problems else 'ok'}"
     )
     return [f"{name}: {p}" for p in problems]
+
+
+def selection_problems(args: argparse.Namespace, page: Path, report: dict[str, Any]) -> list[str]:
+    """Each selection in the URL (verdict, search, owner) shows the rows it must."""
+    problems = []
+    for fragment, selection in page_checks.selections(report):
+        problems += load_page(
+            args.browser, page, page_checks.shown_counts(selection), query=fragment
+        )[2]
+    return problems
+
+
+def epoch_problems(
+    args: argparse.Namespace,
+    snapshot: Path,
+    page: Path,
+    doc: dict[str, Any],
+    report: dict[str, Any],
+    data: dict[str, Any],
+) -> list[str]:
+    """Each other epoch's button shows that epoch's verdicts: what `graphcheck check --epoch`
+    reports for it against the same baseline, recounted."""
+    problems = []
+    for epoch in doc["epochs"]:
+        label = epoch["label"]
+        if label == report["epoch"]:
+            continue
+        other_path = args.out / f"{page.stem}.{label}.json"
+        extra = ["--epoch", label] + (
+            ["--baseline", report["baseline"]] if report["baseline"] else []
+        )
+        run_cli(args.cli, snapshot, "json", other_path, *extra)
+        other = json.loads(other_path.read_text(encoding="utf-8"))
+        expected = check_pages.expected_counts(doc, other, data, checked=report)
+        from urllib.parse import quote
+
+        # The epoch's own counts, and compare mode against the checked epoch.
+        expected.update(check_pages.expected_compare(other, report))
+        fragment = f"#epoch={quote(label)}&compare={quote(report['epoch'])}"
+        dom, _, found = load_page(args.browser, page, expected, query=fragment)
+        found += page_checks.todo_problems(dom.texts, other)
+        found += page_checks.title_problems(dom.texts, other, snapshot.name)
+        problems += [f"epoch {label}: {p}" for p in found]
+    return problems
+
+
+def probe_problems(
+    args: argparse.Namespace,
+    page: Path,
+    doc: dict[str, Any],
+    report: dict[str, Any],
+    interact: bool,
+) -> list[str]:
+    """Layout at a desktop and a phone width, names, the CSV export, and the links between
+    the findings and the map (page_checks.py)."""
+    problems = []
+    for size in (page_checks.DESKTOP, page_checks.PHONE):
+        probed = page_checks.probe_page(
+            page,
+            page.with_suffix(f".probe{size[0]}.html"),
+            interact and size == page_checks.DESKTOP,
+        )
+        probe = page_checks.read_probe(chromium(args.browser, probed, "--dump-dom", size=size))
+        problems += page_checks.layout_problems(probe, size[0], bool(report["findings"]))
+        if size == page_checks.DESKTOP:
+            problems += page_checks.name_problems(probe, doc, report)
+            problems += page_checks.csv_problems(probe, report["findings"], report["epoch"])
+            problems += page_checks.interaction_problems(probe, report)
+    return problems
 
 
 def check_zoo_case(args: argparse.Namespace, name: str, doc: dict[str, Any]) -> list[str]:
@@ -202,6 +290,39 @@ def check_zoo_case(args: argparse.Namespace, name: str, doc: dict[str, Any]) -> 
     return [f"{name}: {p}" for p in problems]
 
 
+def check_watch_folder(args: argparse.Namespace) -> list[str]:
+    """The server flag's folder: index.html and the pages' links (watch_folder.py)."""
+    out = args.out / "watch"
+    folder = watch_folder.make_folder(args.python, out)
+    index = folder / "index.html"
+    parser = IdText()
+    parser.feed(chromium(args.browser, index, "--dump-dom"))
+    problems = watch_folder.index_problems(folder, parser.texts, parser.classes)
+    problems += watch_folder.link_problems(folder, out / "written")
+    chain = watch_folder.expected_chain(folder)
+    for entry in watch_folder.entries(folder):
+        name = Path(entry["files"]["report_html"]).name
+        dom = chromium(args.browser, folder / name, "--dump-dom")
+        page = IdText()
+        page.feed(dom)
+        problems += watch_folder.nav_problems(name, dom, chain[name], folder)
+        if page.texts.get("page-errors", "").strip() or page.texts.get("page-ready") != "ready":
+            problems.append(f"{name}: page errors {page.texts.get('page-errors', '')[:300]!r}")
+        report = json.loads((folder / Path(entry["files"]["report_json"]).name).read_text())
+        problems += page_checks.title_problems(page.texts, report, watch_folder.page_subject(entry))
+    probed = page_checks.probe_page(index, out / "index.probe.html", False)
+    probe = page_checks.read_probe(
+        chromium(args.browser, probed, "--dump-dom", size=page_checks.PHONE)
+    )
+    problems += page_checks.layout_problems(probe, page_checks.PHONE[0])
+    screenshot(args, index, "watch_index")
+    print(
+        f"watch folder: {len(watch_folder.entries(folder))} check points of "
+        f"{len(watch_folder.RANKS)} processes; {'FAIL' if problems else 'ok'}"
+    )
+    return [f"watch folder: {p}" for p in problems]
+
+
 def zoo_document(args: argparse.Namespace, file: str) -> dict[str, Any]:
     doc: dict[str, Any] = json.loads((args.data / file).read_text(encoding="utf-8"))
     return doc
@@ -221,7 +342,7 @@ def zoo_cases(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
 def cases(args: argparse.Namespace) -> list[tuple[str, Path]]:
     out: list[tuple[str, Path]] = []
     for case in args.cases:
-        if case.startswith("zoo/") or case == "zoo_big":
+        if case.startswith("zoo/") or case in ("zoo_big", "watch_folder"):
             continue
         if case == "big":
             path = args.out / "big_10k.snapshot.json"
@@ -242,11 +363,18 @@ def main() -> int:
     parser.add_argument("--browser", required=True)
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="an interpreter with graphcheck and torch (case watch_folder)",
+    )
     parser.add_argument("cases", nargs="+")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     problems = [p for name, path in cases(args) for p in check_case(args, name, path)]
     problems += [p for name, doc in zoo_cases(args) for p in check_zoo_case(args, name, doc)]
+    if "watch_folder" in args.cases:
+        problems += check_watch_folder(args)
     for problem in problems:
         print(problem, file=sys.stderr)
     return 1 if problems else 0

@@ -99,7 +99,7 @@ WATCH = PACKAGE / "_watch"
 # Down this order only (the subpackage's docstring): a module imports none listed before it.
 WATCH_ORDER = [
     "process", "watch", "graphs", "graph_pools", "registry", "cuda_hooks", "cuda_capture", "output",
-    "profiling", "import_hook", "settings",
+    "index_page", "profiling", "import_hook", "settings",
 ]  # fmt: skip
 
 

@@ -113,7 +113,7 @@ def test_files_one_pair_per_check_point_sorting_by_time(tmp_path: Path) -> None:
     assert page.startswith("<!DOCTYPE html>") or page.lower().startswith("<!doctype html>")
     assert '"lost":34' in page.replace(" ", "") and "after wake/level 2" in page
     listing = (out / "index.html").read_text()
-    assert listing.count("<tr><td>") == 2 and "lost 34" in listing
+    assert listing.count('<tr id="checkpoint-') == 2 and "lost 34" in listing
     assert f'href="{Path(result.files["report_html"]).name}"' in listing
     # The graph's snapshot holds every epoch so far: the CLI reproduces the check.
     snapshot = graphcheck.read_snapshot(result.files["snapshot:1"])

@@ -107,9 +107,9 @@ TEST_F(CliTest, ExitsOneWithFindingsGroupedByKernelAndOwner) {
   EXPECT_THAT(result.out, StartsWith("graphcheck report: epoch \"capture\""));
   EXPECT_THAT(result.out, HasSubstr("kernel cutlass_fp8_gemm_kernel: 1 finding in 1 owner\n"));
   EXPECT_THAT(result.out, HasSubstr("  UNREGISTERED model.layers.0.mlp.gate_up_proj.gemm1_alpha "
-                                    "(allocation label): 1 reference\n"));
+                                    "(allocation label): 1 reference (fix 1)\n"));
   EXPECT_THAT(result.out, HasSubstr("where: graph 1 node 0 | param 1 @ +0\n"));
-  EXPECT_THAT(result.out, HasSubstr("fix: "));
+  EXPECT_THAT(result.out, HasSubstr("\nto fix (1), most urgent first:\n  fix 1: register it"));
   EXPECT_THAT(result.out, HasSubstr("\nreferences: 2 (registered 1, runtime 0, graph 0, input 0, "
                                     "allowed 0, unregistered 1, dangling 0, stale 0, lost 0)\n"));
   EXPECT_EQ(last_line(result.out), "findings: 1");
@@ -128,14 +128,19 @@ TEST_F(CliTest, DecodeStepTextReportListsEveryFindingKindAndTheStaleGlob) {
   EXPECT_THAT(result.out, StartsWith("graphcheck report: epoch \"after_reload\" checked against "
                                      "\"capture\"\n1 graph, 613 nodes, 2416 references\n"));
   EXPECT_THAT(result.out, HasSubstr("  STALE model.layers.7.self_attn.qkv_proj.weight "
-                                    "(parameter): 1 reference\n"));
+                                    "(parameter): 1 reference (fix 1)\n"));
   EXPECT_THAT(result.out, HasSubstr("  LOST model.layers.{0-31}.mlp.gate_up_proj.gemm1_alpha "
-                                    "(allocation label): 32 references\n"));
+                                    "(allocation label): 32 references (fix 2)\n"));
   EXPECT_THAT(result.out, HasSubstr("  LOST vllm.model_executor.layers.rotary_embedding."));
   EXPECT_THAT(result.out, HasSubstr("  DANGLING sampler.topk_workspace (allocation label)"));
   EXPECT_THAT(result.out, HasSubstr("  UNREGISTERED lm_head.quant_method.workspace"));
   // The RoPE cache is one owner read by all 32 rotary kernels: one group, nodes compacted.
-  EXPECT_THAT(result.out, HasSubstr("(allocation label): 32 references\n"));
+  EXPECT_THAT(result.out, HasSubstr("(allocation label): 32 references (fix 2)\n"));
+  // Four fixes, each sentence once, the stale parameters' first.
+  EXPECT_THAT(result.out,
+              HasSubstr("\nto fix (4), most urgent first:\n  fix 1: reload the parameter"));
+  EXPECT_THAT(result.out, HasSubstr("\n         8 parameters, 8 references: "
+                                    "model.layers.7.self_attn.qkv_proj.weight, "));
   EXPECT_THAT(result.out, HasSubstr("stale allowlist entries (1)"));
   EXPECT_THAT(result.out, HasSubstr("\n  model.layers.*.self_attn.mla_attn.W_UV\n"));
   EXPECT_THAT(result.out,

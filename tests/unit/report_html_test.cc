@@ -137,7 +137,11 @@ TEST_F(CliHtmlTest, FormatHtmlWritesThePageToOutput) {
   EXPECT_EQ(result.status, 1) << result.err;  // findings: the exit code is check's
   EXPECT_EQ(result.out, "");
   const Snapshot snapshot = read_snapshot(snapshot_path);
-  EXPECT_EQ(testing_cli::read_text(html), to_html(check(snapshot), &snapshot));
+  // Titled by the snapshot's file name, never its folder.
+  HtmlOptions options;
+  options.subject = "verdict_stale.json";
+  EXPECT_EQ(testing_cli::read_text(html), to_html(check(snapshot), &snapshot, options));
+  EXPECT_THAT(testing_cli::read_text(html), Not(HasSubstr(data_dir().string())));
 }
 
 TEST_F(CliHtmlTest, FormatHtmlWithoutOutputWritesStdout) {
@@ -145,7 +149,9 @@ TEST_F(CliHtmlTest, FormatHtmlWithoutOutputWritesStdout) {
   const testing_cli::RunResult result = run({"check", snapshot_path, "--format=html"});
   EXPECT_EQ(result.status, 0) << result.err;
   const Snapshot snapshot = read_snapshot(snapshot_path);
-  EXPECT_EQ(result.out, to_html(check(snapshot), &snapshot));
+  HtmlOptions options;
+  options.subject = "verdict_registered.json";
+  EXPECT_EQ(result.out, to_html(check(snapshot), &snapshot, options));
 }
 
 TEST_F(CliHtmlTest, BadFormatNamesTheValidOnes) {

@@ -1,5 +1,5 @@
-// The human report (to_text): grouping, compaction of node and argument lists, the fix
-// printed once per run of groups, and the counts on the last lines.
+// The human report (to_text): the list of fixes it starts with (each sentence once), grouping,
+// compaction of node and argument lists, and the counts on the last lines.
 #include <gmock/gmock.h>
 #include <graphcheck/report.h>
 #include <gtest/gtest.h>
@@ -59,25 +59,34 @@ TEST(TextReport, GroupsByKernelThenOwnerFamilyAndCompactsNodesAndOffsets) {
   std::string text = to_text(report);
   EXPECT_THAT(text, HasSubstr("graphcheck report: epoch \"after_sleep\" checked against "
                               "\"capture\"\n1 graph, 40 nodes, 100 references\n"));
+  // First the fixes, each sentence once, most urgent first (the stale one), with the owners
+  // each covers (families compacted) and their references.
+  EXPECT_THAT(text, HasSubstr("\nto fix (2), most urgent first:\n"
+                              "  fix 1: reload in place with copy_\n"
+                              "         1 allocation label, 1 reference: layers.7.w\n"
+                              "  fix 2: register it with set_derived_buffer\n"
+                              "         4 allocation labels, 7 references: layers.{0-1}.alpha, "
+                              "rope_cache, layers.1.beta\n"));
   // Sections in order of first appearance; groups by precedence (stale before lost); one
-  // group for the alpha of layers 0 and 1; the fix once per run of groups sharing it.
+  // group for the alpha of layers 0 and 1; each group names its fix by number only.
   EXPECT_THAT(text, HasSubstr("\nkernel gemm: 7 findings in 4 owners\n"
-                              "  STALE layers.7.w (allocation label): 1 reference\n"
+                              "  STALE layers.7.w (allocation label): 1 reference (fix 1)\n"
                               "      where: graph 1 node 20 | param 1 @ +0\n"
                               "      e.g.   0x7f3a00000014: detail of node 20\n"
-                              "      fix:   reload in place with copy_\n"
-                              "  LOST layers.{0-1}.alpha (allocation label): 5 references\n"
+                              "  LOST layers.{0-1}.alpha (allocation label): 5 references (fix 2)\n"
                               "      where: graph 1 nodes 3-5, 9, 12 | param 0 @ +40,+48, "
                               "param 2 @ +0\n"
                               "      e.g.   0x7f3a00000003: detail of node 3\n"
-                              "      fix:   register it with set_derived_buffer\n"
-                              "  LOST layers.1.beta (allocation label): 1 reference\n"
+                              "  LOST layers.1.beta (allocation label): 1 reference (fix 2)\n"
                               "      where: graph 1 node 13 | param 0 @ +56\n"
                               "      e.g.   0x7f3a0000000d: detail of node 13\n"
                               "\nkernel rope: 1 finding in 1 owner\n"
-                              "  LOST rope_cache (allocation label): 1 reference\n"));
+                              "  LOST rope_cache (allocation label): 1 reference (fix 2)\n"));
   EXPECT_LT(text.find("kernel gemm"), text.find("kernel rope"));
-  EXPECT_EQ(text.rfind("fix:   register"), text.find("fix:   register", text.find("kernel rope")));
+  // Each fix sentence appears once in the whole report (issue 33).
+  EXPECT_EQ(text.find("register it with set_derived_buffer"),
+            text.rfind("register it with set_derived_buffer"));
+  EXPECT_EQ(text.find("reload in place with copy_"), text.rfind("reload in place with copy_"));
   EXPECT_THAT(text, HasSubstr("\nreferences: 100 (registered 92, runtime 0, graph 0, input 0, "
                               "allowed 0, unregistered 0, dangling 0, stale 1, lost 7)\n"
                               "findings: 8\n"));
@@ -95,10 +104,13 @@ TEST(TextReport, NamesOwnerKindsNodeKindsOperandsAndMissingOwners) {
   copy.address = 0x10;
   copy.verdict = Verdict::kDangling;
   std::string text = to_text(report_with({stale, copy}));
-  EXPECT_THAT(text, HasSubstr("  STALE layers.7.qkv.weight (parameter): 1 reference\n"));
-  EXPECT_THAT(text, HasSubstr("      fix:   reload in place with copy_, not by rebinding\n"));
+  EXPECT_THAT(text, HasSubstr("  STALE layers.7.qkv.weight (parameter): 1 reference (fix 1)\n"));
+  EXPECT_THAT(text, HasSubstr("  fix 1: reload in place with copy_, not by rebinding\n"
+                              "         1 parameter, 1 reference: layers.7.qkv.weight\n"
+                              "  fix 2: (no fix given)\n"
+                              "         1 owner, 1 reference: <no owner or label>\n"));
   EXPECT_THAT(text, HasSubstr("\nmemcpy node: 1 finding in 1 owner\n"
-                              "  DANGLING <no owner or label>: 1 reference\n"
+                              "  DANGLING <no owner or label>: 1 reference (fix 2)\n"
                               "      where: graph 2 node 8 | operand src\n"
                               "      e.g.   0x10\n"));
 }

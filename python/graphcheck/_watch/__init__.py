@@ -18,6 +18,8 @@ in a fresh interpreter and checks that no module imports one above it):
   which backend reads each graph's nodes (the CUDA graph itself through ``graphcheck._cuda``,
   or the ATen dispatcher's ops);
 - :mod:`.output`: a check point's result, merged report, files and error;
+- :mod:`.index_page`: the folder's ``index.html`` and the navigation block of each page
+  (standard library only);
 - :mod:`.profiling`: the windows whose captures are an engine's memory profiling (not
   watched);
 - :mod:`.import_hook`: what the ``graphcheck_watch.pth`` line calls (waits for ``import

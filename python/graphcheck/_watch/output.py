@@ -9,15 +9,16 @@ nothing in any graph. :class:`ReportWriter` writes each check point's JSON and
 text report, one pair per check point, named by time so that the last one
 sorts last, appends a line to ``index.jsonl`` and rewrites each graph's
 snapshot (all its epochs so far), and writes each check point's self-contained HTML page
-(``Report.to_html``, with the graph's memory map when it checked one graph) and
-``index.html`` linking every check point of the folder. :func:`log_result` logs a check
+(``Report.to_html``: what to fix first, the header of the text report, with the graph's memory
+map and every epoch's report when it checked one graph, linked to the previous and next check
+point of its process) and ``index.html`` listing every check point of the folder
+(:mod:`graphcheck._watch.index_page`). :func:`log_result` logs a check
 point as its mode says.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import html
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphcheck import _core
+from graphcheck._watch.index_page import index_html, set_navigation
 
 if TYPE_CHECKING:
     from graphcheck._capture import Capture
@@ -38,7 +40,6 @@ __all__ = [
     "FindingsError",
     "ReportWriter",
     "census_lines",
-    "index_page",
     "log_result",
     "merge_reports",
     "printable",
@@ -247,19 +248,30 @@ def merge_reports(reports: Sequence[_core.Report], epoch: str, baseline: str) ->
 class ReportWriter:
     """Writes check points into one folder, shared by every process of a run.
 
-    Names: ``<UTC time>-[<role>-]p<pid>-<seq>-<label>.report.{json,txt}`` (sorting by
+    Names: ``<UTC time>-[<role>-]p<pid>-<seq>-<label>.report.{json,txt,html}`` (sorting by
     name sorts by time, across processes and ranks), ``p<pid>-graph<id>.snapshot.json``
-    (rewritten at each check point) and ``index.jsonl`` (one line per check
-    point, appended). Not thread-safe: the watch calls it under its lock.
+    (rewritten at each check point), ``index.jsonl`` (one line per check point, appended)
+    and ``index.html`` (rewritten: :func:`~graphcheck._watch.index_page.index_html`). Each
+    page links the index and the previous check point of this process, and the previous
+    page gains its link to the new one (rewritten in place: :func:`set_navigation`).
+    Not thread-safe: the watch calls it under its lock.
     """
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.folder = Path(folder)
+        self._previous_page: str | None = None
+        self._previous_of_previous: str | None = None
 
     def write(
-        self, result: CheckResult, snapshots: Sequence[tuple[int, Capture]]
+        self,
+        result: CheckResult,
+        snapshots: Sequence[tuple[int, Capture]],
+        allow: Iterable[str] = (),
     ) -> dict[str, str]:
-        """Write ``result``'s files and the graphs' snapshots; returns what was written."""
+        """Write ``result``'s files and the graphs' snapshots; returns what was written.
+
+        ``allow``: the globs the check used (the page checks its other epochs with them).
+        """
         self.folder.mkdir(parents=True, exist_ok=True)
         t = time.gmtime(result.time)
         millis = int((result.time % 1) * 1000)
@@ -273,9 +285,28 @@ class ReportWriter:
         }
         _atomic_write(files["report_json"], result.report.to_json() + "\n")
         _atomic_write(files["report_text"], result.text() + "\n")
+        page = Path(files["report_html"]).name
+        previous = self._previous_page
         # The page draws one graph's memory map: with one graph checked, its snapshot.
         one = snapshots[0][1].snapshot if len(snapshots) == 1 else None
-        _atomic_write(files["report_html"], result.report.to_html(one))
+        who = printable(result.role) or f"pid {result.pid}"
+        _atomic_write(
+            files["report_html"],
+            result.report.to_html(
+                one,
+                subject=f"{printable(result.model) or 'model'} \u00b7 {who} #{result.seq}",
+                header=result.header().splitlines(),
+                allow=allow,
+                navigation={"index": "index.html", "previous": previous, "next": None},
+            ),
+        )
+        if previous is not None and (self.folder / previous).is_file():
+            set_navigation(
+                self.folder / previous,
+                {"index": "index.html", "previous": self._previous_of_previous, "next": page},
+            )
+        self._previous_of_previous = previous
+        self._previous_page = page
         for graph_id, capture in snapshots:
             path = str(self.folder / f"p{result.pid}-graph{graph_id}.snapshot.json")
             capture.save(path + ".tmp")
@@ -284,7 +315,7 @@ class ReportWriter:
         entry = {**dataclasses.replace(result, files=files).to_dict()}
         with open(self.folder / "index.jsonl", "a", encoding="utf-8") as index:
             index.write(json.dumps(entry) + "\n")
-        _atomic_write(str(self.folder / "index.html"), index_page(self.folder))
+        _atomic_write(str(self.folder / "index.html"), index_html(self.folder))
         return files
 
 
@@ -294,49 +325,6 @@ def _atomic_write(path: str, text: str) -> None:
     with open(tmp, "w", encoding="utf-8") as out:
         out.write(text)
     os.replace(tmp, path)
-
-
-def index_page(folder: Path) -> str:
-    """``index.html``: every check point of ``folder`` (all processes), linking its pages.
-
-    Made from ``index.jsonl`` as it is now, so whichever process writes last lists them all.
-    """
-    rows = []
-    for line in (folder / "index.jsonl").read_text(encoding="utf-8").splitlines():
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # another process is appending this line right now
-        summary = entry.get("summary", {})
-        counts = ", ".join(
-            f"{v} {summary[v]}" for v in _core.FINDING_VERDICTS if summary.get(v)
-        ) or ("census " + str(len(entry.get("census", []))) if entry.get("census") else "clean")
-        links = " ".join(
-            f'<a href="{html.escape(Path(path).name)}">{kind.removeprefix("report_")}</a>'
-            for kind, path in entry.get("files", {}).items()
-            if kind.startswith("report_")
-        )
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(entry.get("time", 0)))
-        who = entry.get("role") or f"pid {entry.get('pid', '?')}"
-        rows.append(
-            (
-                entry.get("time", 0),
-                f"<tr><td>{stamp}</td><td>{html.escape(who)}</td>"
-                f"<td>#{entry.get('seq', '?')}</td><td>{html.escape(str(entry.get('label', '')))}"
-                f"</td><td>{summary.get('references', 0)}</td><td>{html.escape(counts)}</td>"
-                f"<td>{links}</td></tr>",
-            )
-        )
-    body = "\n".join(row for _, row in sorted(rows, key=lambda r: r[0]))
-    return (
-        '<!doctype html>\n<html><head><meta charset="utf-8"><title>graphcheck watch</title>'
-        "<style>body{font-family:sans-serif;margin:2em}td,th{padding:.2em .8em;"
-        "text-align:left}tr:nth-child(even){background:#f4f4f4}</style></head><body>"
-        f"<h1>graphcheck watch: {html.escape(str(folder))}</h1>"
-        "<table><tr><th>time (UTC)</th><th>process</th><th>check point</th><th>label</th>"
-        f"<th>references</th><th>findings</th><th>report</th></tr>\n{body}\n</table>"
-        "</body></html>\n"
-    )
 
 
 def census_lines(entries: Iterable[CensusEntry]) -> tuple[str, ...]:

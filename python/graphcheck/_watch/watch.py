@@ -460,7 +460,7 @@ class Watch:
         """Writes the files (a failure is logged: reports so far stay) and keeps the result."""
         if self._writer is not None:
             try:
-                files = self._writer.write(result, snapshots)
+                files = self._writer.write(result, snapshots, allow=self.allow)
                 result = dataclasses.replace(result, files=files)
             except OSError as exc:
                 log.error("graphcheck: could not write reports to %s: %s", self.out_dir, exc)
