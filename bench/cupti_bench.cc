@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cupti/backend.h"
@@ -154,16 +155,21 @@ void capture_read_path(benchmark::State& state, Handlers handlers) {
   for (auto _ : state) {
     fixture.capture_read_destroy();
   }
-  int calls = 0;
+  // Driver calls ("cu_...") apart from CUPTI's ("cupti_...": the node id, one per node).
+  int driver = 0;
+  int cupti = 0;
   for (const auto& [name, count] : fixture.api.calls) {
-    calls += count;
+    (name.starts_with("cupti_") ? cupti : driver) += count;
   }
+  const auto per_node = [&](int calls) {
+    return static_cast<double>(calls) / static_cast<double>(state.iterations() * state.range(0));
+  };
   state.SetItemsProcessed(state.iterations() * state.range(0));
   state.counters["ns_per_node"] =
       benchmark::Counter(static_cast<double>(state.iterations() * state.range(0)),
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  state.counters["calls_per_node"] =
-      static_cast<double>(calls) / static_cast<double>(state.iterations() * state.range(0));
+  state.counters["driver_calls_per_node"] = per_node(driver);
+  state.counters["cupti_calls_per_node"] = per_node(cupti);
 }
 void capture_read_baseline(benchmark::State& state) { capture_read_path(state, Handlers::kNone); }
 void capture_read_graphcheck(benchmark::State& state) {
