@@ -90,16 +90,20 @@ void checkpoint_first(benchmark::State& state) {
   const Server& s = server();
   const CheckOptions options = after_sleep();
   std::uint64_t references = 0;
+  std::size_t findings = 0;
   for (auto _ : state) {
     state.PauseTiming();
     std::unique_ptr<CheckSession> session = s.session();
     state.ResumeTiming();
-    references = session->check(options)->summary.references;
+    const std::shared_ptr<const Report> report = session->check(options);
+    references = report->summary.references;
+    findings = report->findings.size();
     state.PauseTiming();
     session.reset();  // its tables freed outside the timed part
     state.ResumeTiming();
   }
   count(state, references);
+  state.counters["findings"] = static_cast<double>(findings);
 }
 
 void checkpoint_again(benchmark::State& state) {
