@@ -3,7 +3,8 @@
 // discarded the weights pool), each beside a floor that reads the same argument words
 // without any lookup; repeated checks through a CheckSession (unchanged epoch, and a new
 // sleep and wake each time); the lookups alone; and the peak memory of a check beside the
-// snapshot's size. Run: graphcheck_bench --benchmark_min_time=0.2
+// snapshot's size; and a server's check point of 64 graphs (bench/checkpoint_bench.cc).
+// Run: graphcheck_bench --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
 #include <graphcheck/address_index.h>
 #include <graphcheck/check_session.h>
@@ -18,135 +19,16 @@
 #include <thread>
 #include <vector>
 
+#include "bench/check_world.h"
 #include "bench/counting_new.h"
 
 namespace graphcheck {
 namespace {
 
-constexpr Address kWeights = 0x7f3a00000000;
-constexpr Address kPool = 0x7f5000000000;
-constexpr Address kWorkspace = 0x7f6000000000;
-
-// A decode-step-like world: spans packed into weight allocations, a graph pool, a few
-// unregistered workspaces, and kernels whose arguments mix pointers and scalars.
-struct World {
-  Snapshot snapshot;
-  std::size_t nodes = 0;
-  std::size_t spans = 0;
-};
-
-class WorldBuilder {
- public:
-  WorldBuilder(std::size_t nodes, std::size_t spans) : rng_(nodes * 1000003 + spans) {
-    world_ = std::make_unique<World>();
-    world_->nodes = nodes;
-    world_->spans = spans;
-    Epoch epoch{"capture", {}, {}};
-    Address at = kWeights;
-    for (std::size_t i = 0; i < spans; ++i) {
-      if (i % 64 == 0) {  // one allocator segment per 64 tensors
-        epoch.allocations.push_back({at, std::uint64_t{64} * 0x10000, "weights", 1, ""});
-      }
-      const std::uint64_t size = 0x100 + pick(0xff00);
-      const auto kind = i % 10 == 9  ? OwnerKind::kRuntime
-                        : i % 3 == 0 ? OwnerKind::kBuffer
-                                     : OwnerKind::kParameter;
-      epoch.spans.push_back(
-          {at, size, kind, "layers." + std::to_string(i / 16) + ".t" + std::to_string(i % 16), ""});
-      span_begins_.push_back(at);
-      span_sizes_.push_back(size);
-      at += 0x10000;
-    }
-    epoch.allocations.push_back({kPool, 1ULL << 30, "graph", 1, ""});
-    for (int w = 0; w < 8; ++w) {
-      epoch.allocations.push_back({kWorkspace + static_cast<Address>(w) * 0x100000, 0x1000,
-                                   "default", 1, "layers." + std::to_string(w) + ".workspace"});
-    }
-    // After sleep level 2 and wake: the same spans and allocations, the weights pool's
-    // contents discarded (a new generation), as vLLM's CuMemAllocator leaves them.
-    Epoch after_sleep = epoch;
-    after_sleep.label = "after_sleep";
-    for (Allocation& allocation : after_sleep.allocations) {
-      if (allocation.pool == "weights") {
-        allocation.generation = 2;
-      }
-    }
-    world_->snapshot.epochs.push_back(std::move(epoch));
-    world_->snapshot.epochs.push_back(std::move(after_sleep));
-    GraphRecord graph{1, "capture", {}};
-    graph.nodes.reserve(nodes);
-    for (std::size_t n = 0; n < nodes; ++n) {
-      graph.nodes.push_back(kernel(n));
-    }
-    world_->snapshot.graphs.push_back(std::move(graph));
-    world_->snapshot.allow = {"layers.0.workspace"};
-  }
-  std::unique_ptr<World> take() { return std::move(world_); }
-
- private:
-  std::uint64_t pick(std::uint64_t below) {
-    return std::uniform_int_distribution<std::uint64_t>(0, below - 1)(rng_);
-  }
-  Address pointer() {
-    const std::uint64_t roll = pick(100);
-    if (roll < 80) {
-      const std::size_t span = pick(span_begins_.size());
-      return span_begins_[span] + pick(span_sizes_[span]) / 16 * 16;
-    }
-    if (roll < 98) {
-      return kPool + pick(1ULL << 30) / 256 * 256;  // intermediates in the graph pool
-    }
-    return kWorkspace + pick(8) * 0x100000 + pick(0x1000);  // unregistered (one allowed)
-  }
-  std::uint64_t scalar() {
-    switch (pick(4)) {
-      case 0:
-        return pick(1ULL << 32);  // sizes, strides
-      case 1:
-        return 0x3f8000003f800000;  // two packed floats (alpha, beta)
-      case 2:
-        return ~std::uint64_t{0};  // -1
-      default:
-        return pick(4096) << 32 | pick(4096);  // packed int pair
-    }
-  }
-  static std::vector<std::uint8_t> words(const std::vector<std::uint64_t>& values) {
-    std::vector<std::uint8_t> bytes(values.size() * 8);
-    std::memcpy(bytes.data(), values.data(), bytes.size());  // little-endian host
-    return bytes;
-  }
-  // 8 arguments: 3 pointers, a 4-byte int, a scalar word, a 48-byte parameter block
-  // (pointers among scalars, like a CUTLASS argument struct), a pointer or scalar, an int.
-  Node kernel(std::size_t n) {
-    Node node;
-    node.id = n;
-    node.type = NodeType::kKernel;
-    node.name = "kernel_" + std::to_string(n % 24);
-    std::uint64_t offset = 0;
-    const auto add = [&](const std::vector<std::uint8_t>& bytes) {
-      node.params.push_back({offset, bytes});
-      offset += (bytes.size() + 7) / 8 * 8;
-    };
-    add(words({pointer()}));
-    add(words({pointer()}));
-    add(words({pointer()}));
-    add({1, 0, 0, 0});
-    add(words({scalar()}));
-    if (n % 4 == 0) {
-      add(words({scalar(), pointer(), scalar(), scalar(), pointer(), scalar()}));
-    } else {
-      add(words({pointer(), scalar()}));
-    }
-    add(words({pick(2) == 0 ? pointer() : scalar()}));
-    add({7, 0, 0, 0});
-    return node;
-  }
-
-  std::mt19937_64 rng_;
-  std::unique_ptr<World> world_;
-  std::vector<Address> span_begins_;
-  std::vector<std::uint64_t> span_sizes_;
-};
+using bench::read_words;
+using bench::wake_weights;
+using bench::World;
+using bench::WorldBuilder;
 
 // One world at a time: the check and its floor run back to back on the same one.
 const World& world(std::size_t nodes, std::size_t spans) {
@@ -173,28 +55,6 @@ void check_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spa
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(nodes));
   state.counters["refs"] = static_cast<double>(references);
-}
-
-// The floor's pass: read every word the scan reads and keep the pointer-looking ones, with
-// no lookup and no report. Not inlined, so that a profiler can count it alone
-// (callgrind --toggle-collect='*read_words*').
-[[gnu::noinline]] std::uint64_t read_words(const GraphRecord& graph, std::uint64_t* kept) {
-  std::uint64_t sum = 0;
-  std::uint64_t count = 0;
-  for (const Node& node : graph.nodes) {
-    for (const KernelParam& param : node.params) {
-      for (std::size_t at = 0; at + 8 <= param.bytes.size(); at += 8) {
-        std::uint64_t word = 0;
-        std::memcpy(&word, param.bytes.data() + at, 8);
-        if (word >= kWeights && word < kWorkspace + 0x1000000) {
-          sum += word;
-          ++count;
-        }
-      }
-    }
-  }
-  *kept = count;
-  return sum;
 }
 
 void floor_benchmark(benchmark::State& state, std::size_t nodes, std::size_t spans) {
@@ -300,12 +160,7 @@ void session_sleep_wake_benchmark(benchmark::State& state, std::size_t nodes, st
   std::uint64_t replayed = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    ++generation;
-    for (Allocation& allocation : woken.allocations) {
-      if (allocation.pool == "weights") {
-        allocation.generation = generation;
-      }
-    }
+    wake_weights(woken, ++generation);
     Epoch copy = woken;  // the caller's new epoch, made outside the timed part
     state.ResumeTiming();
     session.put_epoch(std::move(copy));
@@ -356,6 +211,10 @@ void index_benchmark(benchmark::State& state, std::size_t spans) {
 }
 
 }  // namespace
+
+namespace bench {
+void register_checkpoint_benchmarks();  // bench/checkpoint_bench.cc
+}  // namespace bench
 }  // namespace graphcheck
 
 int main(int argc, char** argv) {
@@ -402,6 +261,7 @@ int main(int argc, char** argv) {
                                  graphcheck::index_benchmark, spans)
         ->Unit(benchmark::kMillisecond);
   }
+  graphcheck::bench::register_checkpoint_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
     return 1;

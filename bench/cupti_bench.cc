@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cupti/backend.h"
@@ -22,9 +23,11 @@ enum class Handlers : std::uint8_t { kNone, kGraphcheck };
 // A graph of `nodes` kernel nodes, each "k(const float* in, float* out, int n)" with two
 // pointers into one tracked allocation.
 struct Fixture {
-  explicit Fixture(int nodes, Handlers handlers, LaunchCheck launch = LaunchCheck::kOff) {
+  explicit Fixture(int nodes, Handlers handlers, LaunchCheck launch = LaunchCheck::kOff,
+                   bool check_at_destroy = true) {
     BackendOptions options;
     options.session.launch_check = launch;
+    options.session.check_at_destroy = check_at_destroy;
     options.session.log = [](std::string_view) {};
     backend = std::make_unique<Backend>(api, std::move(options));
     dispatcher = handlers == Handlers::kNone ? &empty : &backend->dispatcher();
@@ -61,6 +64,10 @@ struct Fixture {
   // What CUPTI sends while a graph is captured and instantiated: one CREATED per node,
   // GRAPHEXEC_CREATED, the instantiate EXIT (where the graph is read).
   void capture_and_instantiate() {
+    send_created();
+    instantiate();
+  }
+  void send_created() {
     for (CUgraphNode node : handles) {
       CUpti_GraphData data{};
       data.graph = graph;
@@ -70,6 +77,8 @@ struct Fixture {
       dispatcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
                               &resource);
     }
+  }
+  void instantiate() {
     CUpti_GraphData created{};
     created.graph = graph;
     created.graphExec = exec;
@@ -78,6 +87,23 @@ struct Fixture {
                             &resource);
     cuGraphInstantiateWithFlags_params params{&exec, graph, 0};
     api_call(CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &params, CUPTI_API_EXIT);
+  }
+  // A stream capture's whole life as CUPTI reports it, with the graph read every time: one
+  // CREATED per node, the capture end, GRAPHEXEC_CREATED and the instantiate EXIT, then the
+  // exec graph and the template destroyed (as torch.cuda.graph does right after).
+  void capture_read_destroy() {
+    send_created();
+    cuStreamEndCapture_params end{nullptr, &graph};
+    api_call(CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, &end, CUPTI_API_EXIT);
+    instantiate();
+    CUpti_GraphData data{};
+    data.graph = graph;
+    data.graphExec = exec;
+    const CUpti_ResourceData resource{nullptr, {nullptr}, &data};
+    dispatcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE,
+                            CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, &resource);
+    dispatcher->on_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING,
+                            &resource);
   }
   void launch() {
     cuGraphLaunch_params params{exec, nullptr};
@@ -117,6 +143,40 @@ void capture_callbacks_graphcheck(benchmark::State& state) {
 }
 BENCHMARK(capture_callbacks_baseline)->Arg(100)->Arg(1000);
 BENCHMARK(capture_callbacks_graphcheck)->Arg(100)->Arg(1000);
+
+// The same callbacks, the graph read each time (the exec graph and its template destroyed
+// after each instantiation; no check at destroy): the reader's driver calls per node through
+// the fake driver, which counts each by name, as a real driver call costs more than the
+// callback around it.
+void capture_read_path(benchmark::State& state, Handlers handlers) {
+  const auto nodes = static_cast<int>(state.range(0));
+  Fixture fixture(nodes, handlers, LaunchCheck::kOff, /*check_at_destroy=*/false);
+  fixture.api.calls.clear();
+  for (auto _ : state) {
+    fixture.capture_read_destroy();
+  }
+  // Driver calls ("cu_...") apart from CUPTI's ("cupti_...": the node id, one per node).
+  int driver = 0;
+  int cupti = 0;
+  for (const auto& [name, count] : fixture.api.calls) {
+    (name.starts_with("cupti_") ? cupti : driver) += count;
+  }
+  const auto per_node = [&](int calls) {
+    return static_cast<double>(calls) / static_cast<double>(state.iterations() * state.range(0));
+  };
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  state.counters["ns_per_node"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * state.range(0)),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["driver_calls_per_node"] = per_node(driver);
+  state.counters["cupti_calls_per_node"] = per_node(cupti);
+}
+void capture_read_baseline(benchmark::State& state) { capture_read_path(state, Handlers::kNone); }
+void capture_read_graphcheck(benchmark::State& state) {
+  capture_read_path(state, Handlers::kGraphcheck);
+}
+BENCHMARK(capture_read_baseline)->Arg(100)->Arg(1000);
+BENCHMARK(capture_read_graphcheck)->Arg(100)->Arg(1000);
 
 void alloc_path(benchmark::State& state, Handlers handlers) {
   Fixture fixture(1, handlers);

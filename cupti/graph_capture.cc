@@ -37,15 +37,18 @@ GraphCapture::GraphCapture(DriverApi& api, GraphCaptureOptions options)
       keep_retired_(options.keep_retired),
       reader_(api, tensor_maps_) {
   pending_execs_.reserve(16);
+  reader_.use_created_nodes(&created_);
+  reader_.use_unload_count(&unloads_);
 }
 
 std::vector<CallbackId> GraphCapture::callbacks() const {
   std::vector<CallbackId> ids;
   for (const CUpti_CallbackId cbid :
+       // Not GRAPHNODE_CLONED nor GRAPHNODE_DESTROY_STARTING: they fire once per node of
+       // every instantiation and graph destroy, and nothing needs them (issue 32).
        {CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING,
         CUPTI_CBID_RESOURCE_GRAPH_CLONED, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
-        CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
-        CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+        CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
         CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED, CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS}) {
     ids.push_back({CUPTI_CB_DOMAIN_RESOURCE, cbid});
   }
@@ -58,6 +61,8 @@ std::vector<CallbackId> GraphCapture::callbacks() const {
                                       CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz,
                                       CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode,
                                       CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2,
+                                      CUPTI_DRIVER_TRACE_CBID_cuModuleUnload,
+                                      CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload,
                                       CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams,
                                       CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
                                       CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams,
@@ -110,18 +115,31 @@ void GraphCapture::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
 void GraphCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& data) {
   // Only handles and counters here: the CUPTI guide does not support driver calls inside
   // callbacks, and these run inside every captured launch.
+  if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
+    // Counted at once, lock or no lock: a read in progress drops its cached layouts at its
+    // next kernel (the unloading module's handles may be reused right after).
+    unloads_.fetch_add(1, std::memory_order_acq_rel);
+    return;
+  }
+  const auto* graph = static_cast<const CUpti_GraphData*>(data.resourceDescriptor);
+  if (graph == nullptr) {
+    return;
+  }
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
+    // Once per node of every capture: a note under CreatedNodes' own lock, never the state
+    // lock nor its queue (issue 32: the callback costs what the bare dispatch costs, plus this).
+    created_.note(graph->graph, graph->node, graph->nodeType);
+    return;
+  }
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING) {
+    created_.forget(graph->graph);  // at once, in order with the notes of a graph reusing it
+  }
   ResourceEvent event;
   event.cbid = cbid;
-  if (cbid != CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
-    const auto* graph = static_cast<const CUpti_GraphData*>(data.resourceDescriptor);
-    if (graph == nullptr) {
-      return;
-    }
-    event.graph = graph->graph;
-    event.node = graph->node;
-    event.exec = graph->graphExec;
-    event.thread = std::this_thread::get_id();
-  }
+  event.graph = graph->graph;
+  event.node = graph->node;
+  event.exec = graph->graphExec;
+  event.thread = std::this_thread::get_id();
   if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING && event.exec != nullptr) {
     // Retired now, whoever holds mutex_: the backend checks the record in this callback.
     const std::lock_guard<std::mutex> queue_lock(queue_mutex_);
@@ -138,6 +156,7 @@ void GraphCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& 
   if (!lock.owns()) {
     const std::lock_guard<std::mutex> queue_lock(queue_mutex_);
     queued_.push_back(event);
+    queued_any_.store(true, std::memory_order_release);
     return;
   }
   apply_locked(event);
@@ -145,20 +164,8 @@ void GraphCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& 
 
 void GraphCapture::apply_locked(const ResourceEvent& event) {
   switch (event.cbid) {
-    case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
-      reader_.forget_kernels();  // function handles of the module may be reused
-      break;
-    case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
-      ++stats_.nodes_created;
-      break;
-    case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED:
-      ++stats_.nodes_cloned;
-      break;
     case CUPTI_CBID_RESOURCE_GRAPH_CLONED:
       ++stats_.graphs_cloned;
-      break;
-    case CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING:
-      reader_.forget_node(event.node);
       break;
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
       ++stats_.execs_created;
@@ -175,6 +182,7 @@ void GraphCapture::apply_locked(const ResourceEvent& event) {
     case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
       captured_.erase(event.graph);
       captured_unreadable_.erase(event.graph);
+      reader_.forget_graph(event.graph);
       std::erase_if(pending_execs_, [&](const PendingExec& p) { return p.graph == event.graph; });
       break;
     case CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED:
@@ -187,13 +195,16 @@ void GraphCapture::apply_locked(const ResourceEvent& event) {
 }
 
 void GraphCapture::drain_locked() {
+  // Twice per lock holder: the flag spares an empty queue its mutex (the resource callbacks
+  // of a capture come once per node).
+  if (!queued_any_.load(std::memory_order_acquire)) {
+    return;
+  }
   std::vector<ResourceEvent> events;
   {
     const std::lock_guard<std::mutex> queue_lock(queue_mutex_);
-    if (queued_.empty()) {
-      return;
-    }
     events.swap(queued_);
+    queued_any_.store(false, std::memory_order_relaxed);
   }
   for (const ResourceEvent& event : events) {
     apply_locked(event);
@@ -265,17 +276,22 @@ void GraphCapture::on_driver_api(CUpti_CallbackId cbid, const CUpti_CallbackData
     case CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode: {
       const auto& p = params_of<cuGraphAddNode_params>(data);
       if (p.phGraphNode != nullptr && p.nodeParams != nullptr) {
-        conditional_added(*p.phGraphNode, *p.nodeParams);
+        conditional_added(*p.phGraphNode, p.hGraph, *p.nodeParams);
       }
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2: {
       const auto& p = params_of<cuGraphAddNode_v2_params>(data);
       if (p.phGraphNode != nullptr && p.nodeParams != nullptr) {
-        conditional_added(*p.phGraphNode, *p.nodeParams);
+        conditional_added(*p.phGraphNode, p.hGraph, *p.nodeParams);
       }
       break;
     }
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleUnload:
+    case CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload:
+      // Its function handles may be reused from now on: cached layouts are dropped.
+      unloads_.fetch_add(1, std::memory_order_acq_rel);
+      break;
     case CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeTiled:
       tensor_map_encoded(params_of<cuTensorMapEncodeTiled_params>(data).tensorMap,
                          params_of<cuTensorMapEncodeTiled_params>(data).globalAddress);
@@ -334,19 +350,6 @@ void GraphCapture::on_runtime_api(CUpti_CallbackId cbid, const CUpti_CallbackDat
   }
 }
 
-void GraphCapture::captured(CUgraph graph) {
-  const StateLock lock(*this);
-  std::uint32_t id = 0;
-  GRAPHCHECK_CUPTI_CHECK(api_, cupti_get_graph_id(graph, &id));
-  auto record = std::make_shared<GraphRecord>();
-  record->id = id;
-  record->epoch = epoch_;
-  record->nodes = reader_.read(graph, nullptr);
-  captured_unreadable_[graph] = reader_.take_unreadable();
-  captured_[graph] = std::move(record);
-  ++stats_.graphs_walked;
-}
-
 void GraphCapture::instantiated(CUgraphExec exec, CUgraph graph) {
   const StateLock lock(*this);
   if (exec != nullptr && graph != nullptr) {
@@ -399,7 +402,8 @@ void GraphCapture::instantiated_locked(CUgraphExec exec, CUgraph graph) {
   ++stats_.graphs_walked;
 }
 
-void GraphCapture::conditional_added(CUgraphNode node, const CUgraphNodeParams& params) {
+void GraphCapture::conditional_added(CUgraphNode node, CUgraph graph,
+                                     const CUgraphNodeParams& params) {
   if (params.type != CU_GRAPH_NODE_TYPE_CONDITIONAL || node == nullptr) {
     return;
   }
@@ -409,7 +413,7 @@ void GraphCapture::conditional_added(CUgraphNode node, const CUgraphNodeParams& 
     bodies.assign(conditional.phGraph_out, conditional.phGraph_out + conditional.size);
   }
   const StateLock lock(*this);
-  reader_.set_conditional_bodies(node, std::move(bodies));
+  reader_.set_conditional_bodies(node, graph, std::move(bodies));
 }
 
 void GraphCapture::tensor_map_encoded(const CUtensorMap* map, const void* global) {
@@ -440,27 +444,6 @@ std::vector<std::shared_ptr<const GraphRecord>> GraphCapture::exec_graphs() cons
   return out;
 }
 
-std::vector<std::shared_ptr<const GraphRecord>> GraphCapture::captured_graphs() const {
-  std::vector<std::shared_ptr<const GraphRecord>> out;
-  {
-    const StateLock lock(*this);
-    for (const auto& [graph, record] : captured_) {
-      out.push_back(record);
-    }
-  }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->id < b->id; });
-  return out;
-}
-
-GraphRecord GraphCapture::read_graph(CUgraph graph, std::uint64_t id) {
-  const StateLock lock(*this);
-  GraphRecord record;
-  record.id = id;
-  record.epoch = epoch_;
-  record.nodes = reader_.read(graph, nullptr);
-  return record;
-}
-
 void GraphCapture::set_epoch(std::string label) {
   const StateLock lock(*this);
   epoch_ = std::move(label);
@@ -468,7 +451,9 @@ void GraphCapture::set_epoch(std::string label) {
 
 GraphCaptureStats GraphCapture::stats() const {
   const StateLock lock(*this);
-  return stats_;
+  GraphCaptureStats stats = stats_;
+  stats.nodes_created = created_.created();
+  return stats;
 }
 
 }  // namespace graphcheck::cupti

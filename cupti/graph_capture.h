@@ -6,6 +6,7 @@
 #include <cupti.h>
 #include <graphcheck/graph.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "cupti/created_nodes.h"
 #include "cupti/dispatcher.h"
 #include "cupti/driver_api.h"
 #include "cupti/graph_reader.h"
@@ -36,11 +38,10 @@ struct GraphCaptureOptions {
 /// @brief Counters, for tests, docs and the GPU check ("did CUPTI send what we expect?").
 struct GraphCaptureStats {
   std::uint64_t nodes_created = 0;    ///< GRAPHNODE_CREATED callbacks
-  std::uint64_t nodes_cloned = 0;     ///< GRAPHNODE_CLONED callbacks
   std::uint64_t graphs_cloned = 0;    ///< GRAPH_CLONED callbacks
   std::uint64_t execs_created = 0;    ///< GRAPHEXEC_CREATED callbacks
   std::uint64_t execs_destroyed = 0;  ///< GRAPHEXEC_DESTROY_STARTING callbacks
-  std::uint64_t graphs_walked = 0;    ///< template graphs read (capture end, instantiate)
+  std::uint64_t graphs_walked = 0;    ///< template graphs read (instantiate, or on demand)
   std::uint64_t exec_updates = 0;     ///< exec-graph parameter updates applied
   std::uint64_t node_update_events =
       0;                          ///< resource callbacks 22/23 (GRAPH_NODE_UPDATED/SET_PARAMS)
@@ -62,12 +63,15 @@ struct RetiredGraph {
 
 /// @brief Builds a `GraphRecord` for every captured and every instantiated CUDA graph.
 ///
-/// How (see docs/cupti.md): resource callbacks only note handles (nodes created or cloned,
-/// exec graphs created or destroyed). At the API EXIT of stream-capture end
-/// (cuStreamEndCapture, cudaStreamEndCapture) the captured graph is read; at the API EXIT of
-/// every instantiate call (cuGraphInstantiate*, cudaGraphInstantiate*) the template graph,
-/// still alive there even when PyTorch destroys it right after, is read again into the exec
-/// graph's record. Conditional bodies are noted at cuGraphAddNode EXIT. Updates of an
+/// How (see docs/cupti.md): resource callbacks only note handles (nodes created with their
+/// types, exec graphs created or destroyed). At the API EXIT of stream-capture end
+/// (cuStreamEndCapture, cudaStreamEndCapture) the captured graph is noted, not read; at the
+/// API EXIT of every instantiate call (cuGraphInstantiate*, cudaGraphInstantiate*) the
+/// template graph, still alive there even when PyTorch destroys it right after, is read into
+/// the exec graph's record: once per node, with the node types the callbacks gave
+/// (`CreatedNodes`). A captured graph's own record is read when `captured_graphs` or
+/// `warnings` asks for it (nothing checks template graphs: their exec graphs hold the same
+/// nodes). Conditional bodies are noted at cuGraphAddNode EXIT. Updates of an
 /// instantiated graph (cuGraphExecKernelNodeSetParams, cuGraphExecNodeSetParams,
 /// cuGraphExecMemcpy/MemsetNodeSetParams, cuGraphExecChildGraphNodeSetParams,
 /// cuGraphExecUpdate and the runtime forms) are applied at their API EXIT when they return
@@ -102,14 +106,17 @@ class GraphCapture final : public CallbackHandler {
   [[nodiscard]] std::shared_ptr<const GraphRecord> exec_graph(CUgraphExec exec) const;
   /// @brief Records of all live exec graphs, by ascending id.
   [[nodiscard]] std::vector<std::shared_ptr<const GraphRecord>> exec_graphs() const;
-  /// @brief Records of captured (template) graphs not yet destroyed, by ascending id.
+  /// @brief Records of captured (template) graphs not yet destroyed, by ascending id; each
+  /// is read at its first call after its capture ended (its nodes as they are then).
+  /// @throws Error naming the failing driver call when one cannot be read (it is dropped).
   [[nodiscard]] std::vector<std::shared_ptr<const GraphRecord>> captured_graphs() const;
 
   /// @brief One line per kernel node of the exec graph whose record has id `id` (CUPTI's
   /// graph-exec id) that is in the record without its arguments, because they could not be
   /// read: the report's `warnings` (the node yields no reference). Empty when none.
   [[nodiscard]] std::vector<std::string> exec_warnings(std::uint64_t id) const;
-  /// @brief Those lines for every live record: captured graphs by id, then exec graphs.
+  /// @brief Those lines for every live record: captured graphs by id (read now if not yet:
+  /// throws as `captured_graphs`), then exec graphs.
   [[nodiscard]] std::vector<std::string> warnings() const;
 
   /// @brief The records of exec graphs whose GRAPHEXEC_DESTROY_STARTING came since the last
@@ -144,6 +151,12 @@ class GraphCapture final : public CallbackHandler {
     CUgraphNode node = nullptr;
     CUgraphExec exec = nullptr;
     std::thread::id thread;  // the thread of the driver call that fired it
+  };
+  // A graph whose stream capture ended: read on demand (`read_captured_locked`).
+  struct Captured {
+    std::uint32_t id = 0;
+    std::string epoch;                          // the epoch label at its capture end
+    std::shared_ptr<const GraphRecord> record;  // null until read
   };
   // A GRAPHEXEC_CREATED not yet read: on the thread that instantiates, at its next
   // instantiate EXIT (another thread's instantiation may still be running: CUDA forbids
@@ -187,10 +200,12 @@ class GraphCapture final : public CallbackHandler {
   void node_enabled(CUgraphExec exec, CUgraphNode node, bool enabled);
   [[nodiscard]] static std::vector<std::string> warning_lines(const ExecState& state);
   void captured(CUgraph graph);
+  // Reads the captured graphs not read yet (graph_capture_captured.cc).
+  void read_captured_locked() const;
   void instantiated(CUgraphExec exec, CUgraph graph);
   void instantiated_locked(CUgraphExec exec, CUgraph graph);
   void tensor_map_encoded(const CUtensorMap* map, const void* global);
-  void conditional_added(CUgraphNode node, const CUgraphNodeParams& params);
+  void conditional_added(CUgraphNode node, CUgraph graph, const CUgraphNodeParams& params);
   void exec_updated(CUgraphExec exec, CUgraph graph);
   void exec_kernel_updated(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p,
                            LayoutSource layout);
@@ -210,20 +225,26 @@ class GraphCapture final : public CallbackHandler {
   // queue_mutex_ is never held across a driver call nor while waiting for mutex_.
   std::mutex queue_mutex_;
   std::vector<ResourceEvent> queued_;
+  std::atomic<bool> queued_any_{false};  // queued_ may be non-empty (set under queue_mutex_)
   std::unordered_map<CUgraphExec, RetiredGraph> published_;  // live exec graphs
   std::vector<RetiredGraph> retired_;                        // destroyed, not yet taken
   std::string epoch_;
   bool keep_retired_ = false;
-  GraphReader reader_;
+  // Module and library unloads seen (bumped without the state lock): the reader drops its
+  // cached kernel layouts when it moves.
+  std::atomic<std::uint64_t> unloads_{0};
+  CreatedNodes created_;  // GRAPHNODE_CREATED's notes, under a lock of their own
+  // Mutable: a const query reads a captured graph on first demand (under mutex_).
+  mutable GraphReader reader_;
   TensorMapTable tensor_maps_;
-  std::unordered_map<CUgraph, std::shared_ptr<const GraphRecord>> captured_;
-  std::unordered_map<CUgraph, std::vector<UnreadableNode>> captured_unreadable_;
+  mutable std::unordered_map<CUgraph, Captured> captured_;
+  mutable std::unordered_map<CUgraph, std::vector<UnreadableNode>> captured_unreadable_;
   std::unordered_map<CUgraphExec, ExecState> execs_;
   // (exec, template) pairs from GRAPHEXEC_CREATED, read at the next instantiate EXIT on the
   // same thread (so an instantiate variant this handler does not intercept is still
   // caught); dropped when either handle is destroyed first.
   std::vector<PendingExec> pending_execs_;
-  GraphCaptureStats stats_;
+  mutable GraphCaptureStats stats_;
 };
 
 }  // namespace graphcheck::cupti

@@ -78,9 +78,10 @@ std::vector<std::string> GraphCapture::warnings() const {
   std::vector<std::pair<std::uint64_t, std::string>> execs;
   {
     const StateLock lock(*this);
+    read_captured_locked();
     for (const auto& [graph, nodes] : captured_unreadable_) {
       const auto record = captured_.find(graph);
-      const std::uint64_t id = record != captured_.end() ? record->second->id : 0;
+      const std::uint64_t id = record != captured_.end() ? record->second.id : 0;
       for (const UnreadableNode& node : nodes) {
         captured.emplace_back(id, unreadable_line("captured graph", id, node));
       }

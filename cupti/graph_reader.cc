@@ -91,8 +91,14 @@ NodeList GraphReader::read(CUgraph graph, NodeIndex* index) {
   return nodes;
 }
 
-void GraphReader::set_conditional_bodies(CUgraphNode node, std::vector<CUgraph> bodies) {
-  conditional_bodies_[node] = std::move(bodies);
+void GraphReader::set_conditional_bodies(CUgraphNode node, CUgraph graph,
+                                         std::vector<CUgraph> bodies) {
+  conditional_bodies_[node] = Conditional{graph, std::move(bodies)};
+}
+
+void GraphReader::forget_graph(CUgraph graph) {
+  std::erase_if(conditional_bodies_,
+                [&](const auto& entry) { return entry.second.graph == graph; });
 }
 
 void GraphReader::read_into(CUgraph graph, NodeList& out, NodeIndex* index,
@@ -109,10 +115,11 @@ void GraphReader::read_into(CUgraph graph, NodeList& out, NodeIndex* index,
     handles.resize(count);
   }
   out.reserve(out.size() + handles.size());
+  const NodeTypes types = created_ != nullptr ? created_->of(graph, handles) : NodeTypes();
   for (std::size_t i = 0; i < handles.size(); ++i) {
     path.push_back(static_cast<std::uint32_t>(out.size()));
     KernelHandle kernel;
-    Node node = read_node(handles[i], index, path, depth, kernel);
+    Node node = read_node(handles[i], types.type(i, handles[i]), index, path, depth, kernel);
     if (index != nullptr) {
       (*index)[handles[i]] = NodeLocation{path, kernel};
     }
@@ -121,12 +128,17 @@ void GraphReader::read_into(CUgraph graph, NodeList& out, NodeIndex* index,
   }
 }
 
-Node GraphReader::read_node(CUgraphNode handle, NodeIndex* index, std::vector<std::uint32_t>& path,
-                            int depth, KernelHandle& kernel) {
+Node GraphReader::read_node(CUgraphNode handle, std::optional<CUgraphNodeType> known,
+                            NodeIndex* index, std::vector<std::uint32_t>& path, int depth,
+                            KernelHandle& kernel) {
   std::uint64_t id = 0;
   GRAPHCHECK_CUPTI_CHECK(api_, cupti_get_graph_node_id(handle, &id));
   CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
-  GRAPHCHECK_CU_CHECK(api_, cu_graph_node_get_type(handle, &type));
+  if (known.has_value()) {
+    type = *known;  // GRAPHNODE_CREATED gave it
+  } else {
+    GRAPHCHECK_CU_CHECK(api_, cu_graph_node_get_type(handle, &type));
+  }
 
   Node node;
   switch (type) {
@@ -183,7 +195,7 @@ Node GraphReader::read_node(CUgraphNode handle, NodeIndex* index, std::vector<st
       // CUDA 13.0 has no getter for the bodies: they were noted at cuGraphAddNode EXIT.
       const auto found = conditional_bodies_.find(handle);
       if (found != conditional_bodies_.end()) {
-        const std::vector<CUgraph> bodies = found->second;
+        const std::vector<CUgraph> bodies = found->second.bodies;
         node.bodies.resize(bodies.size());
         for (std::size_t b = 0; b < bodies.size(); ++b) {
           path.push_back(static_cast<std::uint32_t>(b));

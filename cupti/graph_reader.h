@@ -5,12 +5,15 @@
 #include <cuda.h>
 #include <graphcheck/graph.h>
 
+#include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "cupti/created_nodes.h"
 #include "cupti/driver_api.h"
 #include "cupti/tensor_maps.h"
 
@@ -59,8 +62,15 @@ enum class LayoutSource : std::uint8_t {
   kFromPreviousNode,  ///< the node's previous kernel (runtime forms: func is a host stub)
 };
 
-/// @brief Walks graphs and decodes node parameters. Kernel layouts are cached per
-/// function handle (`forget_kernels()` on module unload).
+/// @brief Walks graphs and decodes node parameters.
+///
+/// Driver calls per node: `cuptiGetGraphNodeId`, the node's parameter getter, and
+/// `cuGraphNodeGetType` only for a node whose type the capture's callbacks did not give
+/// (`use_created_nodes`). Per function handle, not per node: its argument layout and name
+/// (`cuFuncGetParamInfo`/`cuKernelGetParamInfo`, `cuFuncGetName`/`cuKernelGetName`), kept
+/// until a module or library is unloaded (a freed handle may be reused for another kernel):
+/// `forget_kernels()`, or the unload count of `use_unload_count` moving on, which the owner's
+/// callbacks bump without waiting for the lock that serializes this reader.
 ///
 /// Kernel arguments: each argument's bytes are copied from `kernelParams[i]` (size from
 /// the layout) or from the packed `extra` buffer (CU_LAUNCH_PARAM_BUFFER_POINTER/_SIZE, at
@@ -102,16 +112,24 @@ class GraphReader {
   [[nodiscard]] static std::vector<Operand> batch_mem_op_operands(
       const CUstreamBatchMemOpParams* ops, unsigned int count);
 
-  void set_conditional_bodies(CUgraphNode node, std::vector<CUgraph> bodies);
-  /// @brief Drops what is known about `node` (it is being destroyed; handles are reused).
-  void forget_node(CUgraphNode node) { conditional_bodies_.erase(node); }
+  /// @brief The bodies of conditional node `node` of `graph` (noted at cuGraphAddNode: CUDA
+  /// 13.0 has no getter). A reused handle's new bodies replace the old ones.
+  void set_conditional_bodies(CUgraphNode node, CUgraph graph, std::vector<CUgraph> bodies);
+  /// @brief Drops what is known about the nodes of `graph` (it is being destroyed).
+  void forget_graph(CUgraph graph);
   void forget_kernels() { layouts_.clear(); }
+  /// @brief Node types to take instead of asking `cuGraphNodeGetType` (not owned; null:
+  /// none). Lifetime: `created` outlives the reader or is reset first.
+  void use_created_nodes(const CreatedNodes* created) { created_ = created; }
+  /// @brief A count of module and library unloads: when it has moved since the last layout
+  /// was cached, every cached layout is dropped first. Lifetime: as `use_created_nodes`.
+  void use_unload_count(const std::atomic<std::uint64_t>* unloads) { unloads_ = unloads; }
 
  private:
   void read_into(CUgraph graph, NodeList& out, NodeIndex* index, std::vector<std::uint32_t>& path,
                  int depth);
-  Node read_node(CUgraphNode node, NodeIndex* index, std::vector<std::uint32_t>& path, int depth,
-                 KernelHandle& kernel);
+  Node read_node(CUgraphNode node, std::optional<CUgraphNodeType> known, NodeIndex* index,
+                 std::vector<std::uint32_t>& path, int depth, KernelHandle& kernel);
   const KernelLayout& layout(const KernelHandle& kernel);
   CUresult param_info(const KernelHandle& kernel, std::size_t index, std::size_t* offset,
                       std::size_t* size);
@@ -121,7 +139,14 @@ class GraphReader {
   DriverApi& api_;
   const TensorMapTable& tensor_maps_;
   std::unordered_map<const void*, KernelLayout> layouts_;
-  std::unordered_map<CUgraphNode, std::vector<CUgraph>> conditional_bodies_;
+  const CreatedNodes* created_ = nullptr;
+  const std::atomic<std::uint64_t>* unloads_ = nullptr;
+  std::uint64_t unloads_seen_ = 0;  // the unload count `layouts_` was cached under
+  struct Conditional {
+    CUgraph graph = nullptr;  // the graph holding the node
+    std::vector<CUgraph> bodies;
+  };
+  std::unordered_map<CUgraphNode, Conditional> conditional_bodies_;
   std::vector<UnreadableNode> unreadable_;
 };
 

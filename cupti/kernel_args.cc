@@ -57,6 +57,15 @@ const KernelLayout& GraphReader::layout(const KernelHandle& kernel) {
     throw Error(
         "graphcheck: a kernel node has neither func nor kern set; cannot read its arguments");
   }
+  if (unloads_ != nullptr) {
+    // A module or library was unloaded since these were cached: its handles may now name
+    // another module's kernels.
+    const std::uint64_t unloads = unloads_->load(std::memory_order_acquire);
+    if (unloads != unloads_seen_) {
+      layouts_.clear();
+      unloads_seen_ = unloads;
+    }
+  }
   if (const auto found = layouts_.find(key); found != layouts_.end()) {
     return found->second;
   }

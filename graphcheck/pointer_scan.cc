@@ -8,18 +8,27 @@
 namespace graphcheck {
 namespace {
 
+// Reads each node's kind only (and the bodies of the kinds that hold some, as the scan
+// recurses): a kernel's other members stay out of the cache until the scan reads them.
 template <typename Range>
 void collect_mem_alloc(const NodeList& nodes, std::vector<Range>& out) {
   for (const Node& node : nodes) {
-    if (node.type == NodeType::kMemAlloc) {
-      for (const Operand& operand : node.operands) {
-        if (operand.size != 0) {
-          out.push_back({operand.begin, operand.size});
+    switch (node.type) {
+      case NodeType::kMemAlloc:
+        for (const Operand& operand : node.operands) {
+          if (operand.size != 0) {
+            out.push_back({operand.begin, operand.size});
+          }
         }
-      }
-    }
-    for (const NodeList& body : node.bodies) {
-      collect_mem_alloc(body, out);
+        break;
+      case NodeType::kChildGraph:
+      case NodeType::kConditional:
+        for (const NodeList& body : node.bodies) {
+          collect_mem_alloc(body, out);
+        }
+        break;
+      default:
+        break;
     }
   }
 }

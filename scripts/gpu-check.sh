@@ -246,8 +246,8 @@ else
 fi
 
 # --- 4. benchmarks ----------------------------------------------------------------------
-step "gpu benchmarks (1,000-node graph, graphcheck on/off)" gpu-bench.log 90 \
-  "${bin}/graphcheck_gpu_bench" --benchmark_repetitions=3 \
+step "gpu benchmarks (100/1,000/10,000-node graphs, interleaved plain/graphcheck pairs)" \
+  gpu-bench.log 90 "${bin}/graphcheck_gpu_bench" \
   --benchmark_out="${results}/bench/gpu_bench.json" --benchmark_out_format=json
 if grep -q '"error_occurred": true' "${results}/bench/gpu_bench.json" 2>/dev/null; then
   if ((gpu_present)); then
@@ -270,7 +270,7 @@ elif "${python}" -c 'import torch' 2>/dev/null; then
   fi
   plain_runs=()
   checked_runs=()
-  for pair in 1 2 3; do
+  for pair in 1 2 3 4 5; do
     step "capture overhead, plain (${model}, pair ${pair})" "overhead-plain-${pair}.log" 60 \
       "${python}" "${scripts}/cupti_overhead_bench.py" --model "${model}" \
       --out "${overhead}/overhead-plain-${pair}.json"

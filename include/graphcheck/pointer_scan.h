@@ -39,8 +39,8 @@ struct WordOwner {
       false;  ///< inside a capture span, allocation or graph range, or an end pointer
 };
 
-/// @brief The ranges of a graph's `mem_alloc` nodes (bodies included): memory the graph
-/// owns in every epoch.
+/// @brief The ranges of a graph's `mem_alloc` nodes (child and conditional bodies included,
+/// as the scan recurses): memory the graph owns in every epoch.
 /// Lifetime: independent of the graph. Thread safety: immutable after construction.
 class GraphRanges {
  public:

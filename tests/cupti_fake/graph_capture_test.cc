@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cupti_fake/capture_fixture.h"
@@ -318,14 +319,18 @@ TEST_F(GraphCaptureTest, RuntimeCaptureEndAfterTheDriverOneDoesNotReadTwice) {
   cudaStreamEndCapture_v10000_params runtime{nullptr, &graph};
   api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
            &runtime);
-  EXPECT_EQ(capture_.stats().graphs_walked, 1U);
-  // A runtime capture end with no driver EXIT before it is read.
+  EXPECT_EQ(api_.calls["cupti_get_graph_id"], 1) << "the runtime's end noted it again";
+  // A runtime capture end with no driver EXIT before it is noted.
   CUgraph other = api_.add_graph(2);
   cudaStreamEndCapture_v10000_params alone{nullptr, &other};
   api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
            &alone);
-  EXPECT_EQ(capture_.stats().graphs_walked, 2U);
+  // Capture ends note their graphs; a graph is read when its record is needed, once.
+  EXPECT_EQ(capture_.stats().graphs_walked, 0U);
+  EXPECT_EQ(api_.calls["cu_graph_get_nodes"], 0);
   EXPECT_EQ(capture_.captured_graphs().size(), 2U);
+  EXPECT_EQ(capture_.captured_graphs().size(), 2U);
+  EXPECT_EQ(capture_.stats().graphs_walked, 2U);
 }
 
 TEST_F(GraphCaptureTest, RuntimeInstantiateAfterTheDriverOneKeepsOneRecord) {
@@ -407,9 +412,22 @@ TEST_F(GraphCaptureTest, AFailingDriverCallIsReportedWithItsNameAndError) {
   api_.fail["cu_graph_kernel_node_get_params"] = CUDA_ERROR_INVALID_HANDLE;
   CUgraph graph = api_.add_graph(1);
   api_.add_node(graph, kernel_node(1, gemm_, kernel_params_.data()));
-  EXPECT_NO_THROW(end_capture(graph));
-  EXPECT_THAT(callback_error(), HasSubstr("cuGraphKernelNodeGetParams failed with "
-                                          "CUDA_ERROR_INVALID_HANDLE (invalid resource handle)"));
+  constexpr std::string_view kMessage =
+      "cuGraphKernelNodeGetParams failed with CUDA_ERROR_INVALID_HANDLE (invalid resource handle)";
+  // At instantiate, in the callback: kept for the next API call, the CUDA call goes on.
+  CUgraphExec exec = api_.add_exec(2);
+  EXPECT_NO_THROW(instantiate(exec, graph));
+  EXPECT_THAT(callback_error(), HasSubstr(kMessage));
+  EXPECT_EQ(capture_.exec_graph(exec), nullptr);
+  // Asked for the captured graph's record: thrown to the caller, once.
+  end_capture(graph);
+  EXPECT_EQ(callback_error(), "");
+  try {
+    (void)capture_.captured_graphs();
+    FAIL() << "the failed read was not reported";
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr(kMessage));
+  }
   EXPECT_TRUE(capture_.captured_graphs().empty());
 }
 
@@ -443,7 +461,8 @@ TEST_F(GraphCaptureTest, AGraphContainingItselfIsReportedNotFollowedForever) {
   } catch (const Error& error) {
     EXPECT_THAT(error.what(), HasSubstr("the graph refers to itself"));
   }
-  end_capture(graph);
+  CUgraphExec exec = api_.add_exec(2);
+  instantiate(exec, graph);
   EXPECT_THAT(callback_error(), HasSubstr("deeper than 64 levels"));
 }
 

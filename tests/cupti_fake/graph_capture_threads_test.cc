@@ -99,8 +99,13 @@ TEST_F(GraphCaptureThreadsTest, QueuedEventsAreAppliedInOrder) {
     resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, data);
     resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, data);
   };
-  // Both events queue: the reading thread holds the lock.
-  EXPECT_TRUE(other_finishes_during_a_read([&] { end_capture(graph); }, create_and_destroy));
+  // Both events queue: the reading thread holds the lock (the captured graph is read when
+  // its record is asked for).
+  const auto read_captured = [&] {
+    end_capture(graph);
+    ASSERT_EQ(capture_.captured_graphs().size(), 1U);
+  };
+  EXPECT_TRUE(other_finishes_during_a_read(read_captured, create_and_destroy));
   ASSERT_EQ(callback_error(), "");
   const CUgraphExec exec = api_.add_exec(31);
   instantiate(exec, graph);

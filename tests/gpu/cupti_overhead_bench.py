@@ -2,11 +2,11 @@
 
 scripts/gpu-check.sh runs it in pairs of processes, interleaved (plain, then under
 ``CUDA_INJECTION64_PATH=libgraphcheck_inject.so``: the CUPTI backend attached to the whole
-process, ``GRAPHCHECK_CHECK=exit``; at least 3 pairs), then ``--plain ... --graphcheck ...``
-compares them. Each run builds the model on the GPU, captures one forward with
-``torch.cuda.graph`` ``--captures`` times (capture end includes the instantiate, which is where
-graphcheck reads the graph) and replays the last graph ``--replays`` times. Writes one JSON file
-per run; prints one line.
+process, ``GRAPHCHECK_CHECK=exit``; 5 pairs, issue 32 section 3), then
+``--plain ... --graphcheck ...`` compares them (min, median and spread of each side). Each run
+builds the model on the GPU, captures one forward with ``torch.cuda.graph`` ``--captures`` times
+(capture end includes the instantiate, which is where graphcheck reads the graph) and replays the
+last graph ``--replays`` times. Writes one JSON file per run; prints one line.
 
 The model (``--model``): ``reference`` is the Python reference model (``graphcheck.reference``,
 registered variant), which needs the graphcheck package under this Python; ``decoder`` is a
@@ -173,7 +173,11 @@ def measure(which: str, captures: int, replays: int) -> dict[str, Any]:
 
 
 def _stats(values: list[float]) -> dict[str, float]:
-    return {"min": min(values), "median": statistics.median(values)}
+    return {
+        "min": min(values),
+        "median": statistics.median(values),
+        "spread": max(values) - min(values),
+    }
 
 
 def compare(plain: list[dict[str, Any]], checked: list[dict[str, Any]]) -> dict[str, Any]:
