@@ -35,7 +35,8 @@ def test_checkpoint_names_its_label(watched: graphcheck.Watch) -> None:
 
 
 def test_capture_methods_name_their_arguments() -> None:
-    capture = graphcheck.capture(torch.nn.Linear(4, 4), torch.ones(1, 4))
+    model = torch.nn.Linear(4, 4)  # a Capture holds its model weakly: keep it alive
+    capture = graphcheck.capture(model, torch.ones(1, 4))
     with pytest.raises(graphcheck.GraphcheckValueError, match="Capture.epoch: label"):
         capture.epoch(BAD)
     for kwargs, name in (
