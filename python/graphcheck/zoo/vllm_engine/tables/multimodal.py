@@ -89,6 +89,18 @@ def _chat(source: str, remote: str, model_type: str, text_type: str = "qwen2") -
     )
 
 
+def _deepseek_vl2(source: str) -> Entry:
+    """A model on vLLM's DeepSeek-VL2 config class (its language model under language_config)."""
+    return Entry(
+        _M + source + ", vllm/transformers_utils/configs/deepseek_vl2.py",
+        base="deepseek_vl_v2",
+        fix=_language_config,
+        saved_as={"text_config": "language_config"},
+        # The class's default tile_tag is the string "tile_tag"; checkpoints say "2D".
+        fields={"tile_tag": "2D"},
+    )
+
+
 # Muse Glimmer's vision tower checks its output width against the pixel shuffle
 # (muse_glimmer.py:760): width 64 times the 2x2 merge kernel.
 _MUSE_GLIMMER = Entry(_M + "muse_glimmer.py", fields={"vision_config": {"output_dim": 256}})
@@ -154,22 +166,8 @@ TABLE: dict[str, Entry] = {
     "SkyworkR1VChatModel": _chat("skyworkr1v.py", "SkyworkChatConfig", "skywork_chat"),
     "NVLM_D": _chat("nvlm_d.py", "NVLM_D_Config", "NVLM_D", "qwen2"),
     # vLLM's own config classes, under a model type the registry's module name does not give.
-    "DeepseekVLV2ForCausalLM": Entry(
-        _M + "deepseek_vl2.py, vllm/transformers_utils/configs/deepseek_vl2.py",
-        base="deepseek_vl_v2",
-        fix=_language_config,
-        saved_as={"text_config": "language_config"},
-        # The class's default tile_tag is the string "tile_tag"; checkpoints say "2D".
-        fields={"tile_tag": "2D"},
-    ),
-    "DeepseekOCRForCausalLM": Entry(
-        _M + "deepseek_ocr.py, vllm/transformers_utils/configs/deepseek_vl2.py",
-        base="deepseek_vl_v2",
-        fix=_language_config,
-        saved_as={"text_config": "language_config"},
-        # The class's default tile_tag is the string "tile_tag"; checkpoints say "2D".
-        fields={"tile_tag": "2D"},
-    ),
+    "DeepseekVLV2ForCausalLM": _deepseek_vl2("deepseek_vl2.py"),
+    "DeepseekOCRForCausalLM": _deepseek_vl2("deepseek_ocr.py"),
     "Cosmos3ForConditionalGeneration": Entry(
         "vllm/transformers_utils/configs/cosmos3_edge.py",
         base="cosmos3_edge",
