@@ -179,9 +179,19 @@ void bind_report_type(py::module_& m) {
       .def_property_readonly(
           "ok", [](const Report& self) { return !self.has_findings(); }, "True if no findings.")
       .def(
-          "to_json", [](const Report& self, int indent) { return to_json(self, indent); },
+          "to_json",
+          [](const Report& self, int indent) {
+            std::string json;
+            {
+              // A report is read-only: a watch's writer thread renders it beside the capture.
+              const py::gil_scoped_release unlocked;
+              json = to_json(self, indent);
+            }
+            return json;
+          },
           py::arg("indent") = 2,
-          "The JSON report (format version 1); one line when indent is negative.")
+          "The JSON report (format version 1); one line when indent is negative. Releases the "
+          "GIL while it renders.")
       .def(
           "to_html",
           [](const Report& self, const Snapshot* snapshot, const py::object& subject,
@@ -205,7 +215,13 @@ void bind_report_type(py::module_& m) {
               };
               options.navigation = HtmlNavigation{link("index"), link("previous"), link("next")};
             }
-            return to_py_str(to_html(self, snapshot, options));
+            std::string page;
+            {
+              // Every Python value was read above; the snapshot must not change meanwhile.
+              const py::gil_scoped_release unlocked;
+              page = to_html(self, snapshot, options);
+            }
+            return to_py_str(page);
           },
           py::arg("snapshot") = py::none(), py::kw_only(), py::arg("subject") = py::none(),
           py::arg("header") = py::none(), py::arg("allow") = py::tuple(),
@@ -217,7 +233,8 @@ void bind_report_type(py::module_& m) {
           "baseline, with the snapshot's globs and `allow`). `subject` names what was checked "
           "(tab title, heading), `header` lines go under the heading, `navigation` "
           "({'index', 'previous', 'next'}: relative hrefs) links a folder's pages "
-          "(docs/report-format.md, 'HTML report'). Write it to a .html file and open it.")
+          "(docs/report-format.md, 'HTML report'). Write it to a .html file and open it. Releases "
+          "the GIL while it renders: do not change the snapshot from another thread meanwhile.")
       .def("__str__", [](const Report& self) { return to_py_str(to_text(self)); })
       .def("__eq__", [](const Report& a, const Report& b) { return a == b; })
       .def("__repr__", [](const Report& self) {

@@ -334,10 +334,13 @@ void bind_snapshot(py::module_& m) {
   m.def(
       "write_snapshot",
       [](const Snapshot& snapshot, const std::filesystem::path& path) {
+        const py::gil_scoped_release unlocked;  // a watch writes snapshots beside the capture
         write_snapshot(snapshot, path);
       },
       py::arg("snapshot"), py::arg("path"),
-      "Writes the snapshot's JSON to `path`. Raises GraphcheckError naming the path on failure.");
+      "Writes the snapshot's JSON to `path`. Raises GraphcheckError naming the path on failure. "
+      "Releases the GIL while it writes: do not change the snapshot from another thread "
+      "meanwhile.");
 }
 
 }  // namespace graphcheck::detail

@@ -131,7 +131,13 @@ class Capture:
         inputs: tuple[tuple[Any, ...], dict[str, Any]],
         arena: WeightsArena | None,
         engine_state: Mapping[str, object] | None = None,
+        *,
+        runtime: Iterable[tuple[str, torch.Tensor, str]] = (),
+        declared_inputs: Iterable[tuple[str, torch.Tensor, str]] = (),
     ) -> None:
+        # runtime, declared_inputs: (name, tensor, reason) declared before the capture epoch is
+        # recorded (a watch's declarations; checked when they were made), so that the epoch
+        # holds them from the start instead of each rewriting its spans afterwards.
         self._engine_states = [
             EngineState.of(name, obj) for name, obj in (engine_state or {}).items()
         ]
@@ -141,8 +147,8 @@ class Capture:
         self._output = output
         self._inputs = inputs
         self._arena = arena
-        self._runtime: list[tuple[str, torch.Tensor, str]] = []
-        self._declared_inputs: list[tuple[str, torch.Tensor, str]] = []
+        self._runtime = list(runtime)
+        self._declared_inputs = list(declared_inputs)
         self._epochs = [self._finish_epoch(record.capture_epoch(*self._registry_state(model)))]
         self._snapshot = record.snapshot([])
         self._session: _core.CheckSession | None = None  # made by the first check()

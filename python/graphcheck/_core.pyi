@@ -272,7 +272,10 @@ class Report(metaclass=_pybind11_type):
     def ok(self) -> bool:
         """True if no findings."""
     def to_json(self, indent: int = 2) -> str:
-        """The JSON report (format version 1); one line when indent is negative."""
+        """The JSON report (format version 1); one line when indent is negative.
+
+        Releases the GIL while it renders.
+        """
     def to_html(
         self,
         snapshot: Snapshot | None = None,
@@ -282,7 +285,11 @@ class Report(metaclass=_pybind11_type):
         allow: Iterable[str] = (),
         navigation: Mapping[str, str | None] | None = None,
     ) -> str:
-        """One self-contained HTML page; with the snapshot, a map and every epoch's report."""
+        """One self-contained HTML page; with the snapshot, a map and every epoch's report.
+
+        Releases the GIL while it renders: do not change the snapshot from another thread
+        meanwhile.
+        """
     def __eq__(self, other: Report) -> bool: ...  # type: ignore[override]
     __hash__: ClassVar[None]  # type: ignore[assignment]
 
@@ -319,7 +326,7 @@ def read_snapshot(path: _StrPath) -> Snapshot:
     """Reads and parses a snapshot file."""
 
 def write_snapshot(snapshot: Snapshot, path: _StrPath) -> None:
-    """Writes the snapshot's JSON to `path`."""
+    """Writes the snapshot's JSON to `path` (releases the GIL while it writes)."""
 
 def parse_report(text: str) -> Report:
     """Parses report JSON (format version 1)."""

@@ -109,6 +109,7 @@ def test_the_watch_checks_the_nodes_the_reader_read_and_says_so(tmp_path: Path) 
     assert result.report.summary["registered"] == 1
     assert any("node 9 (kernel k): its arguments could not be read" in n for n in result.notes)
     assert "read by: graph" in result.header() and READER_CUDA_GRAPH in result.header()
+    watch.flush()  # a check at capture writes its files on the watch's writer thread
     saved = json.loads(Path(result.files[f"snapshot:{watched.id}"]).read_text())
     assert saved["graphs"][0]["reader"] == READER_CUDA_GRAPH
     index = [json.loads(line) for line in (tmp_path / "index.jsonl").read_text().splitlines()]

@@ -42,6 +42,7 @@ class WatchedCapture(Capture):
         inputs: tuple[tuple[Any, ...], dict[str, Any]],
         arena: WeightsArena | None,
         pools: GraphPools | None,
+        declared: tuple[list[tuple[str, torch.Tensor, str]], list[tuple[str, torch.Tensor, str]]],
     ) -> None:
         self._source = source
         self._registry = registry
@@ -50,7 +51,10 @@ class WatchedCapture(Capture):
         # A bare module stands in when no model was alive at capture: every address is judged
         # against an empty registry until the source finds one.
         self._fallback = model if type(model) is torch.nn.Module else None
-        super().__init__(model, record, output, inputs, arena)
+        runtime, declared_inputs = declared
+        super().__init__(
+            model, record, output, inputs, arena, runtime=runtime, declared_inputs=declared_inputs
+        )
 
     @property
     def source(self) -> ModelSource:
@@ -88,16 +92,21 @@ def watched_capture(
     inputs: tuple[tuple[Any, ...], dict[str, Any]] = ((), {}),
     arena: WeightsArena | None = None,
     pools: GraphPools | None = None,
+    *,
+    runtime: Iterable[tuple[str, torch.Tensor, str]] = (),
+    declared_inputs: Iterable[tuple[str, torch.Tensor, str]] = (),
 ) -> WatchedCapture:
     """A capture of ``record`` whose model comes from ``source`` (the capture epoch now).
 
     ``pools``: the caching allocator whose segments and blocks each epoch holds (a CUDA
-    capture's).
+    capture's). ``runtime``, ``declared_inputs``: ``(name, tensor, reason)`` the watch
+    declared for every graph, in the capture epoch from the start.
     """
     model = source.resolve()
     if model is None:
         model = torch.nn.Module()  # nothing to register: every address is judged bare
-    return WatchedCapture(source, registry, model, record, output, inputs, arena, pools)
+    declared = (list(runtime), list(declared_inputs))
+    return WatchedCapture(source, registry, model, record, output, inputs, arena, pools, declared)
 
 
 class WatchedGraph:

@@ -5,15 +5,8 @@ own epoch: graphs of one engine share a memory pool, so one graph's private
 memory may be another's later), and the reports are merged into one report of
 format version 1 (:func:`merge_reports`): summaries added, findings in graph
 order (graph ids are unique in a watch), a glob stale only when it matched
-nothing in any graph. :class:`ReportWriter` writes each check point's JSON and
-text report, one pair per check point, named by time so that the last one
-sorts last, appends a line to ``index.jsonl`` and rewrites each graph's
-snapshot (all its epochs so far), and writes each check point's self-contained HTML page
-(``Report.to_html``: what to fix first, the header of the text report, with the graph's memory
-map and every epoch's report when it checked one graph, linked to the previous and next check
-point of its process) and ``index.html`` listing every check point of the folder
-(:mod:`graphcheck._watch.index_page`). :func:`log_result` logs a check
-point as its mode says.
+nothing in any graph. :mod:`graphcheck._watch.writer` writes the files of each check point.
+:func:`log_result` logs a check point as its mode says.
 """
 
 from __future__ import annotations
@@ -21,24 +14,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import re
 import time
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphcheck import _core
-from graphcheck._watch.index_page import index_html, set_navigation
 
 if TYPE_CHECKING:
-    from graphcheck._capture import Capture
     from graphcheck._census import CensusEntry
 
 __all__ = [
     "CheckResult",
     "FindingsError",
-    "ReportWriter",
     "census_lines",
     "log_result",
     "merge_reports",
@@ -217,8 +205,12 @@ def merge_reports(reports: Sequence[_core.Report], epoch: str, baseline: str) ->
     """One report of format version 1 from per-graph reports (graph ids must be distinct).
 
     Summaries are added, findings concatenated in the order given, warnings
-    kept once each, and a glob is stale only when it is stale in every report.
+    kept once each, and a glob is stale only when it is stale in every report. One report
+    already under these labels is returned as is (merging it would copy it: a check at
+    capture, which must stay cheap, has one).
     """
+    if len(reports) == 1 and (reports[0].epoch, reports[0].baseline) == (epoch, baseline):
+        return reports[0]
     merged: dict[str, Any] = {
         "format": "graphcheck-report",
         "version": _core.REPORT_VERSION,
@@ -243,88 +235,6 @@ def merge_reports(reports: Sequence[_core.Report], epoch: str, baseline: str) ->
         stale = globs if stale is None else [g for g in stale if g in globs]
     merged["stale_allow"] = stale or []
     return _core.parse_report(json.dumps(merged))
-
-
-class ReportWriter:
-    """Writes check points into one folder, shared by every process of a run.
-
-    Names: ``<UTC time>-[<role>-]p<pid>-<seq>-<label>.report.{json,txt,html}`` (sorting by
-    name sorts by time, across processes and ranks), ``p<pid>-graph<id>.snapshot.json``
-    (rewritten at each check point), ``index.jsonl`` (one line per check point, appended)
-    and ``index.html`` (rewritten: :func:`~graphcheck._watch.index_page.index_html`). Each
-    page links the index and the previous check point of this process, and the previous
-    page gains its link to the new one (rewritten in place: :func:`set_navigation`).
-    Not thread-safe: the watch calls it under its lock.
-    """
-
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
-        self.folder = Path(folder)
-        self._previous_page: str | None = None
-        self._previous_of_previous: str | None = None
-
-    def write(
-        self,
-        result: CheckResult,
-        snapshots: Sequence[tuple[int, Capture]],
-        allow: Iterable[str] = (),
-    ) -> dict[str, str]:
-        """Write ``result``'s files and the graphs' snapshots; returns what was written.
-
-        ``allow``: the globs the check used (the page checks its other epochs with them).
-        """
-        self.folder.mkdir(parents=True, exist_ok=True)
-        t = time.gmtime(result.time)
-        millis = int((result.time % 1) * 1000)
-        stamp = time.strftime("%Y%m%dT%H%M%S", t) + f"{millis:03d}Z"
-        role = f"{safe_label(result.role)}-" if result.role else ""
-        stem = f"{stamp}-{role}p{result.pid}-{result.seq:03d}-{safe_label(result.label)}"
-        files = {
-            "report_json": str(self.folder / f"{stem}.report.json"),
-            "report_text": str(self.folder / f"{stem}.report.txt"),
-            "report_html": str(self.folder / f"{stem}.report.html"),
-        }
-        _atomic_write(files["report_json"], result.report.to_json() + "\n")
-        _atomic_write(files["report_text"], result.text() + "\n")
-        page = Path(files["report_html"]).name
-        previous = self._previous_page
-        # The page draws one graph's memory map: with one graph checked, its snapshot.
-        one = snapshots[0][1].snapshot if len(snapshots) == 1 else None
-        who = printable(result.role) or f"pid {result.pid}"
-        _atomic_write(
-            files["report_html"],
-            result.report.to_html(
-                one,
-                subject=f"{printable(result.model) or 'model'} \u00b7 {who} #{result.seq}",
-                header=result.header().splitlines(),
-                allow=allow,
-                navigation={"index": "index.html", "previous": previous, "next": None},
-            ),
-        )
-        if previous is not None and (self.folder / previous).is_file():
-            set_navigation(
-                self.folder / previous,
-                {"index": "index.html", "previous": self._previous_of_previous, "next": page},
-            )
-        self._previous_of_previous = previous
-        self._previous_page = page
-        for graph_id, capture in snapshots:
-            path = str(self.folder / f"p{result.pid}-graph{graph_id}.snapshot.json")
-            capture.save(path + ".tmp")
-            os.replace(path + ".tmp", path)
-            files[f"snapshot:{graph_id}"] = path
-        entry = {**dataclasses.replace(result, files=files).to_dict()}
-        with open(self.folder / "index.jsonl", "a", encoding="utf-8") as index:
-            index.write(json.dumps(entry) + "\n")
-        _atomic_write(str(self.folder / "index.html"), index_html(self.folder))
-        return files
-
-
-def _atomic_write(path: str, text: str) -> None:
-    # Per process: every process of a server writes into the same folder.
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as out:
-        out.write(text)
-    os.replace(tmp, path)
 
 
 def census_lines(entries: Iterable[CensusEntry]) -> tuple[str, ...]:

@@ -31,6 +31,7 @@ __all__ = [
     "Roots",
     "discover_roots",
     "outside",
+    "registered_fingerprint",
     "weak_getter",
 ]
 
@@ -144,16 +145,26 @@ class ModelSource:
 class RegistryCache:
     """The registry of a model, computed once per :meth:`invalidate` and shared by graphs.
 
-    ``invalidate()`` is called at every check point and whenever the watch's
-    models or engine state change: between two calls the model is taken as
-    unchanged (an engine capturing its graphs one after another). Not
-    thread-safe: the watch calls it under its lock.
+    ``invalidate()`` is called at every check point and whenever the watch's models or engine
+    state change: the next :meth:`state` takes a fresh census. ``recheck()`` is called at every
+    capture: the next :meth:`state` reuses the cached registry when the model's registered
+    tensors are the same objects at the same addresses (:func:`registered_fingerprint`, about
+    ten times cheaper than the census it saves), else computes it anew. An engine capturing
+    dozens of graphs of one model takes one census; a reload that rebinds a parameter between two
+    captures is seen at the next one. A plain attribute rebound between two captures, with no
+    parameter or buffer changed, keeps its previous census path until the next check point
+    (the new storage is still judged, named by its allocation until then; a runtime-state
+    attribute such as a KV cache first bound between two captures is judged unregistered until
+    then). Not thread-safe: the watch calls it under its lock.
     """
 
     def __init__(self) -> None:
         self._token = 0
         self._key: tuple[int, int, tuple[int, ...]] | None = None
         self._state: ModelRegistry | None = None
+        self._fingerprint: tuple[object, ...] = ()
+        self._recheck = False
+        self.computed = 0  # registries computed so far (each a census): for tests and benches
         self.engine_states: list[EngineState] = []
         self.site_labels: Callable[[], list[tuple[int, int, str]]] | None = None
 
@@ -161,13 +172,26 @@ class RegistryCache:
         """Forget the cached registry: the next graph or epoch computes it anew."""
         self._token += 1
 
+    def recheck(self) -> None:
+        """The next :meth:`state` reuses the cached registry only if the model is unchanged."""
+        self._recheck = True
+
     def state(self, model: torch.nn.Module) -> ModelRegistry:
         """The registry of ``model`` now (cached until the next :meth:`invalidate`)."""
         members = tuple(id(m) for m in model.children()) if isinstance(model, Roots) else ()
         key = (self._token, id(model), members)
-        if self._key != key or self._state is None:
-            self._state = self._compute(model)
-            self._key = key
+        recheck, self._recheck = self._recheck, False
+        if self._key == key and self._state is not None:
+            if not recheck:
+                return self._state
+            fingerprint = registered_fingerprint(model)
+            if fingerprint == self._fingerprint:
+                return self._state
+        else:
+            fingerprint = registered_fingerprint(model)
+        self._state = self._compute(model)
+        self._key, self._fingerprint = key, fingerprint
+        self.computed += 1
         return self._state
 
     def _compute(self, model: torch.nn.Module) -> ModelRegistry:
@@ -176,6 +200,28 @@ class RegistryCache:
             return registry
         labels = registry.labels + outside(self.site_labels(), registry.labels)
         return dataclasses.replace(registry, labels=labels)
+
+
+def registered_fingerprint(model: torch.nn.Module) -> tuple[object, ...]:
+    """Which modules, parameters and buffers ``model`` holds, and where their data lives.
+
+    Equal fingerprints mean no module, parameter or buffer was added, removed, rebound or
+    given new data (``param.data = ...``) in between: the registry's spans are the same.
+    A tensor whose data pointer cannot be read (a wrapper subclass) counts by identity only.
+    """
+    found: list[object] = []
+    for module in model.modules():
+        found.append(id(module))
+        for tensors in (module._parameters, module._buffers):
+            for name, tensor in tensors.items():
+                if tensor is None:
+                    continue
+                try:
+                    address = tensor.data_ptr()
+                except (RuntimeError, NotImplementedError, TypeError):
+                    address = -1
+                found.append((name, id(tensor), address))
+    return tuple(found)
 
 
 def outside(

@@ -45,7 +45,6 @@ from graphcheck._watch.graphs import (
 from graphcheck._watch.output import (
     CheckResult,
     FindingsError,
-    ReportWriter,
     census_lines,
     log_result,
     merge_reports,
@@ -53,6 +52,7 @@ from graphcheck._watch.output import (
 from graphcheck._watch.profiling import ProfilingCaptures
 from graphcheck._watch.registry import ModelGetter, ModelSource, RegistryCache, weak_getter
 from graphcheck._watch.settings import MODES
+from graphcheck._watch.writer import BackgroundWriter
 from graphcheck.arena import WeightsArena
 
 __all__ = ["Watch"]
@@ -99,6 +99,7 @@ class Watch:
     ) -> None:
         self._lock = threading.RLock()
         self.mode = mode
+        self._writer: BackgroundWriter | None = None
         self.out_dir = out_dir
         self.allow = require_texts(allow, "graphcheck.watch: allow")
         self.origin = origin
@@ -180,7 +181,20 @@ class Watch:
 
     @out_dir.setter
     def out_dir(self, value: str | os.PathLike[str] | None) -> None:
-        self._writer = None if value is None else ReportWriter(os.path.abspath(value))
+        if self._writer is not None:
+            self._writer.flush()
+        self._writer = None if value is None else BackgroundWriter(os.path.abspath(value))
+
+    def flush(self) -> None:
+        """Wait until the files of every check point so far are written.
+
+        A check at capture writes its files on a thread of the watch's (the capture does not
+        wait for them); every other check point, ``error`` mode's findings and :meth:`close`
+        wait for them first. Thread-safe.
+        """
+        writer = self._writer
+        if writer is not None:
+            writer.flush()
 
     @property
     def capture_hooks(self) -> str:
@@ -260,12 +274,12 @@ class Watch:
 
     def _add(self, capture: WatchedCapture, graph_id: int, kind: str, device: str) -> WatchedGraph:
         graph = WatchedGraph(graph_id, capture, kind, device)
-        for tensor, name, reason in self._runtime:
-            capture.declare_runtime(tensor, name, reason)
-        for name, tensor, reason in self._inputs:
-            capture.declare_input(name, tensor, reason)
         self._graphs.append(graph)
         return graph
+
+    def _runtime_declared(self) -> list[tuple[str, torch.Tensor, str]]:
+        """The runtime state every new graph holds from its capture epoch on (name first)."""
+        return [(name, tensor, reason) for tensor, name, reason in self._runtime]
 
     def _forget(self, graph_id: int) -> None:
         with self._lock:
@@ -295,17 +309,23 @@ class Watch:
         if finished is None:
             return
         with self._lock:
-            if self.check_on_capture:
-                self._registry.invalidate()
+            self._registry.recheck()  # one census for graphs captured back to back
             source = self._source(finished.device)
             self._pools.note(graph)
-            capture = watched_capture(source, self._registry, finished.record, pools=self._pools)
+            capture = watched_capture(
+                source,
+                self._registry,
+                finished.record,
+                pools=self._pools,
+                runtime=self._runtime_declared(),
+                declared_inputs=self._inputs,
+            )
             watched = self._add(capture, finished.graph_id, "cuda", str(finished.device))
             watched.reader, watched.reader_notes = finished.reader, finished.notes
         with contextlib.suppress(TypeError):  # a graph without weak references stays watched
             weakref.finalize(graph, self._forget, finished.graph_id)
         if self.check_on_capture:
-            self._check("capture", [watched], fresh=False)
+            self._check("capture", [watched], fresh=False, at_capture=True)
 
     # ------------------------------------------------------------------ CPU twin
 
@@ -346,12 +366,21 @@ class Watch:
         )
         source = ModelSource([("model", weakref.ref(model))])
         with self._lock:
-            self._registry.invalidate()
-            capture = watched_capture(source, self._registry, record, output, (args, kwargs), arena)
+            self._registry.recheck()
+            capture = watched_capture(
+                source,
+                self._registry,
+                record,
+                output,
+                (args, kwargs),
+                arena,
+                runtime=self._runtime_declared(),
+                declared_inputs=self._inputs,
+            )
             device = next((str(p.device) for p in model.parameters()), "cpu")
             watched = self._add(capture, graph_id, "cpu twin", device)
         if self.check_on_capture:
-            self._check("capture", [watched], fresh=False)
+            self._check("capture", [watched], fresh=False, at_capture=True)
         return capture
 
     # ------------------------------------------------------------------- checks
@@ -427,7 +456,10 @@ class Watch:
         *,
         fresh: bool,
         notes: tuple[str, ...] = (),
+        at_capture: bool = False,
     ) -> CheckResult | None:
+        if not at_capture:
+            self.flush()  # the pending pages show the epochs of their own check points only
         start = time.perf_counter()
         with self._lock:
             reports, checked, skipped = check_graphs(graphs, label, fresh=fresh, allow=self.allow)
@@ -451,19 +483,28 @@ class Watch:
                 seconds=time.perf_counter() - start,
                 readers={g.id: g.reader for g in checked},
             )
-            result = self._record_result(result, [(g.id, g.capture) for g in checked])
+            snapshots = [(g.id, g.capture) for g in checked]
+            result = self._record_result(result, snapshots, background=at_capture)
         return self._finish(result)
 
     def _record_result(
-        self, result: CheckResult, snapshots: list[tuple[int, WatchedCapture]]
+        self,
+        result: CheckResult,
+        snapshots: list[tuple[int, WatchedCapture]],
+        *,
+        background: bool = False,
     ) -> CheckResult:
-        """Writes the files (a failure is logged: reports so far stay) and keeps the result."""
-        if self._writer is not None:
-            try:
-                files = self._writer.write(result, snapshots, allow=self.allow)
-                result = dataclasses.replace(result, files=files)
-            except OSError as exc:
-                log.error("graphcheck: could not write reports to %s: %s", self.out_dir, exc)
+        """Queues the files (a failure is logged: reports so far stay) and keeps the result.
+
+        ``background``: the check point's files may follow (a check at capture); else they
+        are written, after every pending one, before this returns.
+        """
+        writer = self._writer
+        if writer is not None:
+            files = writer.submit(result, snapshots, allow=self.allow)
+            result = dataclasses.replace(result, files=files)
+            if not background or (self.mode == "error" and not result.ok):
+                writer.flush()
         self._results.append(result)
         return result
 
@@ -489,5 +530,6 @@ class Watch:
                 self._hooks.remove()
             self._captures.close()
             self._history.disable()
+        self.flush()
         if self._on_close is not None:
             self._on_close(self)

@@ -1,0 +1,205 @@
+"""What keeps a watched capture cheap (issue 32 §2), on the stand-in for torch.cuda.CUDAGraph:
+one census for graphs captured back to back unless the model's registered tensors changed, a
+check at capture that writes its files on the watch's writer thread, and every other check
+point that waits for them."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+import graphcheck
+from graphcheck._watch.output import merge_reports
+from graphcheck._watch.registry import registered_fingerprint
+from graphcheck._watch.writer import BackgroundWriter
+from graphcheck.reference import ReferenceConfig, build_reference_model, reference_inputs
+from watch_fakes import capture_fake, fake_watch
+
+
+@pytest.fixture(autouse=True)
+def no_watch_left(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in ("GRAPHCHECK", "GRAPHCHECK_MODE", "GRAPHCHECK_DIR", "GRAPHCHECK_ALLOW"):
+        monkeypatch.delenv(name, raising=False)
+    yield
+    active = graphcheck.current_watch()
+    if active is not None:
+        active.close()
+
+
+def _model() -> tuple[torch.nn.Module, dict[str, torch.Tensor]]:
+    model = build_reference_model(ReferenceConfig(hidden=64, head_dim=16), 0)
+    return model, reference_inputs(model, 8)
+
+
+def test_graphs_captured_back_to_back_share_one_census() -> None:
+    model, inputs = _model()
+    watch = fake_watch(model=model)
+    graphs = [capture_fake(model, **inputs) for _ in range(3)]
+    assert len(watch.graphs) == 3 and all(g.checked for g in watch.graphs)
+    assert watch._registry.computed == 1  # each capture was checked, against one census
+    assert watch.checkpoint("after") is not None
+    assert watch._registry.computed == 2  # a check point takes a fresh census
+    del graphs
+
+
+def test_a_parameter_rebound_between_captures_is_seen_at_the_next_capture() -> None:
+    model, inputs = _model()
+    watch = fake_watch(model=model)
+    watch.check_on_capture = False  # the engine flow: captures first, one check point after
+    for name, tensor in inputs.items():
+        watch.declare_input(name, tensor)
+    first = capture_fake(model, **inputs)
+    norm = model.layers[0].input_layernorm
+    old = norm.weight
+    with torch.no_grad():  # a reload that rebinds instead of copying in place
+        norm.weight = torch.nn.Parameter(old.detach().clone())
+    second = capture_fake(model, **inputs)
+    assert watch._registry.computed == 2
+    result = watch.check_pending()
+    # Each graph judged in its capture epoch: the first reads the old weight, registered when
+    # it was captured; the second the new one, registered at its own capture (with the
+    # first capture's registry it would be memory no span covers).
+    assert result is not None and len(result.graphs) == 2
+    assert result.report.findings == [], result.text()
+    del first, second, old
+
+
+def test_the_fingerprint_changes_with_what_the_registry_spans() -> None:
+    model, _ = _model()
+    before = registered_fingerprint(model)
+    assert registered_fingerprint(model) == before
+    with torch.no_grad():
+        norm = model.layers[0].input_layernorm
+        norm.weight.data = norm.weight.data.clone()  # new data, same object
+    moved = registered_fingerprint(model)
+    assert moved != before
+    model.register_buffer("extra", torch.zeros(3))
+    assert registered_fingerprint(model) != moved
+
+
+def test_a_check_at_capture_writes_its_files_after_it_and_flush_waits(tmp_path: Path) -> None:
+    model, inputs = _model()
+    watch = fake_watch(model=model, out_dir=tmp_path)
+    graphs = [capture_fake(model, **inputs) for _ in range(4)]
+    results = watch.results
+    assert [r.label for r in results] == ["capture"] * 4
+    watch.flush()
+    for result in results:  # the names were known at the check point, the files follow
+        assert {"report_json", "report_text", "report_html"} <= set(result.files)
+        for path in result.files.values():
+            assert Path(path).is_file(), path
+    index = [json.loads(line) for line in (tmp_path / "index.jsonl").read_text().splitlines()]
+    assert [e["seq"] for e in index] == [r.seq for r in results]  # in order
+    page = (tmp_path / "index.html").read_text()
+    assert all(Path(r.files["report_html"]).name in page for r in results)
+    # Each page links the next: the pages were written in order on one thread.
+    first = Path(results[0].files["report_html"]).read_text()
+    assert Path(results[1].files["report_html"]).name in first
+    del graphs
+
+
+def test_other_check_points_wait_for_the_pending_files(tmp_path: Path) -> None:
+    model, inputs = _model()
+    watch = fake_watch(model=model, out_dir=tmp_path)
+    graph = capture_fake(model, **inputs)
+    result = watch.checkpoint("after_wake")  # no flush: a check point writes before it returns
+    assert result is not None
+    for done in (watch.results[0], result):
+        assert all(Path(path).is_file() for path in done.files.values())
+    # The capture's page was rendered before the check point recorded its epoch.
+    capture_page = Path(watch.results[0].files["report_html"]).read_text()
+    assert '"after_wake"' not in capture_page  # no epoch of that label in its data
+    assert '"after_wake"' in Path(result.files["report_html"]).read_text()
+    del graph
+
+
+def test_error_mode_writes_the_files_before_it_raises(tmp_path: Path) -> None:
+    model = build_reference_model(ReferenceConfig(variant="legacy", hidden=64, head_dim=16), 0)
+    inputs = reference_inputs(model, 8)
+    fake_watch(model=model, out_dir=tmp_path, mode="error")
+    with pytest.raises(graphcheck.FindingsError) as raised:
+        capture_fake(model, **inputs)
+    files = raised.value.result.files
+    assert files and all(Path(path).is_file() for path in files.values())
+
+
+def test_a_write_that_fails_is_logged_and_the_next_ones_still_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    model, inputs = _model()
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    watch = fake_watch(model=model, out_dir=blocked)
+    graph = capture_fake(model, **inputs)
+    watch.flush()
+    assert "could not write reports to" in caplog.text and str(blocked) in caplog.text
+    watch.out_dir = tmp_path / "reports"
+    assert watch.checkpoint("later") is not None
+    assert (tmp_path / "reports" / "index.html").is_file()
+    del graph
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_does_not_wait_for_its_parents_files(tmp_path: Path) -> None:
+    model, inputs = _model()
+    watch = fake_watch(model=model, out_dir=tmp_path)
+    graphs = [capture_fake(model, **inputs) for _ in range(3)]  # files pending in the parent
+    pid = os.fork()
+    if pid == 0:  # the child: its writer starts empty, flush returns at once
+        try:
+            watch.flush()
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        assert time.monotonic() < deadline, "the forked child hung in flush()"
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(status) == 0
+    watch.flush()
+    assert len((tmp_path / "index.jsonl").read_text().splitlines()) == 3
+    del graphs
+
+
+def test_one_report_under_its_own_labels_is_not_merged_again() -> None:
+    model, inputs = _model()
+    report = graphcheck.capture(model, **inputs).check("capture")
+    assert merge_reports([report], report.epoch, report.baseline) is report
+    relabelled = merge_reports([report], "later", report.baseline)
+    assert relabelled is not report and relabelled.epoch == "later"
+    assert relabelled.summary == report.summary
+
+
+def test_a_background_writer_outside_a_watch_writes_in_order(tmp_path: Path) -> None:
+    model, inputs = _model()
+    watch = fake_watch(model=model)  # no files: the writer below gets the results
+    graphs = [capture_fake(model, **inputs) for _ in range(2)]
+    writer = BackgroundWriter(tmp_path)
+    pairs = zip(watch.results, watch.graphs, strict=True)
+    names = [writer.submit(r, [(g.id, g.capture)], ()) for r, g in pairs]
+    writer.flush()
+    assert all(Path(p).is_file() for files in names for p in files.values())
+    del graphs
+
+
+def test_the_writer_waits_for_the_burst_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("graphcheck._watch.writer.QUIET_S", 3600.0)
+    model, inputs = _model()
+    watch = fake_watch(model=model, out_dir=tmp_path)
+    graphs = [capture_fake(model, **inputs) for _ in range(2)]
+    time.sleep(0.3)  # long enough for a writer that does not wait to have written
+    assert not (tmp_path / "index.jsonl").exists()  # the captures did not write
+    watch.flush()  # writes now, without waiting for the quiet
+    assert len((tmp_path / "index.jsonl").read_text().splitlines()) == 2
+    del graphs
