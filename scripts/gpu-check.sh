@@ -320,6 +320,14 @@ if "${python}" -c 'import torch, graphcheck._torch' 2>/dev/null; then
   # forward inside torch.cuda.graph, reading plain attributes beside registered tensors.
   step "watch Triton and compile smoke" watch-triton-smoke.log 120 \
     "${python}" "${scripts}/watch_triton_smoke.py" --out "${results}/watch"
+  # The watch's cost on real torch.cuda.graph captures (issue 32 §2): plain and watched
+  # captures of the reference model in the same rounds, the first and the later ones, in the
+  # engine flow, with a check at each capture, and with files; targets +10 ms and +5%/+1 ms.
+  if step "watch capture overhead (CUDA)" watch-overhead.log 240 \
+      "${python}" "${scripts}/bench_watch.py" --device cuda --only twin --hidden 1024 \
+      --repeat 5 --later 6; then
+    note "NOTE $(grep -E 'engine flow|check at capture' "${results}/logs/watch-overhead.log" | tr -s ' ' | paste -sd ';')"
+  fi
 else
   note "NOTE watch smoke not run: ${python} cannot import graphcheck._torch (the package is built for the pinned torch); the CUDA path of GRAPHCHECK=1 stays unverified"
 fi

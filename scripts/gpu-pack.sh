@@ -9,7 +9,8 @@
 #   gpu-carry/lib/   libgraphcheck_inject.so, and the Debian shared libraries the binaries
 #                    need that a CUDA image lacks (libbenchmark, libfmt); binaries find them
 #                    through RUNPATH $ORIGIN/../lib, never through a path of this machine
-#   gpu-carry/scripts/  the Python smoke runs and the overhead benchmark (tests/gpu/*.py)
+#   gpu-carry/scripts/  the Python smoke runs and the overhead benchmark (tests/gpu/*.py), the
+#                       watch's capture benchmark (bench/python/bench_watch.py, bench_capture.py)
 #   gpu-carry/MANIFEST.txt  commit, build flags, NEEDED/RUNPATH per binary, sizes, sha256
 #
 # The LibTorch-linked gpu tests (graphcheck_gpu_reference_model_test) are not packed: they
@@ -64,6 +65,8 @@ done
 # The injection library keeps its dynamic symbol table (InitializeInjection) when stripped.
 strip --strip-unneeded -o "${carry}/lib/libgraphcheck_inject.so" "${build}/lib/libgraphcheck_inject.so"
 cp "${root}"/tests/gpu/*.py "${carry}/scripts/"
+# The watch's capture benchmark (--device cuda) and its helpers (issue 32 §2).
+cp "${root}"/bench/python/bench_watch.py "${root}"/bench/python/bench_capture.py "${carry}/scripts/"
 
 # Shared libraries: the C and C++ runtimes come from the machine (a library the injection
 # loads into a host process must share the host's libstdc++); everything else the binaries

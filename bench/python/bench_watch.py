@@ -78,30 +78,62 @@ def _config(hidden: int) -> ReferenceConfig:
     return ReferenceConfig(hidden=hidden, head_dim=64 if hidden % 64 == 0 else 16)
 
 
-def _capture(graph: PlainGraph, model: torch.nn.Module, inputs: dict[str, Any]) -> float:
-    """Seconds of one capture (begin, the forward, end), after one untimed warm-up forward."""
+def _capture(graph: Any, model: torch.nn.Module, inputs: dict[str, Any]) -> float:
+    """Seconds of one capture (begin, the forward, end), after one untimed warm-up forward.
+
+    On CUDA (``graph`` a ``torch.cuda.CUDAGraph``): ``torch.cuda.graph(graph)`` around the
+    forward, synchronized before and after, as an engine captures.
+    """
     with torch.no_grad():
         model(**inputs)  # the engine's warm-up before each capture; the writer works here
+        if not isinstance(graph, PlainGraph):
+            torch.cuda.synchronize()
+
+            def cuda_capture() -> None:
+                with torch.cuda.graph(graph):
+                    model(**inputs)
+                torch.cuda.synchronize()
+
+            return timed(cuda_capture)
         return timed(lambda: (graph.capture_begin(), model(**inputs), graph.capture_end()))
 
 
-def _start_watch(model: torch.nn.Module, setting: str, folder: str) -> graphcheck.Watch:
+def _start_watch(
+    model: torch.nn.Module, setting: str, folder: str, device: str
+) -> graphcheck.Watch:
+    options: dict[str, Any] = {}  # on CUDA: what GRAPHCHECK=1 gives a process
+    if device == "cpu":
+        options = {
+            "graph_class": HookedGraph,
+            "hooks_module": None,
+            "device_of": lambda graph: torch.device("cpu"),
+            "allocator_history": False,
+        }
     watch = graphcheck.watch(
-        model,
-        out_dir=folder if setting.endswith("files") else None,
-        graph_class=HookedGraph,
-        hooks_module=None,
-        device_of=lambda graph: torch.device("cpu"),
-        allocator_history=False,
+        model, out_dir=folder if setting.endswith("files") else None, **options
     )
     watch.check_on_capture = setting != "engine flow"
     return watch
 
 
-def bench_twin(hidden: int, repeat: int, later: int) -> dict[str, dict[str, float]]:
-    """Median seconds per setting: plain, first watched, later watched, check point per graph."""
-    model = build_reference_model(_config(hidden), 0)
-    inputs = reference_inputs(model, TOKENS)
+def bench_twin(
+    hidden: int, repeat: int, later: int, device: str = "cpu"
+) -> dict[str, dict[str, float]]:
+    """Median seconds per setting: plain, first watched, later watched, check point per graph.
+
+    ``device`` ``"cuda"``: real ``torch.cuda.graph`` captures of the model on the GPU, the plain
+    ones while no watch is open (its hooks are on torch's class); not yet run on a GPU.
+    """
+    model = build_reference_model(_config(hidden), 0).to(device)
+    inputs = {k: v.to(device) for k, v in reference_inputs(model, TOKENS).items()}
+    cuda = device != "cpu"
+
+    def plain_graph() -> Any:
+        return torch.cuda.CUDAGraph() if cuda else PlainGraph()
+
+    def hooked_graph() -> Any:
+        return torch.cuda.CUDAGraph() if cuda else HookedGraph()
+
     out: dict[str, dict[str, list[float]]] = {
         s: {"plain": [], "first": [], "later": [], "check_per_graph": [], "files_per_graph": []}
         for s in SETTINGS
@@ -110,16 +142,18 @@ def bench_twin(hidden: int, repeat: int, later: int) -> dict[str, dict[str, floa
         for setting in SETTINGS:
             samples = out[setting]
             with tempfile.TemporaryDirectory() as folder:
-                samples["plain"].append(_capture(PlainGraph(), model, inputs))
-                watch = _start_watch(model, setting, folder)
+                plain_kept = [plain_graph() for _ in range(later + 1)]
+                samples["plain"] += [_capture(g, model, inputs) for g in plain_kept[:1]]
+                watch = _start_watch(model, setting, folder, device)
                 try:
                     for name, tensor in inputs.items():
                         watch.declare_input(name, tensor)
-                    kept = [HookedGraph()]
+                    kept = [hooked_graph()]
                     samples["first"].append(_capture(kept[0], model, inputs))
-                    for _ in range(later):
-                        samples["plain"].append(_capture(PlainGraph(), model, inputs))
-                        kept.append(HookedGraph())
+                    for i in range(later):
+                        if not cuda:  # interleaved; on CUDA the hooks are on torch's class
+                            samples["plain"].append(_capture(plain_kept[i + 1], model, inputs))
+                        kept.append(hooked_graph())
                         samples["later"].append(_capture(kept[-1], model, inputs))
                     if setting == "engine flow":
                         t = timed(watch.check_pending)
@@ -128,6 +162,9 @@ def bench_twin(hidden: int, repeat: int, later: int) -> dict[str, dict[str, floa
                     samples["files_per_graph"].append(timed(watch.flush) / len(kept))
                 finally:
                     watch.close()
+                if cuda:  # the plain captures of this round, with no watch open
+                    samples["plain"] += [_capture(g, model, inputs) for g in plain_kept[1:]]
+                del kept, plain_kept
     return {
         s: {k: statistics.median(v) for k, v in samples.items() if v} for s, samples in out.items()
     }
@@ -139,11 +176,14 @@ def _verdict(extra: float, allowed: float) -> str:
     )
 
 
-def print_twin(hidden: int, repeat: int, later: int, t: dict[str, dict[str, float]]) -> None:
+def print_twin(
+    hidden: int, repeat: int, later: int, t: dict[str, dict[str, float]], device: str = "cpu"
+) -> None:
     """One block per setting, each figure beside the plain capture and its target."""
+    where = "the CPU twin" if device == "cpu" else f"{torch.cuda.get_device_name()} (CUDA)"
     print(
-        f"CUDA capture path on the CPU twin (hidden {hidden}, {TOKENS} tokens; medians of "
-        f"{repeat} new watches x {later} later captures, plain captures interleaved):"
+        f"CUDA capture path on {where} (hidden {hidden}, {TOKENS} tokens; medians of "
+        f"{repeat} new watches x {later} later captures, plain captures in the same rounds):"
     )
     for setting, f in t.items():
         plain = f["plain"]
@@ -334,13 +374,16 @@ def main() -> int:
     parser.add_argument("--later", type=int, default=8)
     parser.add_argument("--import-repeat", type=int, default=5)
     parser.add_argument("--only", default="twin,phases,capture,checkpoint,hook")
+    parser.add_argument(
+        "--device", default="cpu", help="cuda: the twin benchmark on real torch.cuda.graph"
+    )
     args = parser.parse_args()
     only = set(args.only.split(","))
     torch.set_num_threads(1)
     logging.getLogger("graphcheck").setLevel(logging.ERROR)  # findings are not the figure
     if "twin" in only:
-        twin = bench_twin(args.hidden, args.repeat, args.later)
-        print_twin(args.hidden, args.repeat, args.later, twin)
+        twin = bench_twin(args.hidden, args.repeat, args.later, args.device)
+        print_twin(args.hidden, args.repeat, args.later, twin, args.device)
     if "phases" in only:
         print_phases(args.hidden, args.repeat, bench_phases(args.hidden, args.repeat))
     if "capture" in only:
