@@ -195,6 +195,36 @@ void append_section(std::string& out, const std::vector<Finding>& findings,
   }
 }
 
+// The nodes listed by name at most; a server's report stays readable with thousands.
+constexpr std::size_t kUnattributedShown = 20;
+
+// Words that look like pointers into memory the capture epoch does not know: not findings
+// (docs/report-format.md, "unattributed"), but what the check could not see.
+void append_unattributed(std::string& out, const std::vector<UnattributedWords>& nodes) {
+  if (nodes.empty()) {
+    return;
+  }
+  std::uint64_t words = 0;
+  for (const UnattributedWords& node : nodes) {
+    words += node.words;
+  }
+  out += fmt::format(
+      "\npointer-like words in no known memory ({} in {}): not judged, not findings; a "
+      "library's own allocation or memory the capture did not record (a tensor there is "
+      "unchecked)\n",
+      plural(words, "word"), plural(nodes.size(), "kernel node"));
+  for (std::size_t i = 0; i < nodes.size() && i < kUnattributedShown; ++i) {
+    const UnattributedWords& node = nodes[i];
+    out += fmt::format("  graph {} node {} (kernel {}): {}, first {}\n", node.graph, node.node,
+                       node.kernel.empty() ? std::string("?") : printable(node.kernel),
+                       plural(node.words, "word"), format_address(node.first));
+  }
+  if (nodes.size() > kUnattributedShown) {
+    out += fmt::format("  ... and {} (the JSON report lists every one)\n",
+                       plural(nodes.size() - kUnattributedShown, "more node"));
+  }
+}
+
 }  // namespace
 
 std::string to_text(const Report& report) {
@@ -258,6 +288,7 @@ std::string to_text(const Report& report) {
       out += fmt::format("  {}\n", printable(warning.substr(kNotChecked.size())));
     }
   }
+  append_unattributed(out, report.unattributed);
   if (!notes.empty()) {
     out += fmt::format("\nnotes ({}):\n", notes.size());
     for (const std::string_view note : notes) {

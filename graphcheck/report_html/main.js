@@ -21,6 +21,22 @@ function renderLists(report) {
   fill(document.getElementById("warnings"), [warnings.length ?
       el("ul", {}, warnings.map(function (w) { return el("li", {class: "mono"}, w); })) :
       el("p", {class: "muted"}, "None.")]);
+  renderUnattributed(report ? report.unattributed || [] : []);
+}
+
+// Words that look like pointers into memory the epoch does not know: not findings, but what
+// the check could not see (docs/report-format.md, "unattributed").
+function renderUnattributed(nodes) {
+  setText("count-unattributed", nodes.length);
+  var words = nodes.reduce(function (n, u) { return n + u.words; }, 0);
+  fill(document.getElementById("unattributed"), nodes.length ? [
+    el("p", {}, plural(words, "word") + " in " + plural(nodes.length, "kernel node") +
+       ": not judged and not findings; a library's own allocation or memory the capture " +
+       "did not record (a tensor there is unchecked)."),
+    el("ul", {}, nodes.map(function (u) {
+      return el("li", {class: "mono"}, "graph " + u.graph + " node " + u.node + " (kernel " +
+                (u.kernel || "?") + "): " + plural(u.words, "word") + ", first " + u.first);
+    }))] : [el("p", {class: "muted"}, "None.")]);
 }
 
 (function main() {

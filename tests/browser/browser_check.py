@@ -163,6 +163,7 @@ ROWS_OF = {"by-owner": "count-owner-groups"}
 ITEMS_OF = {
     "todo": "count-fix-groups",
     "warnings": "count-warnings",
+    "unattributed": "count-unattributed",
     "stale-allow": "count-stale-allow",
 }
 

@@ -75,6 +75,16 @@ class Ranges:
                 return record
         return None
 
+    def ending_at(self, address: int) -> Doc | None:
+        """A range whose end is ``address`` (innermost last), or None."""
+        found = [record for _, end, record in self.items if end == address]
+        return found[-1] if found else None
+
+    def begins_at(self, address: int) -> bool:
+        """Whether a range begins at ``address``."""
+        i = bisect_right(self.begins, address)
+        return i > 0 and self.begins[i - 1] == address
+
 
 def epoch_of(snapshot: Doc, label: str) -> Doc:
     for epoch in snapshot["epochs"]:
@@ -84,10 +94,13 @@ def epoch_of(snapshot: Doc, label: str) -> Doc:
 
 
 def ok_verdict(ref: list[Any], spans: Ranges, allocations: Ranges) -> str:
-    """The ok verdict of a reference no finding is about: its span's kind in the checked epoch,
-    else graph memory (a graph's own allocation node, a graph pool), else allowed."""
+    """The ok verdict of a reference no finding is about: its span's kind in the checked epoch
+    (the span it lies in, or whose end it is when no range begins there), else graph memory
+    (a graph's own allocation node, a graph pool), else allowed."""
     address = int(ref[REF_ADDRESS], 16)
     span = spans.find(address)
+    if span is None and not spans.begins_at(address) and not allocations.begins_at(address):
+        span = spans.ending_at(address)  # a tensor's end pointer is that tensor's (verdicts.md)
     if span is not None:
         return OK_VERDICT_OF_KIND[span["kind"]]
     allocation = allocations.find(address)
@@ -188,6 +201,7 @@ def expected_counts(
             "count-findings": str(len(findings)),
             "count-stale-allow": str(len(report["stale_allow"])),
             "count-warnings": str(len(report.get("warnings", []))),
+            "count-unattributed": str(len(report.get("unattributed", []))),
             "count-owner-groups": str(
                 len({(f["fix"], f.get("owner_kind"), f["owner"]) for f in findings})
             ),

@@ -159,5 +159,30 @@ TEST(TextReport, NotesAreListedApart) {
                               "destroyed: graph 9\n"));
 }
 
+TEST(TextReport, PointerLikeWordsInNoKnownMemoryAreCountedNotJudged) {
+  Report report = report_with({});
+  report.unattributed.push_back(UnattributedWords{1, 7, "triton_fused", 2, 0x7f0000001000});
+  report.unattributed.push_back(UnattributedWords{2, 3, "", 1, 0x7f0000002000});
+  const std::string text = to_text(report);
+  EXPECT_THAT(text, HasSubstr("pointer-like words in no known memory (3 words in 2 kernel "
+                              "nodes): not judged, not findings"));
+  EXPECT_THAT(text, HasSubstr("  graph 1 node 7 (kernel triton_fused): 2 words, first "
+                              "0x7f0000001000\n"));
+  EXPECT_THAT(text, HasSubstr("  graph 2 node 3 (kernel ?): 1 word, first 0x7f0000002000\n"));
+  EXPECT_THAT(text, HasSubstr("no findings"));
+  EXPECT_THAT(to_text(report_with({})), Not(HasSubstr("pointer-like")));
+}
+
+TEST(TextReport, ManyNodesWithUnattributedWordsAreCutWithACount) {
+  Report report = report_with({});
+  for (std::uint64_t node = 0; node < 25; ++node) {
+    report.unattributed.push_back(UnattributedWords{1, node, "k", 1, 0x7f0000000000 + node});
+  }
+  const std::string text = to_text(report);
+  EXPECT_THAT(text, HasSubstr("graph 1 node 19 (kernel k)"));
+  EXPECT_THAT(text, Not(HasSubstr("graph 1 node 20 (kernel k)")));
+  EXPECT_THAT(text, HasSubstr("  ... and 5 more nodes (the JSON report lists every one)\n"));
+}
+
 }  // namespace
 }  // namespace graphcheck
