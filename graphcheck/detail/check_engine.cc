@@ -98,6 +98,22 @@ class Engine {
     std::uint32_t fast = 0;        // classes decided by the cell alone (bit per class)
     GraphTable* table = nullptr;   // a session's table being filled
     std::vector<AllowUse::CellMark>* pool_cells = nullptr;  // graph pool cells touched
+    bool hold = false;        // the first pass: what the graph's ranges may change is held
+    bool has_ranges = false;  // ... and it met a mem_alloc node with an extent
+  };
+
+  // What the fast path leaves to the rules, in reference order: a word that is a reference
+  // (its node, argument, offset, lookup address and capture cell), a word in a gap that
+  // looks like a pointer, or a node's operands. The first pass of a graph holds these back.
+  struct Held {
+    enum class Kind : std::uint8_t { kWord, kGap, kOperands };
+    const Node* node = nullptr;
+    Address word = 0;
+    Address lookup = 0;
+    std::uint32_t param = 0;
+    std::uint32_t offset = 0;
+    std::uint32_t cell = AddressIndex::kNoCell;
+    Kind kind = Kind::kOperands;
   };
 
   [[nodiscard]] std::string baseline_label() const {
@@ -153,22 +169,29 @@ class Engine {
     scan.fast =
         scan.aligned ? (kFixedClasses | (one_epoch && table == nullptr ? kInputClass : 0)) : 0;
     std::vector<AllowUse::CellMark> pool_cells;
-    if (table != nullptr) {
-      // Graph pool cells are recorded whatever this check's allowlist: a later check may
-      // have one.
-      *table = GraphTable{};
-      table->capture_layout = scan.capture->layout_id();
-      pool_cells.assign(scan.capture->cell_count() + 1, {});  // and a spare entry
-      scan.pool_cells = &pool_cells;
-      scan.table = table;
-    }
-    const GraphRanges ranges(graph);
-    scan.ranges = &ranges;
-    batch_.set_window(*scan.capture, ranges);
     const std::uint64_t references_before = report_.summary.references;
     const std::size_t unattributed_before = report_.unattributed.size();
-    const std::uint64_t nodes = scan_nodes(graph.nodes, scan);
-    flush(batch_, scan);
+    // One pass over the nodes, not a pass for the graph's mem_alloc ranges first: the scan
+    // takes the ranges to be empty (as they are in most graphs) and holds back what they
+    // could change (`Held`), so that until it ends only counts and marks were made. A graph
+    // with ranges is scanned again with them, from the counts it had before (the marks
+    // the first pass made are a subset of the second pass's).
+    const Summary before = report_.summary;
+    const GraphRanges none;
+    std::optional<GraphRanges> ranges;
+    scan.hold = true;
+    std::uint64_t nodes = scan_pass(graph, none, scan, table, pool_cells);
+    scan.hold = false;
+    if (!scan.has_ranges) {
+      for (const Held& held : held_) {
+        release(held, scan);
+      }
+    } else {
+      report_.summary = before;
+      ranges.emplace(graph);
+      nodes = scan_pass(graph, *ranges, scan, table, pool_cells);
+    }
+    held_.clear();
     report_.summary.nodes += nodes;
     if (table != nullptr) {
       table->nodes = nodes;
@@ -181,9 +204,29 @@ class Engine {
           table->allow_cells.push_back(static_cast<std::uint32_t>(cell));
         }
       }
-      table->ranges = ranges;
+      table->ranges = *scan.ranges;
       table->valid = true;
     }
+  }
+
+  // One pass over the graph's nodes with `ranges`, a session's table (and its pool cell
+  // marks) started afresh; returns the node count.
+  std::uint64_t scan_pass(const GraphRecord& graph, const GraphRanges& ranges, GraphScan& scan,
+                          GraphTable* table, std::vector<AllowUse::CellMark>& pool_cells) {
+    if (table != nullptr) {
+      // Graph pool cells are recorded whatever this check's allowlist: a later check may
+      // have one.
+      *table = GraphTable{};
+      table->capture_layout = scan.capture->layout_id();
+      pool_cells.assign(scan.capture->cell_count() + 1, {});  // and a spare entry
+      scan.pool_cells = &pool_cells;
+      scan.table = table;
+    }
+    scan.ranges = &ranges;
+    batch_.set_window(*scan.capture, ranges);
+    const std::uint64_t nodes = scan_nodes(graph.nodes, scan);
+    flush(batch_, scan);
+    return nodes;
   }
 
   // Nodes in order, bodies right after the node holding them; returns the node count.
@@ -195,23 +238,35 @@ class Engine {
           batch_.add(node, [&](WordBatch& batch) { flush(batch, scan); });
           if (!node.operands.empty()) {
             flush(batch_, scan);
-            visit_operands(node, scan);
+            emit({.node = &node}, scan);
           }
           break;
+        case NodeType::kMemAlloc:
+          // An extent makes the graph's ranges non-empty (GraphRanges): the first pass,
+          // which took them to be empty, stops; its count is not used.
+          for (const Operand& operand : node.operands) {
+            scan.has_ranges = scan.has_ranges || operand.size != 0;
+          }
+          if (scan.hold && scan.has_ranges) {
+            return count;
+          }
+          [[fallthrough]];
         case NodeType::kMemcpy:
         case NodeType::kMemset:
-        case NodeType::kMemAlloc:
         case NodeType::kMemFree:
         case NodeType::kOp:
         case NodeType::kBatchMemOp:
           flush(batch_, scan);
-          visit_operands(node, scan);
+          emit({.node = &node}, scan);
           break;
         case NodeType::kChildGraph:
         case NodeType::kConditional:
           flush(batch_, scan);
           for (const NodeList& body : node.bodies) {
             count += scan_nodes(body, scan);
+          }
+          if (scan.hold && scan.has_ranges) {
+            return count;
           }
           break;
         default:  // host, empty, event, external semaphore: no references
@@ -340,20 +395,43 @@ class Engine {
     }
     if (!is_reference) {
       if (pointer_like_gap(capture, word, at)) {
-        const WordBatch::Location gap = batch.locate(i);
-        add_unattributed(report_.unattributed, scan.graph->id, *gap.node, word);
+        emit({.node = batch.locate(i).node, .word = word, .kind = Held::Kind::kGap}, scan);
       }
       return;
     }
     const WordBatch::Location where = batch.locate(i);
-    Reference reference;
-    reference.graph = scan.graph->id;
-    reference.node = where.node;
-    reference.param = where.param;
-    reference.offset = where.offset;
-    reference.address = word;
-    ++report_.summary.references;
-    visit_point(reference, lookup, lookup, at, scan);
+    emit({where.node, word, lookup, where.param, where.offset, at, Held::Kind::kWord}, scan);
+  }
+
+  // Held back in the first pass of a graph, else settled now.
+  void emit(const Held& held, GraphScan& scan) {
+    if (scan.hold) {
+      held_.push_back(held);
+    } else {
+      release(held, scan);
+    }
+  }
+
+  void release(const Held& held, GraphScan& scan) {
+    switch (held.kind) {
+      case Held::Kind::kWord: {
+        Reference reference;
+        reference.graph = scan.graph->id;
+        reference.node = held.node;
+        reference.param = held.param;
+        reference.offset = held.offset;
+        reference.address = held.word;
+        ++report_.summary.references;
+        visit_point(reference, held.lookup, held.lookup, held.cell, scan);
+        break;
+      }
+      case Held::Kind::kGap:
+        add_unattributed(report_.unattributed, scan.graph->id, *held.node, held.word);
+        break;
+      case Held::Kind::kOperands:
+        visit_operands(*held.node, scan);
+        break;
+    }
   }
 
   void visit_operands(const Node& node, GraphScan& scan) {
@@ -473,6 +551,7 @@ class Engine {
   const Epoch* checked_ = nullptr;
   const Epoch* baseline_ = nullptr;
   WordBatch batch_;
+  std::vector<Held> held_;  // the current graph's, in its first pass
 };
 
 }  // namespace
