@@ -19,6 +19,7 @@
 
 #include "graphcheck/detail/allow_use.h"
 #include "graphcheck/detail/allowlist.h"
+#include "graphcheck/detail/cell_counts.h"
 #include "graphcheck/detail/decision_memo.h"
 #include "graphcheck/detail/reference_judge.h"
 #include "graphcheck/detail/unattributed.h"
@@ -29,22 +30,6 @@ namespace graphcheck::detail {
 namespace {
 
 using Class = AddressIndex::CellClass;
-
-// Which cell classes decide a reference alone (bit per CellClass): in an epoch that shares
-// the capture's cells, a sole span that is not an input (stale needs another owner, lost
-// no owner or an input one) and graph pool memory without a span (no rule judges it); an
-// input too when all three epochs are one.
-constexpr std::uint32_t kFixedClasses = (1U << static_cast<unsigned>(Class::kSoleRegistered)) |
-                                        (1U << static_cast<unsigned>(Class::kSoleRuntime)) |
-                                        (1U << static_cast<unsigned>(Class::kSoleGraph)) |
-                                        (1U << static_cast<unsigned>(Class::kGraphPool));
-constexpr std::uint32_t kInputClass = 1U << static_cast<unsigned>(Class::kSoleInput);
-constexpr unsigned kFastClasses = 5;     // classes below this may be fast
-constexpr unsigned kCountBits = 12;      // per class in a packed counter
-constexpr std::size_t kProbeGroup = 16;  // words probed together (see flush_batch)
-
-constexpr std::array<Verdict, kFastClasses> kClassVerdict = {
-    Verdict::kRegistered, Verdict::kRuntime, Verdict::kGraph, Verdict::kInput, Verdict::kGraph};
 
 class Engine {
  public:
@@ -298,63 +283,20 @@ class Engine {
     }
   }
 
-  // The batch's words in order: those in a cell that decides alone are counted (packed,
-  // 12 bits per class); the others go through `slow_word`. kTouch: the allowlist records
-  // the touched cells where it may name an owner (kPoints: and every address); kPool: a
-  // session's table records the graph pool cells touched.
+  // The batch's words in order: those in a cell that decides alone are counted
+  // (`count_batch`); the others go through `slow_word`.
   template <bool kTouch, bool kPoints, bool kPool>
   void flush_batch(WordBatch& batch, GraphScan& scan) {
-    const AddressIndex& capture = *scan.capture;
-    const bool has_cells = capture.cell_count() != 0;
-    const Address low = capture.low();
-    const Address span = capture.high() - low;
-    const std::uint32_t fast = scan.fast;
-    const std::uint32_t spare = static_cast<std::uint32_t>(capture.cell_count());
-    AllowUse::CellMark* const pool_cells =
-        scan.pool_cells != nullptr ? scan.pool_cells->data() : nullptr;
-    AllowUse::CellMark* touched = nullptr;
+    FastMarks marks;
+    marks.fast = scan.fast;
+    marks.pool_cells = scan.pool_cells != nullptr ? scan.pool_cells->data() : nullptr;
     if constexpr (kTouch) {
-      touched = allow_use_.cells();
+      marks.touched = allow_use_.cells();
+      marks.points = &allow_use_.ranges();
     }
-    std::uint64_t packed = 0;
-    const Address* const words = batch.words();
-    // Words in groups: each group's probes are issued before any word is finished, so that
-    // their table reads overlap (a word outside the capture's memory probes `low`).
-    std::array<std::uint32_t, kProbeGroup> probes{};
-    for (std::size_t i = 0, n = batch.size(); i < n; ++i) {
-      const std::size_t slot = i % kProbeGroup;
-      if (slot == 0 && has_cells) {
-        for (std::size_t j = 0, count = std::min(kProbeGroup, n - i); j < count; ++j) {
-          const Address word = words[i + j];
-          probes[j] = capture.probe(word - low <= span ? word : low);
-        }
-      }
-      const Address word = words[i];
-      if (has_cells && word - low <= span) [[likely]] {
-        Class cell_class = Class::kOther;
-        const std::uint32_t cell = capture.classify_probed(word, probes[slot], &cell_class);
-        const auto k = static_cast<unsigned>(cell_class);
-        if (((fast >> k) & 1U) != 0) {
-          packed += std::uint64_t{1} << (kCountBits * k);
-          // Without a branch: cells that cannot matter mark the spare entry past the end.
-          if constexpr (kTouch) {
-            // Only inputs and graph pool memory can name an owner for the allowlist here.
-            touched[k >= static_cast<unsigned>(Class::kSoleInput) ? cell : spare].set = true;
-          }
-          if constexpr (kPool) {
-            pool_cells[cell_class == Class::kGraphPool ? cell : spare].set = true;
-          }
-          if constexpr (kPoints) {
-            touched[cell].set = true;
-            allow_use_.ranges().emplace_back(word, word);
-          }
-          continue;
-        }
-        slow_word(batch, i, cell, scan);
-      } else {
-        slow_word(batch, i, AddressIndex::kNoCell, scan);
-      }
-    }
+    const std::uint64_t packed = count_batch<kTouch, kPoints, kPool>(
+        *scan.capture, batch.words(), batch.size(), marks,
+        [&](std::size_t i, std::uint32_t cell) { slow_word(batch, i, cell, scan); });
     for (unsigned k = 0; k < kFastClasses; ++k) {
       const std::uint64_t count = (packed >> (kCountBits * k)) & ((1U << kCountBits) - 1);
       if (count != 0) {
