@@ -229,9 +229,10 @@ class Engine {
         case NodeType::kMemAlloc:
           // An extent makes the graph's ranges non-empty (GraphRanges): the first pass,
           // which took them to be empty, stops; its count is not used.
-          for (const Operand& operand : node.operands) {
-            scan.has_ranges = scan.has_ranges || operand.size != 0;
-          }
+          scan.has_ranges =
+              scan.has_ranges || std::ranges::any_of(node.operands, [](const Operand& operand) {
+                return operand.size != 0;
+              });
           if (scan.hold && scan.has_ranges) {
             return count;
           }
@@ -356,17 +357,11 @@ class Engine {
 
   void release(const Held& held, GraphScan& scan) {
     switch (held.kind) {
-      case Held::Kind::kWord: {
-        Reference reference;
-        reference.graph = scan.graph->id;
-        reference.node = held.node;
-        reference.param = held.param;
-        reference.offset = held.offset;
-        reference.address = held.word;
+      case Held::Kind::kWord:
         ++report_.summary.references;
-        visit_point(reference, held.lookup, held.lookup, held.cell, scan);
+        visit_point({scan.graph->id, held.node, held.param, held.offset, nullptr, held.word},
+                    held.lookup, held.lookup, held.cell, scan);
         break;
-      }
       case Held::Kind::kGap:
         add_unattributed(report_.unattributed, scan.graph->id, *held.node, held.word);
         break;
