@@ -19,6 +19,7 @@
 
 #include "graphcheck/detail/allow_use.h"
 #include "graphcheck/detail/allowlist.h"
+#include "graphcheck/detail/cell_counts.h"
 #include "graphcheck/detail/decision_memo.h"
 #include "graphcheck/detail/reference_judge.h"
 #include "graphcheck/detail/unattributed.h"
@@ -29,22 +30,6 @@ namespace graphcheck::detail {
 namespace {
 
 using Class = AddressIndex::CellClass;
-
-// Which cell classes decide a reference alone (bit per CellClass): in an epoch that shares
-// the capture's cells, a sole span that is not an input (stale needs another owner, lost
-// no owner or an input one) and graph pool memory without a span (no rule judges it); an
-// input too when all three epochs are one.
-constexpr std::uint32_t kFixedClasses = (1U << static_cast<unsigned>(Class::kSoleRegistered)) |
-                                        (1U << static_cast<unsigned>(Class::kSoleRuntime)) |
-                                        (1U << static_cast<unsigned>(Class::kSoleGraph)) |
-                                        (1U << static_cast<unsigned>(Class::kGraphPool));
-constexpr std::uint32_t kInputClass = 1U << static_cast<unsigned>(Class::kSoleInput);
-constexpr unsigned kFastClasses = 5;     // classes below this may be fast
-constexpr unsigned kCountBits = 12;      // per class in a packed counter
-constexpr std::size_t kProbeGroup = 16;  // words probed together (see flush_batch)
-
-constexpr std::array<Verdict, kFastClasses> kClassVerdict = {
-    Verdict::kRegistered, Verdict::kRuntime, Verdict::kGraph, Verdict::kInput, Verdict::kGraph};
 
 class Engine {
  public:
@@ -98,6 +83,22 @@ class Engine {
     std::uint32_t fast = 0;        // classes decided by the cell alone (bit per class)
     GraphTable* table = nullptr;   // a session's table being filled
     std::vector<AllowUse::CellMark>* pool_cells = nullptr;  // graph pool cells touched
+    bool hold = false;        // the first pass: what the graph's ranges may change is held
+    bool has_ranges = false;  // ... and it met a mem_alloc node with an extent
+  };
+
+  // What the fast path leaves to the rules, in reference order: a word that is a reference
+  // (its node, argument, offset, lookup address and capture cell), a word in a gap that
+  // looks like a pointer, or a node's operands. The first pass of a graph holds these back.
+  struct Held {
+    enum class Kind : std::uint8_t { kWord, kGap, kOperands };
+    const Node* node = nullptr;
+    Address word = 0;
+    Address lookup = 0;
+    std::uint32_t param = 0;
+    std::uint32_t offset = 0;
+    std::uint32_t cell = AddressIndex::kNoCell;
+    Kind kind = Kind::kOperands;
   };
 
   [[nodiscard]] std::string baseline_label() const {
@@ -153,22 +154,29 @@ class Engine {
     scan.fast =
         scan.aligned ? (kFixedClasses | (one_epoch && table == nullptr ? kInputClass : 0)) : 0;
     std::vector<AllowUse::CellMark> pool_cells;
-    if (table != nullptr) {
-      // Graph pool cells are recorded whatever this check's allowlist: a later check may
-      // have one.
-      *table = GraphTable{};
-      table->capture_layout = scan.capture->layout_id();
-      pool_cells.assign(scan.capture->cell_count() + 1, {});  // and a spare entry
-      scan.pool_cells = &pool_cells;
-      scan.table = table;
-    }
-    const GraphRanges ranges(graph);
-    scan.ranges = &ranges;
-    batch_.set_window(*scan.capture, ranges);
     const std::uint64_t references_before = report_.summary.references;
     const std::size_t unattributed_before = report_.unattributed.size();
-    const std::uint64_t nodes = scan_nodes(graph.nodes, scan);
-    flush(batch_, scan);
+    // One pass over the nodes, not a pass for the graph's mem_alloc ranges first: the scan
+    // takes the ranges to be empty (as they are in most graphs) and holds back what they
+    // could change (`Held`), so that until it ends only counts and marks were made. A graph
+    // with ranges is scanned again with them, from the counts it had before (the marks
+    // the first pass made are a subset of the second pass's).
+    const Summary before = report_.summary;
+    const GraphRanges none;
+    std::optional<GraphRanges> ranges;
+    scan.hold = true;
+    std::uint64_t nodes = scan_pass(graph, none, scan, table, pool_cells);
+    scan.hold = false;
+    if (!scan.has_ranges) {
+      for (const Held& held : held_) {
+        release(held, scan);
+      }
+    } else {
+      report_.summary = before;
+      ranges.emplace(graph);
+      nodes = scan_pass(graph, *ranges, scan, table, pool_cells);
+    }
+    held_.clear();
     report_.summary.nodes += nodes;
     if (table != nullptr) {
       table->nodes = nodes;
@@ -181,9 +189,29 @@ class Engine {
           table->allow_cells.push_back(static_cast<std::uint32_t>(cell));
         }
       }
-      table->ranges = ranges;
+      table->ranges = *scan.ranges;
       table->valid = true;
     }
+  }
+
+  // One pass over the graph's nodes with `ranges`, a session's table (and its pool cell
+  // marks) started afresh; returns the node count.
+  std::uint64_t scan_pass(const GraphRecord& graph, const GraphRanges& ranges, GraphScan& scan,
+                          GraphTable* table, std::vector<AllowUse::CellMark>& pool_cells) {
+    if (table != nullptr) {
+      // Graph pool cells are recorded whatever this check's allowlist: a later check may
+      // have one.
+      *table = GraphTable{};
+      table->capture_layout = scan.capture->layout_id();
+      pool_cells.assign(scan.capture->cell_count() + 1, {});  // and a spare entry
+      scan.pool_cells = &pool_cells;
+      scan.table = table;
+    }
+    scan.ranges = &ranges;
+    batch_.set_window(*scan.capture, ranges);
+    const std::uint64_t nodes = scan_nodes(graph.nodes, scan);
+    flush(batch_, scan);
+    return nodes;
   }
 
   // Nodes in order, bodies right after the node holding them; returns the node count.
@@ -195,23 +223,36 @@ class Engine {
           batch_.add(node, [&](WordBatch& batch) { flush(batch, scan); });
           if (!node.operands.empty()) {
             flush(batch_, scan);
-            visit_operands(node, scan);
+            emit({.node = &node}, scan);
           }
           break;
+        case NodeType::kMemAlloc:
+          // An extent makes the graph's ranges non-empty (GraphRanges): the first pass,
+          // which took them to be empty, stops; its count is not used.
+          scan.has_ranges =
+              scan.has_ranges || std::ranges::any_of(node.operands, [](const Operand& operand) {
+                return operand.size != 0;
+              });
+          if (scan.hold && scan.has_ranges) {
+            return count;
+          }
+          [[fallthrough]];
         case NodeType::kMemcpy:
         case NodeType::kMemset:
-        case NodeType::kMemAlloc:
         case NodeType::kMemFree:
         case NodeType::kOp:
         case NodeType::kBatchMemOp:
           flush(batch_, scan);
-          visit_operands(node, scan);
+          emit({.node = &node}, scan);
           break;
         case NodeType::kChildGraph:
         case NodeType::kConditional:
           flush(batch_, scan);
           for (const NodeList& body : node.bodies) {
             count += scan_nodes(body, scan);
+          }
+          if (scan.hold && scan.has_ranges) {
+            return count;
           }
           break;
         default:  // host, empty, event, external semaphore: no references
@@ -243,63 +284,20 @@ class Engine {
     }
   }
 
-  // The batch's words in order: those in a cell that decides alone are counted (packed,
-  // 12 bits per class); the others go through `slow_word`. kTouch: the allowlist records
-  // the touched cells where it may name an owner (kPoints: and every address); kPool: a
-  // session's table records the graph pool cells touched.
+  // The batch's words in order: those in a cell that decides alone are counted
+  // (`count_batch`); the others go through `slow_word`.
   template <bool kTouch, bool kPoints, bool kPool>
   void flush_batch(WordBatch& batch, GraphScan& scan) {
-    const AddressIndex& capture = *scan.capture;
-    const bool has_cells = capture.cell_count() != 0;
-    const Address low = capture.low();
-    const Address span = capture.high() - low;
-    const std::uint32_t fast = scan.fast;
-    const std::uint32_t spare = static_cast<std::uint32_t>(capture.cell_count());
-    AllowUse::CellMark* const pool_cells =
-        scan.pool_cells != nullptr ? scan.pool_cells->data() : nullptr;
-    AllowUse::CellMark* touched = nullptr;
+    FastMarks marks;
+    marks.fast = scan.fast;
+    marks.pool_cells = scan.pool_cells != nullptr ? scan.pool_cells->data() : nullptr;
     if constexpr (kTouch) {
-      touched = allow_use_.cells();
+      marks.touched = allow_use_.cells();
+      marks.points = &allow_use_.ranges();
     }
-    std::uint64_t packed = 0;
-    const Address* const words = batch.words();
-    // Words in groups: each group's probes are issued before any word is finished, so that
-    // their table reads overlap (a word outside the capture's memory probes `low`).
-    std::array<std::uint32_t, kProbeGroup> probes{};
-    for (std::size_t i = 0, n = batch.size(); i < n; ++i) {
-      const std::size_t slot = i % kProbeGroup;
-      if (slot == 0 && has_cells) {
-        for (std::size_t j = 0, count = std::min(kProbeGroup, n - i); j < count; ++j) {
-          const Address word = words[i + j];
-          probes[j] = capture.probe(word - low <= span ? word : low);
-        }
-      }
-      const Address word = words[i];
-      if (has_cells && word - low <= span) [[likely]] {
-        Class cell_class = Class::kOther;
-        const std::uint32_t cell = capture.classify_probed(word, probes[slot], &cell_class);
-        const auto k = static_cast<unsigned>(cell_class);
-        if (((fast >> k) & 1U) != 0) {
-          packed += std::uint64_t{1} << (kCountBits * k);
-          // Without a branch: cells that cannot matter mark the spare entry past the end.
-          if constexpr (kTouch) {
-            // Only inputs and graph pool memory can name an owner for the allowlist here.
-            touched[k >= static_cast<unsigned>(Class::kSoleInput) ? cell : spare].set = true;
-          }
-          if constexpr (kPool) {
-            pool_cells[cell_class == Class::kGraphPool ? cell : spare].set = true;
-          }
-          if constexpr (kPoints) {
-            touched[cell].set = true;
-            allow_use_.ranges().emplace_back(word, word);
-          }
-          continue;
-        }
-        slow_word(batch, i, cell, scan);
-      } else {
-        slow_word(batch, i, AddressIndex::kNoCell, scan);
-      }
-    }
+    const std::uint64_t packed = count_batch<kTouch, kPoints, kPool>(
+        *scan.capture, batch.words(), batch.size(), marks,
+        [&](std::size_t i, std::uint32_t cell) { slow_word(batch, i, cell, scan); });
     for (unsigned k = 0; k < kFastClasses; ++k) {
       const std::uint64_t count = (packed >> (kCountBits * k)) & ((1U << kCountBits) - 1);
       if (count != 0) {
@@ -340,20 +338,37 @@ class Engine {
     }
     if (!is_reference) {
       if (pointer_like_gap(capture, word, at)) {
-        const WordBatch::Location gap = batch.locate(i);
-        add_unattributed(report_.unattributed, scan.graph->id, *gap.node, word);
+        emit({.node = batch.locate(i).node, .word = word, .kind = Held::Kind::kGap}, scan);
       }
       return;
     }
     const WordBatch::Location where = batch.locate(i);
-    Reference reference;
-    reference.graph = scan.graph->id;
-    reference.node = where.node;
-    reference.param = where.param;
-    reference.offset = where.offset;
-    reference.address = word;
-    ++report_.summary.references;
-    visit_point(reference, lookup, lookup, at, scan);
+    emit({where.node, word, lookup, where.param, where.offset, at, Held::Kind::kWord}, scan);
+  }
+
+  // Held back in the first pass of a graph, else settled now.
+  void emit(const Held& held, GraphScan& scan) {
+    if (scan.hold) {
+      held_.push_back(held);
+    } else {
+      release(held, scan);
+    }
+  }
+
+  void release(const Held& held, GraphScan& scan) {
+    switch (held.kind) {
+      case Held::Kind::kWord:
+        ++report_.summary.references;
+        visit_point({scan.graph->id, held.node, held.param, held.offset, nullptr, held.word},
+                    held.lookup, held.lookup, held.cell, scan);
+        break;
+      case Held::Kind::kGap:
+        add_unattributed(report_.unattributed, scan.graph->id, *held.node, held.word);
+        break;
+      case Held::Kind::kOperands:
+        visit_operands(*held.node, scan);
+        break;
+    }
   }
 
   void visit_operands(const Node& node, GraphScan& scan) {
@@ -473,6 +488,7 @@ class Engine {
   const Epoch* checked_ = nullptr;
   const Epoch* baseline_ = nullptr;
   WordBatch batch_;
+  std::vector<Held> held_;  // the current graph's, in its first pass
 };
 
 }  // namespace

@@ -138,13 +138,20 @@ Judged ReferenceJudge::judge_range(Address first, Address last, const GraphEpoch
   }
 }
 
+void ReferenceJudge::finish() {
+  std::vector<Finding>& findings = report_.findings;
+  findings.reserve(noted_.size());  // exactly, where a recycled report has fewer
+  findings.resize(noted_.size());
+  for (std::size_t i = 0; i < noted_.size(); ++i) {
+    write(noted_[i], findings[i]);
+  }
+}
+
 // Every field is written: a recycled finding holds another reference's values.
-void ReferenceJudge::add(const Reference& reference, const Judged& judged) {
+void ReferenceJudge::write(const Noted& noted, Finding& finding) {
+  const Reference& reference = noted.reference;
+  const Judged& judged = noted.judged;
   const Decided& decided = rules_.decided(judged.decision);
-  ++report_.summary.counts[static_cast<std::size_t>(decided.verdict)];
-  Finding& finding =
-      used_ < report_.findings.size() ? report_.findings[used_] : report_.findings.emplace_back();
-  ++used_;
   finding.graph = reference.graph;
   finding.node = reference.node->id;
   finding.node_type = reference.node->type;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
+#include <vector>
 
 #include "graphcheck/detail/decision_memo.h"
 #include "graphcheck/detail/verdict_rules.h"
@@ -54,27 +55,35 @@ class ReferenceJudge {
   static bool uniform(Address first, Address last, const GraphEpochs& epochs,
                       const GraphRanges& ranges);
 
-  /// Counts the verdict, or adds the finding.
+  /// Counts the verdict; a finding is also noted, and written by `finish`.
   void settle(const Reference& reference, const Judged& judged) {
     if (judged.decision < kFindingBase) {
       ++report_.summary.counts[judged.decision];
     } else {
-      add(reference, judged);
+      ++report_.summary.counts[static_cast<std::size_t>(rules_.decided(judged.decision).verdict)];
+      noted_.push_back({reference, judged});
     }
   }
 
-  /// Drops the findings of a recycled report that this check did not overwrite.
-  void finish() { report_.findings.resize(used_); }
+  /// Writes the findings noted, in order, into the report: its vector grown once to their
+  /// number (the findings of a recycled report overwritten, those left over dropped).
+  void finish();
 
  private:
   std::uint32_t judge_cells(Address address, std::uint32_t capture_cell, std::uint32_t checked_cell,
                             std::uint32_t baseline_cell, const GraphEpochs& epochs,
                             const GraphRanges& ranges, DecisionMemo*& memo);
-  void add(const Reference& reference, const Judged& judged);
+  // A finding noted: a few words, where a `Finding` holds five strings; the findings are
+  // written once their number is known.
+  struct Noted {
+    Reference reference;
+    Judged judged;
+  };
+  void write(const Noted& noted, Finding& finding);
 
   VerdictRules& rules_;
   Report& report_;
-  std::size_t used_ = 0;                                  // findings written so far
+  std::vector<Noted> noted_;
   std::unordered_map<const Epoch*, DecisionMemo> memos_;  // by capture epoch
 };
 

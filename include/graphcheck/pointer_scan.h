@@ -44,6 +44,8 @@ struct WordOwner {
 /// Lifetime: independent of the graph. Thread safety: immutable after construction.
 class GraphRanges {
  public:
+  /// @brief No ranges (a graph without `mem_alloc` extents).
+  GraphRanges() = default;
   explicit GraphRanges(const GraphRecord& graph);
   /// @brief True if `address` lies in one of the ranges (half-open).
   [[nodiscard]] bool contains(Address address) const {
