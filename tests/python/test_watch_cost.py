@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -203,3 +204,23 @@ def test_the_writer_waits_for_the_burst_to_end(
     watch.flush()  # writes now, without waiting for the quiet
     assert len((tmp_path / "index.jsonl").read_text().splitlines()) == 2
     del graphs
+
+
+def _writers() -> int:
+    return sum(t.name == "graphcheck-writer" for t in threading.enumerate())
+
+
+def test_the_writer_thread_runs_from_the_watch_start_to_its_close(tmp_path: Path) -> None:
+    model, inputs = _model()
+    before = _writers()
+    watch = fake_watch(model=model, out_dir=tmp_path / "a")
+    assert _writers() == before + 1  # started with the watch, not inside its first capture
+    watch.out_dir = tmp_path / "b"  # the old folder's writer ends, the new one starts
+    assert _writers() == before + 1
+    graph = capture_fake(model, **inputs)
+    watch.close()  # writes what is queued, then the thread ends
+    assert _writers() == before
+    assert (tmp_path / "b" / "index.html").is_file()
+    assert watch.checkpoint("after_close") is not None  # a later check point writes again
+    assert (tmp_path / "b" / "index.jsonl").read_text().count("\n") == 2
+    del graph

@@ -182,7 +182,7 @@ class Watch:
     @out_dir.setter
     def out_dir(self, value: str | os.PathLike[str] | None) -> None:
         if self._writer is not None:
-            self._writer.flush()
+            self._writer.close()
         self._writer = None if value is None else BackgroundWriter(os.path.abspath(value))
 
     def flush(self) -> None:
@@ -530,6 +530,7 @@ class Watch:
                 self._hooks.remove()
             self._captures.close()
             self._history.disable()
-        self.flush()
+        if self._writer is not None:
+            self._writer.close()  # the files of every check point so far, then its thread ends
         if self._on_close is not None:
             self._on_close(self)

@@ -157,7 +157,8 @@ class BackgroundWriter:
     """A :class:`ReportWriter` whose files are written in order on a thread of its own.
 
     Thread safety: every method may be called from any thread. Lifetime: the thread starts
-    at the first :meth:`submit` and waits for work while the writer lives (a daemon thread:
+    with the writer (in a forked child, at its first :meth:`submit`) and waits for work while
+    the writer lives (a daemon thread:
     the exit hook flushes every live writer before the interpreter stops it). In a child
     made by ``fork`` the parent's pending files are the parent's: the child starts empty.
     A failure to write is logged (``graphcheck.watch``), never raised: the reports stay in
@@ -168,6 +169,8 @@ class BackgroundWriter:
         self.writer = ReportWriter(folder)
         self._reset()
         _LIVE.add(self)
+        with self._cond:  # now, not inside the first capture that queues a check point
+            self._start()
 
     def _reset(self) -> None:
         self._cond = threading.Condition()
@@ -175,6 +178,7 @@ class BackgroundWriter:
         self._busy = False
         self._last_submit = 0.0
         self._flushing = 0  # threads in flush(): write without waiting for quiet
+        self._closing = False  # the thread ends once the queue is empty
         self._thread: threading.Thread | None = None
 
     @property
@@ -190,13 +194,27 @@ class BackgroundWriter:
         with self._cond:
             self._jobs.append(job)
             self._last_submit = time.monotonic()
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="graphcheck-writer", daemon=True
-                )
-                self._thread.start()
-            self._cond.notify_all()
+            self._start()
+            if len(self._jobs) == 1:  # else the writer is waiting for quiet: it looks again then
+                self._cond.notify_all()
         return self.writer.names(result, (graph_id for graph_id, _ in job.snapshots))
+
+    def close(self) -> None:
+        """Write what is queued and end the thread (a later :meth:`submit` starts another)."""
+        self.flush()
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def _start(self) -> None:
+        # Under the condition's lock. Again after a fork (the child's writer has no thread).
+        self._closing = False
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name="graphcheck-writer", daemon=True)
+            self._thread.start()
 
     def flush(self) -> None:
         """Wait until every queued check point's files are written."""
@@ -216,6 +234,9 @@ class BackgroundWriter:
             with self._cond:
                 while True:
                     if not self._jobs:
+                        if self._closing:
+                            self._thread = None
+                            return
                         self._cond.wait()
                         continue
                     quiet = self._last_submit + QUIET_S - time.monotonic()
