@@ -157,10 +157,10 @@ class BackgroundWriter:
     """A :class:`ReportWriter` whose files are written in order on a thread of its own.
 
     Thread safety: every method may be called from any thread. Lifetime: the thread starts
-    with the writer (in a forked child, at its first :meth:`submit`) and waits for work while
-    the writer lives (a daemon thread:
-    the exit hook flushes every live writer before the interpreter stops it). In a child
-    made by ``fork`` the parent's pending files are the parent's: the child starts empty.
+    with the writer (in a forked child, at its first :meth:`submit`) and waits for work until
+    :meth:`close`; it is a daemon thread, and the exit hook flushes every live writer before
+    the interpreter stops it. In a child made by ``fork`` the parent's pending files are the
+    parent's: the child starts empty.
     A failure to write is logged (``graphcheck.watch``), never raised: the reports stay in
     memory (:attr:`Watch.results <graphcheck.Watch.results>`).
     """
