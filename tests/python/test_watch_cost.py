@@ -224,3 +224,29 @@ def test_the_writer_thread_runs_from_the_watch_start_to_its_close(tmp_path: Path
     assert watch.checkpoint("after_close") is not None  # a later check point writes again
     assert (tmp_path / "b" / "index.jsonl").read_text().count("\n") == 2
     del graph
+
+
+def test_the_same_findings_are_logged_in_full_once(caplog: pytest.LogCaptureFixture) -> None:
+    # An engine captures one graph per batch size of one model: each check at capture finds
+    # the same owners. Without a folder the text report goes to the log: once, not per graph.
+    model = build_reference_model(ReferenceConfig(variant="legacy", hidden=64, head_dim=16), 0)
+    inputs = reference_inputs(model, 8)
+    watch = fake_watch(model=model)
+    with caplog.at_level("WARNING", logger="graphcheck.watch"):
+        graphs = [capture_fake(model, **inputs) for _ in range(3)]
+    first, *later = watch.results
+    assert not first.ok and all(r.report.summary == first.report.summary for r in later)
+    lines = [r.getMessage() for r in caplog.records if "check point #" in r.getMessage()]
+    assert len(lines) == 3 and "to fix" in lines[0]
+    for line, result in zip(lines[1:], later, strict=True):
+        assert f"check point #{result.seq} 'capture'" in line
+        assert f"the same verdicts and owners as check point #{first.seq}, logged there" in line
+        assert "to fix" not in line
+    norm = model.layers[0].input_layernorm
+    with torch.no_grad():  # a rebinding reload: a stale parameter, other findings, in full
+        norm.weight = torch.nn.Parameter(norm.weight.detach().clone())
+    with caplog.at_level("WARNING", logger="graphcheck.watch"):
+        after = watch.checkpoint("after")
+    assert after is not None and after.report.summary["stale"] > 0
+    assert "to fix" in caplog.records[-1].getMessage()
+    del graphs

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CheckResult",
     "FindingsError",
+    "finding_key",
     "census_lines",
     "log_result",
     "merge_reports",
@@ -246,13 +247,23 @@ def census_lines(entries: Iterable[CensusEntry]) -> tuple[str, ...]:
     )
 
 
-def log_result(result: CheckResult, mode: str) -> None:
+def finding_key(result: CheckResult) -> frozenset[tuple[str, str]]:
+    """What a check point found, graphs aside: each finding's verdict and owner, the census."""
+    found = {(f.verdict, f.owner) for f in result.report.findings}
+    return frozenset(found | {("census", line) for line in result.census})
+
+
+def log_result(result: CheckResult, mode: str, same_as: int | None = None) -> None:
     """Logs a check point: skipped graphs and stale globs as warnings, then its summary line.
 
     Clean: info. Findings in ``warn`` mode: a warning with the report file, or the text report
-    when none was written. In ``error`` mode the findings are the :class:`FindingsError`'s.
+    when none was written, unless check point ``same_as`` found the same (:func:`finding_key`;
+    an engine's graphs of one model read the same tensors: its text report is not logged once
+    per graph). In ``error`` mode the findings are the :class:`FindingsError`'s.
     """
     where = f" (report: {result.files['report_text']})" if result.files else ""
+    if not result.files and same_as is not None:
+        where = f" (the same verdicts and owners as check point #{same_as}, logged there)"
     for skip in result.skipped:
         log.warning("graphcheck: check point %r: %s", result.label, skip)
     if result.report.stale_allow:
@@ -263,5 +274,5 @@ def log_result(result: CheckResult, mode: str) -> None:
     if result.ok:
         log.info("%s%s", result.summary_line(), where)
     elif mode == "warn":
-        text = "" if result.files else f"\n{result.text()}"
+        text = "" if result.files or same_as is not None else f"\n{result.text()}"
         log.warning("%s%s%s", result.summary_line(), where, text)

@@ -46,6 +46,7 @@ from graphcheck._watch.output import (
     CheckResult,
     FindingsError,
     census_lines,
+    finding_key,
     log_result,
     merge_reports,
 )
@@ -111,6 +112,7 @@ class Watch:
         self.check_on_capture = True
         self._graphs: list[WatchedGraph] = []
         self._results: list[CheckResult] = []
+        self._logged: dict[frozenset[tuple[str, str]], int] = {}  # findings -> first seq logged
         self._ids = itertools.count(1)
         self._seq = itertools.count(1)
         self._models: dict[str, ModelGetter] = {}
@@ -509,7 +511,12 @@ class Watch:
         return result
 
     def _finish(self, result: CheckResult) -> CheckResult:
-        log_result(result, self.mode)
+        same_as = None
+        if not result.ok and not result.files:  # the text goes to the log: once per findings
+            with self._lock:
+                same_as = self._logged.setdefault(finding_key(result), result.seq)
+            same_as = None if same_as == result.seq else same_as
+        log_result(result, self.mode, same_as)
         if self.mode == "error" and not result.ok:
             raise FindingsError(result)
         return result
