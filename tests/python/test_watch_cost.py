@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -250,3 +251,23 @@ def test_the_same_findings_are_logged_in_full_once(caplog: pytest.LogCaptureFixt
     assert after is not None and after.report.summary["stale"] > 0
     assert "to fix" in caplog.records[-1].getMessage()
     del graphs
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda w: w.declare_input("x", "not a tensor"), "declare_input.*expected a torch.Tensor"),
+        (lambda w: w.declare_input("", torch.zeros(2)), "declare_input.*name"),
+        (lambda w: w.declare_runtime(torch.zeros(2), "kv", ""), "declare_runtime: reason"),
+        (lambda w: w.declare_runtime(torch.zeros(0), "kv", "r"), "no memory graphcheck can see"),
+    ],
+)
+def test_a_bad_declaration_is_refused_when_it_is_made(call: Any, match: str) -> None:
+    # Declarations go into each new graph's capture epoch: a bad one must not wait for a capture.
+    model, inputs = _model()
+    watch = fake_watch(model=model)
+    with pytest.raises(graphcheck.GraphcheckError, match=match):
+        call(watch)
+    graph = capture_fake(model, **inputs)  # the capture after it is recorded as usual
+    assert len(watch.graphs) == 1
+    del graph

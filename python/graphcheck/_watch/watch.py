@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from graphcheck._capture import capture_arguments, record_forward
+from graphcheck._capture import _require_tensor, _require_text, capture_arguments, record_forward
 from graphcheck._census import census
 from graphcheck._errors import GraphcheckValueError, require_text, require_texts
 from graphcheck._model_registry import ENGINE_STATE_REASON, EngineState
@@ -251,7 +251,14 @@ class Watch:
             self._registry.invalidate()
 
     def declare_runtime(self, tensor: torch.Tensor, name: str, reason: str) -> None:
-        """Declare ``tensor`` runtime state for every graph, recorded or to come."""
+        """Declare ``tensor`` runtime state for every graph, recorded or to come.
+
+        Raises :class:`graphcheck.GraphcheckTypeError` or ``GraphcheckValueError`` for a bad
+        argument now, not at the next capture.
+        """
+        _require_tensor(tensor, "Watch.declare_runtime(tensor, name, reason)")
+        _require_text(name, "Watch.declare_runtime: name")
+        _require_text(reason, "Watch.declare_runtime: reason (every exemption says why)")
         with self._lock:
             self._runtime.append((tensor, name, reason))
             for graph in self._graphs:
@@ -260,7 +267,13 @@ class Watch:
     def declare_input(
         self, name: str, tensor: torch.Tensor, reason: str = "static graph input"
     ) -> None:
-        """Declare ``tensor`` a static input of every graph, recorded or to come."""
+        """Declare ``tensor`` a static input of every graph, recorded or to come.
+
+        Raises as :meth:`declare_runtime` for a bad argument.
+        """
+        _require_text(name, "Watch.declare_input(name, tensor): name")
+        _require_tensor(tensor, "Watch.declare_input(name, tensor): tensor")
+        _require_text(reason, "Watch.declare_input: reason")
         with self._lock:
             self._inputs.append((name, tensor, reason))
             for graph in self._graphs:
