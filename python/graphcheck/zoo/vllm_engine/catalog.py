@@ -95,6 +95,7 @@ BF16_ONLY = frozenset(
         "Qwen3_5MoeMTP",
         "Qwen3_5ForConditionalGeneration",
         "Qwen3_5MoeForConditionalGeneration",
+        "InternS2PreviewForConditionalGeneration",
         "MiniCPMV4_6ForConditionalGeneration",
         "MiniCPMV4_7ForConditionalGeneration",
         "KimiLinearForCausalLM",

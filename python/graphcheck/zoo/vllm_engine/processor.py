@@ -55,6 +55,22 @@ def _image_processor(cls: Any, config: Any) -> Any:
     return processor
 
 
+def _processor_fields(config: Any, wanted: Any) -> dict[str, Any]:
+    """What a processor counts its placeholder tokens with, from the tiny config.
+
+    A checkpoint's processor carries them (LLaVA's ``patch_size`` and feature selection);
+    the processor's defaults leave them None, and its token count fails without them.
+    """
+    _, patch = _vision_size(config)
+    fields: dict[str, Any] = {}
+    if "patch_size" in wanted and patch is not None:
+        fields["patch_size"] = patch
+    strategy = getattr(config, "vision_feature_select_strategy", None)
+    if "vision_feature_select_strategy" in wanted and isinstance(strategy, str):
+        fields["vision_feature_select_strategy"] = strategy
+    return fields
+
+
 def write_processor(folder: Path, config: Any, tokenizer: Any) -> str:
     """Writes the processor of ``config``'s model type into ``folder``; returns its class name.
 
@@ -86,6 +102,7 @@ def write_processor(folder: Path, config: Any, tokenizer: Any) -> str:
         args = {k: v for k, v in parts.items() if k in wanted}
         if "tokenizer" in wanted:
             args["tokenizer"] = tokenizer
+        args.update(_processor_fields(config, wanted))
         if "video_processor" in wanted and "image_processor" in args:
             video = _component(_video_table(), model_type)
             if video is not None:

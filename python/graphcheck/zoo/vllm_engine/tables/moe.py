@@ -57,7 +57,15 @@ _PANGU: dict[str, Any] = {
     "norm_topk_prob": True,
 }
 
+# The Transformers backend's MoE classes wrap a transformers MoE model; a Llama config has
+# no experts (transformers/moe.py:185 asserts num_experts_per_tok). Qwen3-MoE's class, whose
+# packed experts the backend fuses into FusedMoE.
+_TRANSFORMERS_MOE = Entry(_M + "transformers/moe.py", base="qwen3_moe")
+
 TABLE: dict[str, Entry] = {
+    "TransformersMoEForCausalLM": _TRANSFORMERS_MOE,
+    "TransformersMoEEmbeddingModel": _TRANSFORMERS_MOE,
+    "TransformersMoEForSequenceClassification": _TRANSFORMERS_MOE,
     "AfmoeForCausalLM": Entry(
         _M + "afmoe.py",
         fields={"score_func": "softmax", "route_norm": True, "n_group": 1, "topk_group": 1},

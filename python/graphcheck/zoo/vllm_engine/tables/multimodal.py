@@ -62,11 +62,11 @@ def tiny_text(model_type: str, **fields: Any) -> Dict:
     return text
 
 
-def _intern_vl(text_type: str) -> Any:
-    """A fix: the InternViT vision config, and the text config of ``text_type``'s class."""
+def _intern_vl(text_type: str, vision: Dict | None = None) -> Any:
+    """A fix: the vision config (InternViT unless given), and ``text_type``'s text config."""
 
     def fix(d: Dict) -> None:
-        d["vision_config"] = dict(_INTERN_VIT)
+        d["vision_config"] = dict(_INTERN_VIT if vision is None else vision)
         d["text_config"] = tiny_text(text_type)
         merge(d, _INTERN_CHAT)
 
@@ -79,14 +79,28 @@ def _language_config(d: Dict) -> None:
     d["language_config"] = tiny_text("deepseek_v2", use_mla=False)
 
 
-def _chat(source: str, remote: str, model_type: str, text_type: str = "qwen2") -> Entry:
+def _chat(
+    source: str, remote: str, model_type: str, text_type: str = "qwen2", vision: Dict | None = None
+) -> Entry:
     return Entry(
         _M + source,
         base="llama",
         remote=remote,
         model_type=model_type,
-        fix=_intern_vl(text_type),
+        fix=_intern_vl(text_type, vision),
     )
+
+
+#: SigLIP's vision tower at the InternViT tower's tiny sizes (Eagle 2.5's chat config).
+_SIGLIP_VISION: dict[str, Any] = {
+    "model_type": "siglip_vision_model",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 2,
+    "num_hidden_layers": 1,
+    "image_size": 32,
+    "patch_size": 16,
+}
 
 
 def _deepseek_vl2(source: str) -> Entry:
@@ -106,6 +120,16 @@ def _deepseek_vl2(source: str) -> Entry:
 _MUSE_GLIMMER = Entry(_M + "muse_glimmer.py", fields={"vision_config": {"output_dim": 256}})
 
 
+def _towers_always(**types: str) -> Any:
+    """A fix: tiny sub-configs of the given model types in place of the default's."""
+
+    def fix(d: Dict) -> None:
+        for key, model_type in types.items():
+            d[key] = tiny_text(model_type)
+
+    return fix
+
+
 def _towers(**types: str) -> Any:
     """A fix: tiny sub-configs of the given model types where the default leaves them None."""
 
@@ -117,7 +141,26 @@ def _towers(**types: str) -> Any:
     return fix
 
 
+# The Transformers backend's multimodal classes wrap a transformers vision-language model
+# and read its processor (transformers_utils/processor.py:274 refuses a bare tokenizer):
+# LLaVA's class, whose processor transformers makes from its CLIP image processor.
+_TRANSFORMERS_MM = Entry(_M + "transformers/multimodal.py", base="llava")
+
 TABLE: dict[str, Entry] = {
+    "TransformersMultiModalForCausalLM": _TRANSFORMERS_MM,
+    "TransformersMultiModalEmbeddingModel": _TRANSFORMERS_MM,
+    # The MoE class asserts experts in the text model (transformers/moe.py:185): LLaVA over
+    # a tiny Qwen3-MoE language model.
+    "TransformersMultiModalMoEForCausalLM": Entry(
+        _M + "transformers/multimodal.py, transformers/moe.py",
+        base="llava",
+        fix=_towers_always(text_config="qwen3_moe"),
+    ),
+    # The classifier is read off AutoModelForSequenceClassification's class of the config
+    # (transformers/pooling.py:79), which LLaVA has none of; Gemma 3's composite has one.
+    "TransformersMultiModalForSequenceClassification": Entry(
+        _M + "transformers/multimodal.py, transformers/pooling.py", base="gemma3"
+    ),
     # Gemma 4's default config has no vision or audio config; the checkpoints have both.
     "Gemma4ForConditionalGeneration": Entry(
         _M + "gemma4_mm.py", fix=_towers(vision_config="gemma4_vision", audio_config="gemma4_audio")
@@ -201,6 +244,23 @@ TABLE: dict[str, Entry] = {
         fields={"vision_config": {"spatial_merge_size": 2}},
     ),
     "InternS1ForConditionalGeneration": Entry(_M + "interns1.py", base="internvl"),
+    # Eagle 2.5: InternVL's chat layout over a SigLIP tower (eagle2_5_vl.py:158-226).
+    "Eagle2_5_VLForConditionalGeneration": _chat(
+        "eagle2_5_vl.py", "Eagle2_5_VLConfig", "eagle_2_5_vl", "qwen2", _SIGLIP_VISION
+    ),
+    # LLaVA-OneVision's layout (bee.py, rvl.py subclass vLLM's LLaVA-OneVision model).
+    "BeeForConditionalGeneration": Entry(_M + "bee.py", base="llava_onevision"),
+    "RForConditionalGeneration": Entry(_M + "rvl.py", base="llava_onevision"),
+    # Qwen3-VL-MoE's and Qwen3.5-MoE's layouts (interns1_pro.py builds Qwen3-VL's tower
+    # over Qwen3-MoE; interns2_preview.py subclasses Qwen3.5-MoE's model).
+    "InternS1ProForConditionalGeneration": Entry(_M + "interns1_pro.py", base="qwen3_vl_moe"),
+    "InternS2PreviewForConditionalGeneration": Entry(
+        _M + "interns2_preview.py", base="qwen3_5_moe"
+    ),
+    # Qwen2.5-VL's layout with the tower's output width read from its config.
+    "OpenPanguVLForConditionalGeneration": Entry(
+        _M + "openpangu_vl.py", base="qwen2_5_vl", fields={"vision_config": {"out_hidden_size": 64}}
+    ),
     "Llama_Nemotron_Nano_VL": _chat(
         "nemotron_vl.py", "Llama_Nemotron_Nano_VL_Config", "Llama_Nemotron_Nano_VL", "llama"
     ),
