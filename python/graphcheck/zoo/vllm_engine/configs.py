@@ -203,7 +203,10 @@ def write_config(
     tokenizer = write_tokenizer(folder, config)
     # A pooling or Transformers-backend model is served whole and reads its processor; a text
     # model and a multimodal one served as its language model only do not.
-    if not set(arch.tasks) & {"text", "multimodal", "speculative"}:
+    if entry is not None and entry.processor:
+        processor = write_processor(folder, config, tokenizer, entry.processor, whole=False)
+        source += f"; processor parts {processor}" if processor else ""
+    elif not set(arch.tasks) & {"text", "multimodal", "speculative"}:
         processor = write_processor(folder, config, tokenizer)
         source += f"; processor {processor}" if processor else ""
     return config, source

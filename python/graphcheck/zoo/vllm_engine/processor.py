@@ -52,6 +52,12 @@ def _image_processor(cls: Any, config: Any) -> Any:
             processor.crop_size = {"height": size, "width": size}
     if patch is not None and hasattr(processor, "patch_size"):
         processor.patch_size = patch
+    merge = getattr(processor, "merge_size", None)
+    if isinstance(merge, int) and isinstance(processor.patch_size, int):
+        # Qwen2-VL's kind bounds an image by its pixel count (shortest_edge, longest_edge):
+        # one to four merged patches, so that the dummy image fits the zoo's token budget.
+        unit = (processor.patch_size * merge) ** 2
+        processor.size = {"shortest_edge": unit, "longest_edge": 4 * unit}
     return processor
 
 
@@ -71,11 +77,16 @@ def _processor_fields(config: Any, wanted: Any) -> dict[str, Any]:
     return fields
 
 
-def write_processor(folder: Path, config: Any, tokenizer: Any) -> str:
+def write_processor(
+    folder: Path, config: Any, tokenizer: Any, model_type: str = "", whole: bool = True
+) -> str:
     """Writes the processor of ``config``'s model type into ``folder``; returns its class name.
 
-    Returns "" when transformers has no processor for the model type, or cannot make one
-    with its defaults (vLLM then reports the missing file).
+    ``model_type`` names another model type's processor (a config table's ``processor``);
+    with ``whole`` False only its image processor and feature extractor are written, for a
+    model whose processor class is vLLM's own or the hub's (they load those parts by the
+    auto classes). Returns "" when transformers has no processor for the model type, or
+    cannot make one with its defaults (vLLM then reports the missing file).
     """
     from transformers.models.auto import (
         feature_extraction_auto,
@@ -83,9 +94,11 @@ def write_processor(folder: Path, config: Any, tokenizer: Any) -> str:
         processing_auto,
     )
 
-    model_type = str(getattr(config, "model_type", ""))
+    model_type = model_type or str(getattr(config, "model_type", ""))
     # transformers' auto tables are module attributes it does not export (read by name).
     cls = _component(vars(processing_auto)["PROCESSOR_MAPPING_NAMES"], model_type)
+    if not whole:
+        cls = None
     image = _component(vars(image_processing_auto)["IMAGE_PROCESSOR_MAPPING_NAMES"], model_type)
     audio = _component(vars(feature_extraction_auto)["FEATURE_EXTRACTOR_MAPPING_NAMES"], model_type)
     parts: dict[str, Any] = {}

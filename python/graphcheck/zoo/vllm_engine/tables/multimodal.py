@@ -146,7 +146,54 @@ def _towers(**types: str) -> Any:
 # LLaVA's class, whose processor transformers makes from its CLIP image processor.
 _TRANSFORMERS_MM = Entry(_M + "transformers/multimodal.py", base="llava")
 
+#: Ovis 2.5's SigLIP2-NaViT tower (siglip2navit.py), tiny: 16 patches of 16 pixels in a
+#: 64-pixel image, merged 2x2 (hidden_stride), full attention in its one layer.
+_SIGLIP2_NAVIT: dict[str, Any] = {
+    "model_type": "siglip2_navit",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 2,
+    "num_hidden_layers": 1,
+    "num_channels": 3,
+    "image_size": 64,
+    "patch_size": 16,
+    "num_patches": 16,
+    "preserve_original_pe": True,
+    "hidden_stride": 2,
+    "temporal_patch_size": 1,
+    "attention_dropout": 0.0,
+    "use_rope": True,
+    "hidden_act": "gelu_pytorch_tanh",
+    "layer_norm_eps": 1e-6,
+    "window_size": 112,
+    "fullatt_block_indexes": None,
+}
+
+
+def _ovis(text_type: str) -> Entry:
+    """Ovis 2.5 / 2.6: the hub's config over ``text_type``; vLLM's processor reads Qwen2-VL's
+    image processor (transformers_utils/processors/ovis2_5.py) while the engine starts."""
+
+    def fix(d: Dict) -> None:
+        d["text_config"] = tiny_text(text_type)
+        d["vit_config"] = dict(_SIGLIP2_NAVIT)
+
+    return Entry(
+        _M + "ovis2_5.py, siglip2navit.py",
+        base="llama",
+        remote="Ovis2_5_Config",
+        model_type="ovis2_5",
+        processor="qwen2_vl",
+        # VisualTokenizer's head is visual_vocab_size less the four indicator ids wide.
+        fields={"visual_vocab_size": 68, "hidden_size": 64},
+        fix=fix,
+    )
+
+
 TABLE: dict[str, Entry] = {
+    "Ovis2_5": _ovis("qwen3"),
+    "Ovis2_6ForCausalLM": _ovis("qwen3"),
+    "Ovis2_6_MoeForCausalLM": _ovis("qwen3_moe"),
     "TransformersMultiModalForCausalLM": _TRANSFORMERS_MM,
     "TransformersMultiModalEmbeddingModel": _TRANSFORMERS_MM,
     # The MoE class asserts experts in the text model (transformers/moe.py:185): LLaVA over
@@ -256,10 +303,6 @@ TABLE: dict[str, Entry] = {
     "InternS1ProForConditionalGeneration": Entry(_M + "interns1_pro.py", base="qwen3_vl_moe"),
     "InternS2PreviewForConditionalGeneration": Entry(
         _M + "interns2_preview.py", base="qwen3_5_moe"
-    ),
-    # Qwen2.5-VL's layout with the tower's output width read from its config.
-    "OpenPanguVLForConditionalGeneration": Entry(
-        _M + "openpangu_vl.py", base="qwen2_5_vl", fields={"vision_config": {"out_hidden_size": 64}}
     ),
     "Llama_Nemotron_Nano_VL": _chat(
         "nemotron_vl.py", "Llama_Nemotron_Nano_VL_Config", "Llama_Nemotron_Nano_VL", "llama"
