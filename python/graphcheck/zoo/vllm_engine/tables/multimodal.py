@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphcheck.zoo.vllm_engine.tables import Dict, Entry, merge
+from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, Dict, Entry, merge, text_of
 
 _M = "vllm/model_executor/models/"
 
@@ -120,6 +120,17 @@ def _deepseek_vl2(source: str) -> Entry:
 _MUSE_GLIMMER = Entry(_M + "muse_glimmer.py", fields={"vision_config": {"output_dim": 256}})
 
 
+def _emu3_vocabulary(d: Dict) -> None:
+    # Emu3's model maps its VQ codes to text ids through the checkpoint's vocabulary_map
+    # (transformers' Emu3ImageVocabularyMapping, which the Transformers backend builds): one
+    # "<|visual token N|>" per code, the end-of-line word and "<image>" (the zoo tokenizer's
+    # top id).
+    vocab = int(text_of(d).get("vocab_size") or 512)
+    codes = int((d.get("vq_config") or {}).get("codebook_size") or 64)
+    mapping = {f"<|visual token {i:06d}|>": vocab - 128 + i for i in range(codes)}
+    d["vocabulary_map"] = {**mapping, "<|extra_200|>": vocab - 129, "<image>": vocab - 1}
+
+
 def _towers_always(**types: str) -> Any:
     """A fix: tiny sub-configs of the given model types in place of the default's."""
 
@@ -191,6 +202,35 @@ def _ovis(text_type: str) -> Entry:
 
 
 TABLE: dict[str, Entry] = {
+    # transformers' processors of their own model types, which vLLM loads while the engine
+    # starts even for the language model alone (transformers_utils/processor.py:239).
+    # Served by the Transformers backend (registry.py:731-738), with the tokenizer words
+    # their processors read.
+    "Emu3ForConditionalGeneration": Entry(
+        _M + "transformers/multimodal.py",
+        processor="emu3",
+        processor_class=True,
+        tokens={
+            "image_token": "<image>",
+            "boi_token": "<|image start|>",
+            "eoi_token": "<|image end|>",
+            "image_wrapper_token": "<|image token|>",
+            "eof_token": "<|extra_201|>",
+        },
+        fix=_emu3_vocabulary,
+    ),
+    "HunYuanVLForConditionalGeneration": Entry(
+        _M + "transformers/multimodal.py",
+        processor="hunyuan_vl",
+        processor_class=True,
+        tokens={"image_token": "<image>", "image_start_token": "<img>", "image_end_token": "</img>"},
+        # The checkpoints' multimodal RoPE: four axes over half the head (32), which the
+        # text model's rotary embedding reads (transformers' modeling_hunyuan_vl.py:134).
+        text={"rope_parameters": {"mrope_section": [4, 4, 4, 4]}},
+    ),
+    "HCXVisionV2ForCausalLM": Entry(
+        _M + "hyperclovax_vision_v2.py", processor="hyperclovax_vision_v2", processor_class=True
+    ),
     "Ovis2_5": _ovis("qwen3"),
     "Ovis2_6ForCausalLM": _ovis("qwen3"),
     "Ovis2_6_MoeForCausalLM": _ovis("qwen3_moe"),
@@ -206,7 +246,9 @@ TABLE: dict[str, Entry] = {
     # The classifier is read off AutoModelForSequenceClassification's class of the config
     # (transformers/pooling.py:79), which LLaVA has none of; Gemma 3's composite has one.
     "TransformersMultiModalForSequenceClassification": Entry(
-        _M + "transformers/multimodal.py, transformers/pooling.py", base="gemma3"
+        _M + "transformers/multimodal.py, transformers/pooling.py",
+        base="gemma3",
+        tokens=GEMMA3_TOKENS,
     ),
     # Gemma 4's default config has no vision or audio config; the checkpoints have both.
     "Gemma4ForConditionalGeneration": Entry(
