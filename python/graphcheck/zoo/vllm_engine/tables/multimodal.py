@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, Dict, Entry, merge, text_of
+from graphcheck.zoo.vllm_engine.tables.text import INKLING_TOKENS
 
 _M = "vllm/model_executor/models/"
 
@@ -202,6 +203,9 @@ def _ovis(text_type: str) -> Entry:
 
 
 TABLE: dict[str, Entry] = {
+    "InklingForConditionalGeneration": Entry(
+        "vllm/renderers/inkling_encoding.py", tokens=INKLING_TOKENS
+    ),
     # transformers' processors of their own model types, which vLLM loads while the engine
     # starts even for the language model alone (transformers_utils/processor.py:239).
     # Served by the Transformers backend (registry.py:731-738), with the tokenizer words
