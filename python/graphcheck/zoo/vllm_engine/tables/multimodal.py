@@ -202,7 +202,36 @@ def _ovis(text_type: str) -> Entry:
     )
 
 
+#: GLM-4V's EVA2-CLIP tower (glm4v.py:81-348, a dict its processor indexes): one layer over
+#: a 32-pixel image of four 16-pixel patches and the class token.
+_EVA2CLIP: dict[str, Any] = {
+    "image_size": 32,
+    "patch_size": 16,
+    "in_channels": 3,
+    "hidden_size": 64,
+    "num_heads": 2,
+    "num_positions": 5,
+    "dropout_prob": 0.0,
+    "hidden_act": "gelu",
+    "intermediate_size": 128,
+    "layer_norm_eps": 1e-6,
+    "num_hidden_layers": 1,
+    "scaling_factor": 8.0,
+}
+
 TABLE: dict[str, Entry] = {
+    # GLM-4V is ChatGLM's config (glm4v.py:401 asks for ChatGLMConfig) with its tower.
+    "GLM4VForCausalLM": Entry(
+        _M + "glm4v.py, chatglm.py",
+        base="chatglm",
+        fields={
+            "original_rope": True,
+            "tie_word_embeddings": False,
+            "vision_config": _EVA2CLIP,
+            "boi_token_id": 509,
+            "eoi_token_id": 510,
+        },
+    ),
     "InklingForConditionalGeneration": Entry(
         "vllm/renderers/inkling_encoding.py", tokens=INKLING_TOKENS
     ),
