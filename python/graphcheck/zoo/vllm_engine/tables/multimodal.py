@@ -220,6 +220,26 @@ _EVA2CLIP: dict[str, Any] = {
 }
 
 TABLE: dict[str, Entry] = {
+    # Phi-3-vision: Phi-3's config with the hub's image-embedding dicts (phi3v.py:103-208);
+    # the CLIP ViT-L tower is vLLM's constant, cut to its first layer by layer_idx 0.
+    "Phi3VForCausalLM": Entry(
+        _M + "phi3v.py",
+        base="phi3",
+        fields={
+            "img_processor": {
+                "layer_idx": 0,
+                "image_dim_out": 1024,
+                "num_img_tokens": 144,
+                "type_feature": "patch",
+            },
+            "embd_layer": {
+                "embedding_cls": "image",
+                "use_hd_transform": True,
+                "with_learnable_separator": True,
+                "hd_transform_order": "sub_glb",
+            },
+        },
+    ),
     # GLM-4V is ChatGLM's config (glm4v.py:401 asks for ChatGLMConfig) with its tower.
     "GLM4VForCausalLM": Entry(
         _M + "glm4v.py, chatglm.py",
