@@ -220,6 +220,23 @@ _EVA2CLIP: dict[str, Any] = {
 }
 
 TABLE: dict[str, Entry] = {
+    # Phi-4 with a SigLIP2 tower (phi4siglip.py:242-251): the tower's dict, the projector's
+    # input width; two tower layers (it drops the last, layer_idx -2).
+    "Phi4ForCausalLMV": Entry(
+        _M + "phi4siglip.py",
+        base="phi3",
+        fields={
+            "mm_hidden_size": 64,
+            "vision_config": {
+                "hidden_size": 64,
+                "intermediate_size": 128,
+                "num_attention_heads": 2,
+                "num_hidden_layers": 2,
+                "patch_size": 16,
+                "num_patches": 16,
+            },
+        },
+    ),
     # Phi-3-vision: Phi-3's config with the hub's image-embedding dicts (phi3v.py:103-208);
     # the CLIP ViT-L tower is vLLM's constant, cut to its first layer by layer_idx 0.
     "Phi3VForCausalLM": Entry(
