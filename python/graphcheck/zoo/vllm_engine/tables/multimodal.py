@@ -352,8 +352,10 @@ TABLE: dict[str, Entry] = {
             "hidden_size": 64,
         },
     ),
+    # The mel filter bank's FFT window and rate (voxtral.py:738), as Whisper's.
     "VoxtralForConditionalGeneration": Entry(
-        _M + "voxtral.py", fields={"audio_config": {"downsample_factor": 4}}
+        _M + "voxtral.py",
+        fields={"audio_config": {"downsample_factor": 4, "window_size": 400, "sampling_rate": 16000}},
     ),
     "VoxtralRealtimeGeneration": Entry(
         _M + "voxtral_realtime.py", fields={"audio_config": {"downsample_factor": 4}}
