@@ -220,6 +220,30 @@ _EVA2CLIP: dict[str, Any] = {
 }
 
 TABLE: dict[str, Entry] = {
+    # MiniCPM-V 2.5 (minicpmv.py:471 reads the version; 2.5 is Llama with an Idefics2 tower
+    # and a resampler of query_num queries): the hub's class.
+    "MiniCPMV": Entry(
+        _M + "minicpmv.py",
+        base="llama",
+        remote="MiniCPMVConfig",
+        model_type="minicpmv",
+        fields={
+            "version": 2.5,
+            # The resampler has hidden_size // 128 heads (minicpmv.py:2086): one.
+            "hidden_size": 128,
+            "query_num": 4,
+            "drop_vision_last_layer": False,
+            "vision_config": {
+                "model_type": "idefics2_vision",
+                "hidden_size": 64,
+                "intermediate_size": 128,
+                "num_attention_heads": 2,
+                "num_hidden_layers": 1,
+                "image_size": 32,
+                "patch_size": 16,
+            },
+        },
+    ),
     # Phi-4 with a SigLIP2 tower (phi4siglip.py:242-251): the tower's dict, the projector's
     # input width; two tower layers (it drops the last, layer_idx -2).
     "Phi4ForCausalLMV": Entry(
