@@ -147,7 +147,7 @@ def _subconfig(d: Dict) -> Any:
         # A tower only the hub's code defines: vLLM dispatches on its model type (Ovis's
         # "siglip2_navit"), which the plain class's empty class attribute would hide (and
         # to_dict writes the class's).
-        cls = type("PretrainedConfig", (PretrainedConfig,), {"model_type": model_type})
+        cls: Any = type("PretrainedConfig", (PretrainedConfig,), {"model_type": model_type})
         return cls.from_dict(d)
     return PretrainedConfig.from_dict(d)
 

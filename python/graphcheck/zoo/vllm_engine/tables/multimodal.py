@@ -183,8 +183,11 @@ _SIGLIP2_NAVIT: dict[str, Any] = {
 
 
 def _ovis(text_type: str) -> Entry:
-    """Ovis 2.5 / 2.6: the hub's config over ``text_type``; vLLM's processor reads Qwen2-VL's
-    image processor (transformers_utils/processors/ovis2_5.py) while the engine starts."""
+    """Ovis 2.5 / 2.6: the hub's config over ``text_type``.
+
+    vLLM's processor reads Qwen2-VL's image processor
+    (transformers_utils/processors/ovis2_5.py) while the engine starts.
+    """
 
     def fix(d: Dict) -> None:
         d["text_config"] = tiny_text(text_type)
@@ -317,7 +320,11 @@ TABLE: dict[str, Entry] = {
         _M + "transformers/multimodal.py",
         processor="hunyuan_vl",
         processor_class=True,
-        tokens={"image_token": "<image>", "image_start_token": "<img>", "image_end_token": "</img>"},
+        tokens={
+            "image_token": "<image>",
+            "image_start_token": "<img>",
+            "image_end_token": "</img>",
+        },
         # The checkpoints' multimodal RoPE: four axes over half the head (32), which the
         # text model's rotary embedding reads (transformers' modeling_hunyuan_vl.py:134).
         text={"rope_parameters": {"mrope_section": [4, 4, 4, 4]}},
@@ -379,7 +386,9 @@ TABLE: dict[str, Entry] = {
     # The mel filter bank's FFT window and rate (voxtral.py:738), as Whisper's.
     "VoxtralForConditionalGeneration": Entry(
         _M + "voxtral.py",
-        fields={"audio_config": {"downsample_factor": 4, "window_size": 400, "sampling_rate": 16000}},
+        fields={
+            "audio_config": {"downsample_factor": 4, "window_size": 400, "sampling_rate": 16000}
+        },
     ),
     "VoxtralRealtimeGeneration": Entry(
         _M + "voxtral_realtime.py", fields={"audio_config": {"downsample_factor": 4}}
