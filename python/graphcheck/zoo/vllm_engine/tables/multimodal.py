@@ -2,7 +2,7 @@
 
 The InternVL family (InternVL chat, H2OVL, Skywork-R1V, NVLM-D, Llama-Nemotron VL):
 the hub's ``InternVLChatConfig`` holds an InternViT vision config (``intern_vit.py``
-reads the fields of :data:`_INTERN_VIT`) and the language model's config as
+reads the fields of :data:`~graphcheck.zoo.vllm_engine.tables.towers.INTERN_VIT`) and the language model's config as
 ``llm_config`` (vLLM reads it as ``text_config``), with the image tiling the
 processor and the projector read (``force_image_size``, ``downsample_ratio``,
 ``ps_version``). The vision tower is tiny: 32-pixel images of 16-pixel patches, one
@@ -16,25 +16,14 @@ from typing import Any
 
 from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, Dict, Entry, merge, text_of
 from graphcheck.zoo.vllm_engine.tables.text import INKLING_TOKENS
+from graphcheck.zoo.vllm_engine.tables.towers import (
+    EVA2CLIP,
+    INTERN_VIT,
+    SIGLIP2_NAVIT,
+    SIGLIP_VISION,
+)
 
 _M = "vllm/model_executor/models/"
-
-#: InternViT (intern_vit.py): what InternVisionModel reads, at the zoo's tiny sizes.
-_INTERN_VIT: dict[str, Any] = {
-    "model_type": "intern_vit_6b",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_attention_heads": 2,
-    "num_hidden_layers": 1,
-    "image_size": 32,
-    "patch_size": 16,
-    "hidden_act": "gelu",
-    "layer_norm_eps": 1e-6,
-    "norm_type": "layer_norm",
-    "qk_normalization": False,
-    "qkv_bias": True,
-    "initializer_factor": 1.0,
-}
 
 #: The chat config around it (internvl.py): one 32-pixel tile, pixel shuffle by half.
 _INTERN_CHAT: dict[str, Any] = {
@@ -67,7 +56,7 @@ def _intern_vl(text_type: str, vision: Dict | None = None) -> Any:
     """A fix: the vision config (InternViT unless given), and ``text_type``'s text config."""
 
     def fix(d: Dict) -> None:
-        d["vision_config"] = dict(_INTERN_VIT if vision is None else vision)
+        d["vision_config"] = dict(INTERN_VIT if vision is None else vision)
         d["text_config"] = tiny_text(text_type)
         merge(d, _INTERN_CHAT)
 
@@ -90,18 +79,6 @@ def _chat(
         model_type=model_type,
         fix=_intern_vl(text_type, vision),
     )
-
-
-#: SigLIP's vision tower at the InternViT tower's tiny sizes (Eagle 2.5's chat config).
-_SIGLIP_VISION: dict[str, Any] = {
-    "model_type": "siglip_vision_model",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_attention_heads": 2,
-    "num_hidden_layers": 1,
-    "image_size": 32,
-    "patch_size": 16,
-}
 
 
 def _deepseek_vl2(source: str) -> Entry:
@@ -158,29 +135,6 @@ def _towers(**types: str) -> Any:
 # LLaVA's class, whose processor transformers makes from its CLIP image processor.
 _TRANSFORMERS_MM = Entry(_M + "transformers/multimodal.py", base="llava")
 
-#: Ovis 2.5's SigLIP2-NaViT tower (siglip2navit.py), tiny: 16 patches of 16 pixels in a
-#: 64-pixel image, merged 2x2 (hidden_stride), full attention in its one layer.
-_SIGLIP2_NAVIT: dict[str, Any] = {
-    "model_type": "siglip2_navit",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_attention_heads": 2,
-    "num_hidden_layers": 1,
-    "num_channels": 3,
-    "image_size": 64,
-    "patch_size": 16,
-    "num_patches": 16,
-    "preserve_original_pe": True,
-    "hidden_stride": 2,
-    "temporal_patch_size": 1,
-    "attention_dropout": 0.0,
-    "use_rope": True,
-    "hidden_act": "gelu_pytorch_tanh",
-    "layer_norm_eps": 1e-6,
-    "window_size": 112,
-    "fullatt_block_indexes": None,
-}
-
 
 def _ovis(text_type: str) -> Entry:
     """Ovis 2.5 / 2.6: the hub's config over ``text_type``.
@@ -191,7 +145,7 @@ def _ovis(text_type: str) -> Entry:
 
     def fix(d: Dict) -> None:
         d["text_config"] = tiny_text(text_type)
-        d["vit_config"] = dict(_SIGLIP2_NAVIT)
+        d["vit_config"] = dict(SIGLIP2_NAVIT)
 
     return Entry(
         _M + "ovis2_5.py, siglip2navit.py",
@@ -204,23 +158,6 @@ def _ovis(text_type: str) -> Entry:
         fix=fix,
     )
 
-
-#: GLM-4V's EVA2-CLIP tower (glm4v.py:81-348, a dict its processor indexes): one layer over
-#: a 32-pixel image of four 16-pixel patches and the class token.
-_EVA2CLIP: dict[str, Any] = {
-    "image_size": 32,
-    "patch_size": 16,
-    "in_channels": 3,
-    "hidden_size": 64,
-    "num_heads": 2,
-    "num_positions": 5,
-    "dropout_prob": 0.0,
-    "hidden_act": "gelu",
-    "intermediate_size": 128,
-    "layer_norm_eps": 1e-6,
-    "num_hidden_layers": 1,
-    "scaling_factor": 8.0,
-}
 
 TABLE: dict[str, Entry] = {
     # MiniCPM-V 2.5 (minicpmv.py:471 reads the version; 2.5 is Llama with an Idefics2 tower
@@ -291,7 +228,7 @@ TABLE: dict[str, Entry] = {
         fields={
             "original_rope": True,
             "tie_word_embeddings": False,
-            "vision_config": _EVA2CLIP,
+            "vision_config": EVA2CLIP,
             "boi_token_id": 509,
             "eoi_token_id": 510,
         },
@@ -440,7 +377,7 @@ TABLE: dict[str, Entry] = {
     "InternS1ForConditionalGeneration": Entry(_M + "interns1.py", base="internvl"),
     # Eagle 2.5: InternVL's chat layout over a SigLIP tower (eagle2_5_vl.py:158-226).
     "Eagle2_5_VLForConditionalGeneration": _chat(
-        "eagle2_5_vl.py", "Eagle2_5_VLConfig", "eagle_2_5_vl", "qwen2", _SIGLIP_VISION
+        "eagle2_5_vl.py", "Eagle2_5_VLConfig", "eagle_2_5_vl", "qwen2", SIGLIP_VISION
     ),
     # LLaVA-OneVision's layout (bee.py, rvl.py subclass vLLM's LLaVA-OneVision model).
     "BeeForConditionalGeneration": Entry(_M + "bee.py", base="llava_onevision"),
