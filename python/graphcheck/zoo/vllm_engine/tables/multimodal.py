@@ -2,9 +2,9 @@
 
 The InternVL family (InternVL chat, H2OVL, Skywork-R1V, NVLM-D, Llama-Nemotron VL):
 the hub's ``InternVLChatConfig`` holds an InternViT vision config (``intern_vit.py``
-reads the fields of :data:`~graphcheck.zoo.vllm_engine.tables.towers.INTERN_VIT`) and the language model's config as
-``llm_config`` (vLLM reads it as ``text_config``), with the image tiling the
-processor and the projector read (``force_image_size``, ``downsample_ratio``,
+reads the fields of :data:`~graphcheck.zoo.vllm_engine.tables.towers.INTERN_VIT`) and the
+language model's config as ``llm_config`` (vLLM reads it as ``text_config``), with the image
+tiling the processor and the projector read (``force_image_size``, ``downsample_ratio``,
 ``ps_version``). The vision tower is tiny: 32-pixel images of 16-pixel patches, one
 layer. Run language-model-only, vLLM still builds the config and the projector's
 shapes from it.
@@ -21,6 +21,7 @@ from graphcheck.zoo.vllm_engine.tables.towers import (
     INTERN_VIT,
     SIGLIP2_NAVIT,
     SIGLIP_VISION,
+    TINY_VIT,
 )
 
 _M = "vllm/model_executor/models/"
@@ -173,15 +174,7 @@ TABLE: dict[str, Entry] = {
             "hidden_size": 128,
             "query_num": 4,
             "drop_vision_last_layer": False,
-            "vision_config": {
-                "model_type": "idefics2_vision",
-                "hidden_size": 64,
-                "intermediate_size": 128,
-                "num_attention_heads": 2,
-                "num_hidden_layers": 1,
-                "image_size": 32,
-                "patch_size": 16,
-            },
+            "vision_config": {"model_type": "idefics2_vision", **TINY_VIT},
         },
     ),
     # Phi-4 with a SigLIP2 tower (phi4siglip.py:242-251): the tower's dict, the projector's

@@ -8,17 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["EVA2CLIP", "INTERN_VIT", "SIGLIP2_NAVIT", "SIGLIP_VISION"]
+__all__ = ["EVA2CLIP", "INTERN_VIT", "SIGLIP2_NAVIT", "SIGLIP_VISION", "TINY_VIT"]
 
-#: InternViT (intern_vit.py): what InternVisionModel reads, at the zoo's tiny sizes.
-INTERN_VIT: dict[str, Any] = {
-    "model_type": "intern_vit_6b",
+#: The sizes of a ViT tower under transformers' names: one layer of width 64 over a
+#: 32-pixel image of four 16-pixel patches.
+TINY_VIT: dict[str, Any] = {
     "hidden_size": 64,
     "intermediate_size": 128,
     "num_attention_heads": 2,
     "num_hidden_layers": 1,
     "image_size": 32,
     "patch_size": 16,
+}
+
+#: InternViT (intern_vit.py): what InternVisionModel reads, at the zoo's tiny sizes.
+INTERN_VIT: dict[str, Any] = {
+    "model_type": "intern_vit_6b",
+    **TINY_VIT,
     "hidden_act": "gelu",
     "layer_norm_eps": 1e-6,
     "norm_type": "layer_norm",
@@ -28,15 +34,7 @@ INTERN_VIT: dict[str, Any] = {
 }
 
 #: SigLIP's vision tower at the InternViT tower's tiny sizes (Eagle 2.5's chat config).
-SIGLIP_VISION: dict[str, Any] = {
-    "model_type": "siglip_vision_model",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_attention_heads": 2,
-    "num_hidden_layers": 1,
-    "image_size": 32,
-    "patch_size": 16,
-}
+SIGLIP_VISION: dict[str, Any] = {"model_type": "siglip_vision_model", **TINY_VIT}
 
 #: Ovis 2.5's SigLIP2-NaViT tower (siglip2navit.py), tiny: 16 patches of 16 pixels in a
 #: 64-pixel image, merged 2x2 (hidden_stride), full attention in its one layer.
