@@ -23,7 +23,9 @@ def test_every_entry_cites_the_vllm_file_it_was_read_from() -> None:
     assert len(TABLE) > 50
     for name, entry in TABLE.items():
         assert re.match(r"vllm/[\w/]+\.py", entry.source), (name, entry.source)
-        assert entry.fields or entry.text or entry.fix or entry.base, name
+        assert (
+            entry.fields or entry.text or entry.fix or entry.base or entry.processor or entry.tokens
+        ), name
 
 
 def test_apply_merges_fields_into_sub_configs_and_the_text_config() -> None:
@@ -68,6 +70,9 @@ def test_a_remote_class_keeps_the_hubs_name_fields_and_sub_configs(tmp_path: Pat
     again = AutoConfig.from_pretrained(tmp_path)  # offline: the registered stand-in
     assert type(again).__name__ == "ZooProbeChatConfig" and again.rope_theta == 5000.0
     assert again.vision_config.image_size == 32
+    # A tower only the hub defines keeps its model type through config.json (vLLM dispatches
+    # on it: Ovis's "siglip2_navit").
+    assert again.vision_config.model_type == "not_a_transformers_type"
 
 
 def test_drafts_name_their_target_and_method() -> None:
@@ -89,6 +94,14 @@ def test_known_reasons_say_whose_and_where() -> None:
         "source": "vllm/model_executor/models/foo.py:7",
     }
     assert all(r.whose in WHOSE and r.why for r in REASONS)
+
+
+def test_a_reason_with_common_words_needs_its_vllm_frame_too() -> None:
+    error = "failed: TypeError: 'function' object is not subscriptable"
+    triton = explain(error, "vllm/models/inkling/nvidia/ops/sconv.py:281")
+    assert triton["whose"] == "cpu backend"
+    assert triton["source"] == "vllm/models/inkling/nvidia/ops/sconv.py:281"
+    assert explain(error, "vllm/model_executor/models/foo.py:7")["whose"] == "unclassified"
 
 
 def test_the_vllm_frame_is_the_innermost_one_inside_vllm() -> None:
@@ -147,3 +160,50 @@ def test_the_tokenizer_names_placeholders_and_keeps_id_0_ordinary(tmp_path: Path
     # CLIP's processor takes id 0 as its image placeholder and asserts it is not special.
     assert 0 not in tokenizer.all_special_ids
     assert sorted(tokenizer.all_special_ids) == [1, 2, 3, 4]
+
+
+def test_the_tokenizer_carries_the_words_a_processor_reads(tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS
+    from graphcheck.zoo.vllm_engine.tokenizer import PLACEHOLDERS, write_tokenizer
+
+    write_tokenizer(tmp_path, LlamaConfig(vocab_size=64), GEMMA3_TOKENS)
+    again = AutoTokenizer.from_pretrained(tmp_path)
+    assert again.image_token == "<image_soft_token>" and again.boi_token == "<start_of_image>"
+    # Below the placeholders, each its own top id.
+    ids = {again.convert_tokens_to_ids(w) for w in GEMMA3_TOKENS.values()}
+    assert ids == set(range(64 - len(PLACEHOLDERS) - 3, 64 - len(PLACEHOLDERS)))
+    assert again.convert_tokens_to_ids("<image>") == 63
+
+
+def test_a_tables_processor_writes_the_parts_sized_for_the_tiny_tower(tmp_path: Path) -> None:
+    import json
+
+    from transformers import Qwen2VLConfig
+
+    from graphcheck.zoo.vllm_engine.processor import write_processor
+    from graphcheck.zoo.vllm_engine.tokenizer import write_tokenizer
+
+    config = Qwen2VLConfig(vision_config={"patch_size": 16, "spatial_merge_size": 2})
+    tokenizer = write_tokenizer(tmp_path, config)
+    assert write_processor(tmp_path, config, tokenizer, "qwen3_vl", whole=False)
+    assert not (tmp_path / "processor_config.json").exists()  # the parts only
+    saved = json.loads((tmp_path / "preprocessor_config.json").read_text(encoding="utf-8"))
+    # One to four merged 32-pixel patches: the dummy image fits the zoo's token budget.
+    assert saved["patch_size"] == 16
+    assert saved["size"] == {"shortest_edge": 32 * 32, "longest_edge": 4 * 32 * 32}
+
+
+def test_a_processor_counts_its_tokens_with_the_tiny_towers_patch(tmp_path: Path) -> None:
+    from transformers import AutoProcessor, LlavaConfig
+
+    from graphcheck.zoo.vllm_engine.processor import write_processor
+    from graphcheck.zoo.vllm_engine.tokenizer import write_tokenizer
+
+    config = LlavaConfig(vision_config={"model_type": "clip_vision_model", "patch_size": 16})
+    tokenizer = write_tokenizer(tmp_path, config)
+    assert write_processor(tmp_path, config, tokenizer) == "LlavaProcessor"
+    processor = AutoProcessor.from_pretrained(tmp_path)
+    assert processor.patch_size == 16
+    assert processor.vision_feature_select_strategy == config.vision_feature_select_strategy

@@ -84,7 +84,8 @@ VARIANT_ARCHS = {
 
 
 #: Architectures whose CPU kernels run in bfloat16 only (vLLM's CPU gated delta-net
-#: attention asserts it): their plain run is bfloat16.
+#: attention asserts it; Inkling's short-conv sliding-window cache too,
+#: vllm/models/inkling/nvidia/sconv_swa_attn.py:170): their plain run is bfloat16.
 BF16_ONLY = frozenset(
     {
         "Qwen3NextForCausalLM",
@@ -95,6 +96,7 @@ BF16_ONLY = frozenset(
         "Qwen3_5MoeMTP",
         "Qwen3_5ForConditionalGeneration",
         "Qwen3_5MoeForConditionalGeneration",
+        "InternS2PreviewForConditionalGeneration",
         "MiniCPMV4_6ForConditionalGeneration",
         "MiniCPMV4_7ForConditionalGeneration",
         "KimiLinearForCausalLM",
@@ -102,6 +104,9 @@ BF16_ONLY = frozenset(
         "Qwen4ExpForCausalLM",
         "Qwen4ExpForConditionalGeneration",
         "Qwen4ExpMTP",
+        "InklingForCausalLM",
+        "InklingForConditionalGeneration",
+        "InklingMTPModel",
     }
 )
 

@@ -200,10 +200,14 @@ def write_config(
             if key in written:
                 written[name] = written.pop(key)
         path.write_text(json.dumps(written, indent=2), encoding="utf-8")
-    tokenizer = write_tokenizer(folder, config)
+    tokenizer = write_tokenizer(folder, config, entry.tokens if entry is not None else None)
     # A pooling or Transformers-backend model is served whole and reads its processor; a text
     # model and a multimodal one served as its language model only do not.
-    if not set(arch.tasks) & {"text", "multimodal", "speculative"}:
+    if entry is not None and entry.processor:
+        whole = entry.processor_class
+        processor = write_processor(folder, config, tokenizer, entry.processor, whole=whole)
+        source += f"; processor {'' if whole else 'parts '}{processor}" if processor else ""
+    elif not set(arch.tasks) & {"text", "multimodal", "speculative"}:
         processor = write_processor(folder, config, tokenizer)
         source += f"; processor {processor}" if processor else ""
     return config, source

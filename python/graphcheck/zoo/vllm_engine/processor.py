@@ -52,14 +52,41 @@ def _image_processor(cls: Any, config: Any) -> Any:
             processor.crop_size = {"height": size, "width": size}
     if patch is not None and hasattr(processor, "patch_size"):
         processor.patch_size = patch
+    merge = getattr(processor, "merge_size", None)
+    if isinstance(merge, int) and isinstance(processor.patch_size, int):
+        # Qwen2-VL's kind bounds an image by its pixel count (shortest_edge, longest_edge):
+        # one to four merged patches, so that the dummy image fits the zoo's token budget.
+        unit = (processor.patch_size * merge) ** 2
+        processor.size = {"shortest_edge": unit, "longest_edge": 4 * unit}
     return processor
 
 
-def write_processor(folder: Path, config: Any, tokenizer: Any) -> str:
+def _processor_fields(config: Any, wanted: Any) -> dict[str, Any]:
+    """What a processor counts its placeholder tokens with, from the tiny config.
+
+    A checkpoint's processor carries them (LLaVA's ``patch_size`` and feature selection);
+    the processor's defaults leave them None, and its token count fails without them.
+    """
+    _, patch = _vision_size(config)
+    fields: dict[str, Any] = {}
+    if "patch_size" in wanted and patch is not None:
+        fields["patch_size"] = patch
+    strategy = getattr(config, "vision_feature_select_strategy", None)
+    if "vision_feature_select_strategy" in wanted and isinstance(strategy, str):
+        fields["vision_feature_select_strategy"] = strategy
+    return fields
+
+
+def write_processor(
+    folder: Path, config: Any, tokenizer: Any, model_type: str = "", whole: bool = True
+) -> str:
     """Writes the processor of ``config``'s model type into ``folder``; returns its class name.
 
-    Returns "" when transformers has no processor for the model type, or cannot make one
-    with its defaults (vLLM then reports the missing file).
+    ``model_type`` names another model type's processor (a config table's ``processor``);
+    with ``whole`` False only its image processor and feature extractor are written, for a
+    model whose processor class is vLLM's own or the hub's (they load those parts by the
+    auto classes). Returns "" when transformers has no processor for the model type, or
+    cannot make one with its defaults (vLLM then reports the missing file).
     """
     from transformers.models.auto import (
         feature_extraction_auto,
@@ -67,9 +94,11 @@ def write_processor(folder: Path, config: Any, tokenizer: Any) -> str:
         processing_auto,
     )
 
-    model_type = str(getattr(config, "model_type", ""))
+    model_type = model_type or str(getattr(config, "model_type", ""))
     # transformers' auto tables are module attributes it does not export (read by name).
     cls = _component(vars(processing_auto)["PROCESSOR_MAPPING_NAMES"], model_type)
+    if not whole:
+        cls = None
     image = _component(vars(image_processing_auto)["IMAGE_PROCESSOR_MAPPING_NAMES"], model_type)
     audio = _component(vars(feature_extraction_auto)["FEATURE_EXTRACTOR_MAPPING_NAMES"], model_type)
     parts: dict[str, Any] = {}
@@ -86,6 +115,7 @@ def write_processor(folder: Path, config: Any, tokenizer: Any) -> str:
         args = {k: v for k, v in parts.items() if k in wanted}
         if "tokenizer" in wanted:
             args["tokenizer"] = tokenizer
+        args.update(_processor_fields(config, wanted))
         if "video_processor" in wanted and "image_processor" in args:
             video = _component(_video_table(), model_type)
             if video is not None:

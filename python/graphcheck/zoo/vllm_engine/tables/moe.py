@@ -57,7 +57,15 @@ _PANGU: dict[str, Any] = {
     "norm_topk_prob": True,
 }
 
+# The Transformers backend's MoE classes wrap a transformers MoE model; a Llama config has
+# no experts (transformers/moe.py:185 asserts num_experts_per_tok). Qwen3-MoE's class, whose
+# packed experts the backend fuses into FusedMoE.
+_TRANSFORMERS_MOE = Entry(_M + "transformers/moe.py", base="qwen3_moe")
+
 TABLE: dict[str, Entry] = {
+    "TransformersMoEForCausalLM": _TRANSFORMERS_MOE,
+    "TransformersMoEEmbeddingModel": _TRANSFORMERS_MOE,
+    "TransformersMoEForSequenceClassification": _TRANSFORMERS_MOE,
     "AfmoeForCausalLM": Entry(
         _M + "afmoe.py",
         fields={"score_func": "softmax", "route_norm": True, "n_group": 1, "topk_group": 1},
@@ -193,6 +201,21 @@ TABLE: dict[str, Entry] = {
             "dense_intermediate_size": 128,
             "use_gemma_norm": False,
             "num_mtp_modules": 1,
+        },
+    ),
+    # Step 3 (vLLM's own Step3TextConfig): step3_text.py:251 parses moe_layers_enum as the
+    # checkpoints write it, a comma-separated string (the class's default is a tuple).
+    "Step3TextForCausalLM": Entry(
+        _M + "step3_text.py, vllm/transformers_utils/configs/step3_vl.py",
+        fields={
+            "num_attention_groups": 1,
+            "moe_num_experts": 4,
+            "moe_top_k": 2,
+            "moe_intermediate_size": 128,
+            "share_expert_dim": 128,
+            "share_q_dim": 64,
+            "moe_layers_enum": "1",
+            "max_position_embedding": 128,
         },
     ),
     # Step 3.5 (vLLM's own Step3p5Config): one KV group for two heads, four experts.

@@ -2,9 +2,9 @@
 
 The InternVL family (InternVL chat, H2OVL, Skywork-R1V, NVLM-D, Llama-Nemotron VL):
 the hub's ``InternVLChatConfig`` holds an InternViT vision config (``intern_vit.py``
-reads the fields of :data:`_INTERN_VIT`) and the language model's config as
-``llm_config`` (vLLM reads it as ``text_config``), with the image tiling the
-processor and the projector read (``force_image_size``, ``downsample_ratio``,
+reads the fields of :data:`~graphcheck.zoo.vllm_engine.tables.towers.INTERN_VIT`) and the
+language model's config as ``llm_config`` (vLLM reads it as ``text_config``), with the image
+tiling the processor and the projector read (``force_image_size``, ``downsample_ratio``,
 ``ps_version``). The vision tower is tiny: 32-pixel images of 16-pixel patches, one
 layer. Run language-model-only, vLLM still builds the config and the projector's
 shapes from it.
@@ -14,26 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphcheck.zoo.vllm_engine.tables import Dict, Entry, merge
+from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, Dict, Entry, merge, text_of
+from graphcheck.zoo.vllm_engine.tables.text import INKLING_TOKENS
+from graphcheck.zoo.vllm_engine.tables.towers import (
+    EVA2CLIP,
+    INTERN_VIT,
+    SIGLIP2_NAVIT,
+    SIGLIP_VISION,
+    TINY_VIT,
+)
 
 _M = "vllm/model_executor/models/"
-
-#: InternViT (intern_vit.py): what InternVisionModel reads, at the zoo's tiny sizes.
-_INTERN_VIT: dict[str, Any] = {
-    "model_type": "intern_vit_6b",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_attention_heads": 2,
-    "num_hidden_layers": 1,
-    "image_size": 32,
-    "patch_size": 16,
-    "hidden_act": "gelu",
-    "layer_norm_eps": 1e-6,
-    "norm_type": "layer_norm",
-    "qk_normalization": False,
-    "qkv_bias": True,
-    "initializer_factor": 1.0,
-}
 
 #: The chat config around it (internvl.py): one 32-pixel tile, pixel shuffle by half.
 _INTERN_CHAT: dict[str, Any] = {
@@ -62,11 +53,11 @@ def tiny_text(model_type: str, **fields: Any) -> Dict:
     return text
 
 
-def _intern_vl(text_type: str) -> Any:
-    """A fix: the InternViT vision config, and the text config of ``text_type``'s class."""
+def _intern_vl(text_type: str, vision: Dict | None = None) -> Any:
+    """A fix: the vision config (InternViT unless given), and ``text_type``'s text config."""
 
     def fix(d: Dict) -> None:
-        d["vision_config"] = dict(_INTERN_VIT)
+        d["vision_config"] = dict(INTERN_VIT if vision is None else vision)
         d["text_config"] = tiny_text(text_type)
         merge(d, _INTERN_CHAT)
 
@@ -79,13 +70,15 @@ def _language_config(d: Dict) -> None:
     d["language_config"] = tiny_text("deepseek_v2", use_mla=False)
 
 
-def _chat(source: str, remote: str, model_type: str, text_type: str = "qwen2") -> Entry:
+def _chat(
+    source: str, remote: str, model_type: str, text_type: str = "qwen2", vision: Dict | None = None
+) -> Entry:
     return Entry(
         _M + source,
         base="llama",
         remote=remote,
         model_type=model_type,
-        fix=_intern_vl(text_type),
+        fix=_intern_vl(text_type, vision),
     )
 
 
@@ -106,6 +99,27 @@ def _deepseek_vl2(source: str) -> Entry:
 _MUSE_GLIMMER = Entry(_M + "muse_glimmer.py", fields={"vision_config": {"output_dim": 256}})
 
 
+def _emu3_vocabulary(d: Dict) -> None:
+    # Emu3's model maps its VQ codes to text ids through the checkpoint's vocabulary_map
+    # (transformers' Emu3ImageVocabularyMapping, which the Transformers backend builds): one
+    # "<|visual token N|>" per code, the end-of-line word and "<image>" (the zoo tokenizer's
+    # top id).
+    vocab = int(text_of(d).get("vocab_size") or 512)
+    codes = int((d.get("vq_config") or {}).get("codebook_size") or 64)
+    mapping = {f"<|visual token {i:06d}|>": vocab - 128 + i for i in range(codes)}
+    d["vocabulary_map"] = {**mapping, "<|extra_200|>": vocab - 129, "<image>": vocab - 1}
+
+
+def _towers_always(**types: str) -> Any:
+    """A fix: tiny sub-configs of the given model types in place of the default's."""
+
+    def fix(d: Dict) -> None:
+        for key, model_type in types.items():
+            d[key] = tiny_text(model_type)
+
+    return fix
+
+
 def _towers(**types: str) -> Any:
     """A fix: tiny sub-configs of the given model types where the default leaves them None."""
 
@@ -117,7 +131,156 @@ def _towers(**types: str) -> Any:
     return fix
 
 
+# The Transformers backend's multimodal classes wrap a transformers vision-language model
+# and read its processor (transformers_utils/processor.py:274 refuses a bare tokenizer):
+# LLaVA's class, whose processor transformers makes from its CLIP image processor.
+_TRANSFORMERS_MM = Entry(_M + "transformers/multimodal.py", base="llava")
+
+
+def _ovis(text_type: str) -> Entry:
+    """Ovis 2.5 / 2.6: the hub's config over ``text_type``.
+
+    vLLM's processor reads Qwen2-VL's image processor
+    (transformers_utils/processors/ovis2_5.py) while the engine starts.
+    """
+
+    def fix(d: Dict) -> None:
+        d["text_config"] = tiny_text(text_type)
+        d["vit_config"] = dict(SIGLIP2_NAVIT)
+
+    return Entry(
+        _M + "ovis2_5.py, siglip2navit.py",
+        base="llama",
+        remote="Ovis2_5_Config",
+        model_type="ovis2_5",
+        processor="qwen2_vl",
+        # VisualTokenizer's head is visual_vocab_size less the four indicator ids wide.
+        fields={"visual_vocab_size": 68, "hidden_size": 64},
+        fix=fix,
+    )
+
+
 TABLE: dict[str, Entry] = {
+    # MiniCPM-V 2.5 (minicpmv.py:471 reads the version; 2.5 is Llama with an Idefics2 tower
+    # and a resampler of query_num queries): the hub's class.
+    "MiniCPMV": Entry(
+        _M + "minicpmv.py",
+        base="llama",
+        remote="MiniCPMVConfig",
+        model_type="minicpmv",
+        fields={
+            "version": 2.5,
+            # The resampler has hidden_size // 128 heads (minicpmv.py:2086): one.
+            "hidden_size": 128,
+            "query_num": 4,
+            "drop_vision_last_layer": False,
+            "vision_config": {"model_type": "idefics2_vision", **TINY_VIT},
+        },
+    ),
+    # Phi-4 with a SigLIP2 tower (phi4siglip.py:242-251): the tower's dict, the projector's
+    # input width; two tower layers (it drops the last, layer_idx -2).
+    "Phi4ForCausalLMV": Entry(
+        _M + "phi4siglip.py",
+        base="phi3",
+        fields={
+            "mm_hidden_size": 64,
+            "vision_config": {
+                "hidden_size": 64,
+                "intermediate_size": 128,
+                "num_attention_heads": 2,
+                "num_hidden_layers": 2,
+                "patch_size": 16,
+                "num_patches": 16,
+            },
+        },
+    ),
+    # Phi-3-vision: Phi-3's config with the hub's image-embedding dicts (phi3v.py:103-208);
+    # the CLIP ViT-L tower is vLLM's constant, cut to its first layer by layer_idx 0.
+    "Phi3VForCausalLM": Entry(
+        _M + "phi3v.py",
+        base="phi3",
+        fields={
+            "img_processor": {
+                "layer_idx": 0,
+                "image_dim_out": 1024,
+                "num_img_tokens": 144,
+                "type_feature": "patch",
+            },
+            "embd_layer": {
+                "embedding_cls": "image",
+                "use_hd_transform": True,
+                "with_learnable_separator": True,
+                "hd_transform_order": "sub_glb",
+            },
+        },
+    ),
+    # GLM-4V is ChatGLM's config (glm4v.py:401 asks for ChatGLMConfig) with its tower.
+    "GLM4VForCausalLM": Entry(
+        _M + "glm4v.py, chatglm.py",
+        base="chatglm",
+        fields={
+            "original_rope": True,
+            "tie_word_embeddings": False,
+            "vision_config": EVA2CLIP,
+            "boi_token_id": 509,
+            "eoi_token_id": 510,
+        },
+    ),
+    "InklingForConditionalGeneration": Entry(
+        "vllm/renderers/inkling_encoding.py", tokens=INKLING_TOKENS
+    ),
+    # transformers' processors of their own model types, which vLLM loads while the engine
+    # starts even for the language model alone (transformers_utils/processor.py:239).
+    # Served by the Transformers backend (registry.py:731-738), with the tokenizer words
+    # their processors read.
+    "Emu3ForConditionalGeneration": Entry(
+        _M + "transformers/multimodal.py",
+        processor="emu3",
+        processor_class=True,
+        tokens={
+            "image_token": "<image>",
+            "boi_token": "<|image start|>",
+            "eoi_token": "<|image end|>",
+            "image_wrapper_token": "<|image token|>",
+            "eof_token": "<|extra_201|>",
+        },
+        fix=_emu3_vocabulary,
+    ),
+    "HunYuanVLForConditionalGeneration": Entry(
+        _M + "transformers/multimodal.py",
+        processor="hunyuan_vl",
+        processor_class=True,
+        tokens={
+            "image_token": "<image>",
+            "image_start_token": "<img>",
+            "image_end_token": "</img>",
+        },
+        # The checkpoints' multimodal RoPE: four axes over half the head (32), which the
+        # text model's rotary embedding reads (transformers' modeling_hunyuan_vl.py:134).
+        text={"rope_parameters": {"mrope_section": [4, 4, 4, 4]}},
+    ),
+    "HCXVisionV2ForCausalLM": Entry(
+        _M + "hyperclovax_vision_v2.py", processor="hyperclovax_vision_v2", processor_class=True
+    ),
+    "Ovis2_5": _ovis("qwen3"),
+    "Ovis2_6ForCausalLM": _ovis("qwen3"),
+    "Ovis2_6_MoeForCausalLM": _ovis("qwen3_moe"),
+    "TransformersMultiModalForCausalLM": _TRANSFORMERS_MM,
+    "TransformersMultiModalEmbeddingModel": _TRANSFORMERS_MM,
+    # The MoE class asserts experts in the text model (transformers/moe.py:185): LLaVA over
+    # a tiny Qwen3-MoE language model.
+    "TransformersMultiModalMoEForCausalLM": Entry(
+        _M + "transformers/multimodal.py, transformers/moe.py",
+        base="llava",
+        fix=_towers_always(text_config="qwen3_moe"),
+    ),
+    # The classifier is read off AutoModelForSequenceClassification's class of the config
+    # (transformers/pooling.py:79), which LLaVA has none of; Gemma 3's composite has one.
+    "TransformersMultiModalForSequenceClassification": Entry(
+        _M + "transformers/multimodal.py, transformers/pooling.py",
+        base="gemma3",
+        tokens=GEMMA3_TOKENS,
+    ),
     # Gemma 4's default config has no vision or audio config; the checkpoints have both.
     "Gemma4ForConditionalGeneration": Entry(
         _M + "gemma4_mm.py", fix=_towers(vision_config="gemma4_vision", audio_config="gemma4_audio")
@@ -150,8 +313,12 @@ TABLE: dict[str, Entry] = {
             "hidden_size": 64,
         },
     ),
+    # The mel filter bank's FFT window and rate (voxtral.py:738), as Whisper's.
     "VoxtralForConditionalGeneration": Entry(
-        _M + "voxtral.py", fields={"audio_config": {"downsample_factor": 4}}
+        _M + "voxtral.py",
+        fields={
+            "audio_config": {"downsample_factor": 4, "window_size": 400, "sampling_rate": 16000}
+        },
     ),
     "VoxtralRealtimeGeneration": Entry(
         _M + "voxtral_realtime.py", fields={"audio_config": {"downsample_factor": 4}}
@@ -201,6 +368,19 @@ TABLE: dict[str, Entry] = {
         fields={"vision_config": {"spatial_merge_size": 2}},
     ),
     "InternS1ForConditionalGeneration": Entry(_M + "interns1.py", base="internvl"),
+    # Eagle 2.5: InternVL's chat layout over a SigLIP tower (eagle2_5_vl.py:158-226).
+    "Eagle2_5_VLForConditionalGeneration": _chat(
+        "eagle2_5_vl.py", "Eagle2_5_VLConfig", "eagle_2_5_vl", "qwen2", SIGLIP_VISION
+    ),
+    # LLaVA-OneVision's layout (bee.py, rvl.py subclass vLLM's LLaVA-OneVision model).
+    "BeeForConditionalGeneration": Entry(_M + "bee.py", base="llava_onevision"),
+    "RForConditionalGeneration": Entry(_M + "rvl.py", base="llava_onevision"),
+    # Qwen3-VL-MoE's and Qwen3.5-MoE's layouts (interns1_pro.py builds Qwen3-VL's tower
+    # over Qwen3-MoE; interns2_preview.py subclasses Qwen3.5-MoE's model).
+    "InternS1ProForConditionalGeneration": Entry(_M + "interns1_pro.py", base="qwen3_vl_moe"),
+    "InternS2PreviewForConditionalGeneration": Entry(
+        _M + "interns2_preview.py", base="qwen3_5_moe"
+    ),
     "Llama_Nemotron_Nano_VL": _chat(
         "nemotron_vl.py", "Llama_Nemotron_Nano_VL_Config", "Llama_Nemotron_Nano_VL", "llama"
     ),

@@ -8,7 +8,7 @@ Encoders with rotary positions (``bert_with_rope.py``) and the ColBERT heads
 
 from __future__ import annotations
 
-from graphcheck.zoo.vllm_engine.tables import Entry
+from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, QWEN_OMNI_TOKENS, Entry
 
 _ROPE = {"rope_type": "default", "rope_theta": 10000.0}
 _BERT_WITH_ROPE = "vllm/model_executor/models/bert_with_rope.py, config.py"
@@ -38,6 +38,8 @@ _JINA = Entry(
     model_type="xlm-roberta",
     fields={"position_embedding_type": "rotary", "rope_parameters": _ROPE, "colbert_dim": 32},
 )
+
+_COLQWEN3 = Entry("vllm/model_executor/models/colqwen3.py", processor="qwen3_vl")
 
 TABLE: dict[str, Entry] = {
     # SnowflakeGteNewModelConfig (config.py) asserts GteConfig and gelu; the model reads
@@ -81,12 +83,51 @@ TABLE: dict[str, Entry] = {
     ),
     # vLLM checks these configs' classes: Qwen2-VL's and Qwen3-Omni's for the models built
     # on them.
+    # vLLM's ColQwen3 processor (transformers_utils/processor.py:247) loads Qwen3-VL's image
+    # processor by AutoImageProcessor: the checkpoints ship its preprocessor_config.json.
+    "ColQwen3": _COLQWEN3,
+    "OpsColQwen3Model": _COLQWEN3,
+    "Qwen3VLNemotronEmbedModel": _COLQWEN3,
     "JinaVLForRanking": Entry("vllm/model_executor/models/jina_vl.py", base="qwen2_vl"),
+    # With the image processor and feature extractor their processors load.
     "ClefOmniForJointSchema": Entry(
-        "vllm/model_executor/models/clef_omni.py", base="qwen3_omni_moe"
+        "vllm/model_executor/models/clef_omni.py",
+        base="qwen3_omni_moe",
+        processor="qwen3_omni_moe",
+        processor_class=True,
+        # Qwen3-Omni's thinker (qwen3_omni_moe_thinker.py:772) reads the tower's image size.
+        fields={
+            "thinker_config": {
+                "vision_config": {"image_size": 64, "apply_vit_abs_pos_embed": True},
+                "text_config": {"tie_word_embeddings": False},
+            },
+            # JointSchemaHead's arguments (clef_omni.py:115, read at clef_omni.py:420).
+            "joint_head_config": {
+                "hidden_size": 64,
+                "width": 64,
+                "routing_layers": 1,
+                "layers": 1,
+                "heads": 2,
+                "feedforward": 128,
+            },
+        },
+        tokens=QWEN_OMNI_TOKENS,
     ),
     "Qwen3ASRForcedAlignerForTokenClassification": Entry(
-        "vllm/transformers_utils/configs/qwen3_asr.py", base="qwen3_asr"
+        "vllm/transformers_utils/configs/qwen3_asr.py",
+        base="qwen3_asr",
+        processor="whisper",
+        tokens=QWEN_OMNI_TOKENS,
+        # The time-bin classifier's width (qwen3_asr_forced_aligner.py:78); the default
+        # leaves it unset.
+        fields={"thinker_config": {"classify_num": 64}},
+    ),
+    # EmbeddingGemma 2 (transformers' class, served whole): its processor is Gemma 3's kind.
+    "EmbeddingGemma2Model": Entry(
+        "vllm/model_executor/models/transformers/pooling.py",
+        processor="embedding_gemma2",
+        processor_class=True,
+        tokens=GEMMA3_TOKENS,
     ),
     "HF_ColBERT": Entry(
         "vllm/model_executor/models/colbert.py", base="bert", fields={"colbert_dim": 32}

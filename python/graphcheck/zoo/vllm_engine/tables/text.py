@@ -29,7 +29,46 @@ _QWEN4_EXP = Entry(
     text={"output_gate_type": "silu"},
 )
 
+#: The words Inkling's chat renderer resolves in the tokenizer's vocabulary and refuses to
+#: start without (vllm/renderers/inkling_encoding.py:60, checked at renderers/inkling.py:81).
+INKLING_TOKENS = {
+    f"{word[2:-2]}_token": word
+    for word in (
+        "<|message_user|>",
+        "<|message_model|>",
+        "<|message_system|>",
+        "<|message_tool|>",
+        "<|content_text|>",
+        "<|content_image|>",
+        "<|content_model_end_sampling|>",
+        "<|content_thinking|>",
+        "<|content_audio_input|>",
+        "<|content_xml|>",
+        "<|content_invoke_tool_json|>",
+        "<|end_message|>",
+        "<|audio_end|>",
+    )
+}
+
 TABLE: dict[str, Entry] = {
+    # vLLM's Inkling model reads its own config class (padded_vocab_size, use_embed_norm:
+    # vllm/models/inkling/configs.py), registered as inkling_model; transformers' differs.
+    "InklingForCausalLM": Entry(
+        "vllm/renderers/inkling_encoding.py, vllm/models/inkling/configs.py",
+        base="inkling_model",
+        tokens=INKLING_TOKENS,
+        # The MoE asserts the served checkpoint's routing (vllm/models/inkling/nvidia/moe.py:419).
+        fields={
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 128,
+            "gate_activation": "sigmoid",
+            "norm_after_topk": True,
+            "shared_expert_sink": True,
+            "inference_moe_w13_interleaved": True,
+        },
+    ),
     "Qwen4ExpForCausalLM": _QWEN4_EXP,
     "Qwen4ExpForConditionalGeneration": _QWEN4_EXP,
     "ExaoneForCausalLM": Entry(
