@@ -15,14 +15,52 @@ from typing import Any
 import torch
 
 from graphcheck import _core, _torch
-from graphcheck._capture import Capture
+from graphcheck._capture import Capture, _require_tensor, _require_text
 from graphcheck._model_registry import ModelRegistry
 from graphcheck._watch.cuda_capture import READER_DISPATCHER
 from graphcheck._watch.graph_pools import GraphPools
 from graphcheck._watch.registry import ModelSource, RegistryCache
 from graphcheck.arena import WeightsArena
 
-__all__ = ["WatchedCapture", "WatchedGraph", "check_graphs", "watched_capture"]
+__all__ = ["Declarations", "WatchedCapture", "WatchedGraph", "check_graphs", "watched_capture"]
+
+#: ``(name, tensor, reason)`` of one declaration.
+Declared = tuple[str, torch.Tensor, str]
+
+
+class Declarations:
+    """What a watch declares for every graph, recorded or to come: runtime state and inputs.
+
+    Each new graph holds them in its capture epoch from the start (:func:`watched_capture`);
+    a declaration made later is added to the graphs recorded so far. Arguments are checked
+    when a declaration is made. Not thread-safe: the watch calls it under its lock.
+    """
+
+    def __init__(self) -> None:
+        self.runtime: list[Declared] = []
+        self.inputs: list[Declared] = []
+
+    def add_runtime(
+        self, tensor: object, name: object, reason: object, graphs: Iterable[WatchedGraph]
+    ) -> None:
+        """Declare ``tensor`` runtime state (``Watch.declare_runtime``)."""
+        checked = _require_tensor(tensor, "Watch.declare_runtime(tensor, name, reason)")
+        label = _require_text(name, "Watch.declare_runtime: name")
+        why = _require_text(reason, "Watch.declare_runtime: reason (every exemption says why)")
+        self.runtime.append((label, checked, why))
+        for graph in graphs:
+            graph.capture.declare_runtime(checked, label, why)
+
+    def add_input(
+        self, name: object, tensor: object, reason: object, graphs: Iterable[WatchedGraph]
+    ) -> None:
+        """Declare ``tensor`` a static input (``Watch.declare_input``)."""
+        label = _require_text(name, "Watch.declare_input(name, tensor): name")
+        checked = _require_tensor(tensor, "Watch.declare_input(name, tensor): tensor")
+        why = _require_text(reason, "Watch.declare_input: reason")
+        self.inputs.append((label, checked, why))
+        for graph in graphs:
+            graph.capture.declare_input(label, checked, why)
 
 
 class WatchedCapture(Capture):
@@ -42,7 +80,7 @@ class WatchedCapture(Capture):
         inputs: tuple[tuple[Any, ...], dict[str, Any]],
         arena: WeightsArena | None,
         pools: GraphPools | None,
-        declared: tuple[list[tuple[str, torch.Tensor, str]], list[tuple[str, torch.Tensor, str]]],
+        declared: Declarations,
     ) -> None:
         self._source = source
         self._registry = registry
@@ -51,9 +89,14 @@ class WatchedCapture(Capture):
         # A bare module stands in when no model was alive at capture: every address is judged
         # against an empty registry until the source finds one.
         self._fallback = model if type(model) is torch.nn.Module else None
-        runtime, declared_inputs = declared
         super().__init__(
-            model, record, output, inputs, arena, runtime=runtime, declared_inputs=declared_inputs
+            model,
+            record,
+            output,
+            inputs,
+            arena,
+            runtime=declared.runtime,
+            declared_inputs=declared.inputs,
         )
 
     @property
@@ -92,20 +135,18 @@ def watched_capture(
     inputs: tuple[tuple[Any, ...], dict[str, Any]] = ((), {}),
     arena: WeightsArena | None = None,
     pools: GraphPools | None = None,
-    *,
-    runtime: Iterable[tuple[str, torch.Tensor, str]] = (),
-    declared_inputs: Iterable[tuple[str, torch.Tensor, str]] = (),
+    declared: Declarations | None = None,
 ) -> WatchedCapture:
     """A capture of ``record`` whose model comes from ``source`` (the capture epoch now).
 
     ``pools``: the caching allocator whose segments and blocks each epoch holds (a CUDA
-    capture's). ``runtime``, ``declared_inputs``: ``(name, tensor, reason)`` the watch
-    declared for every graph, in the capture epoch from the start.
+    capture's). ``declared``: what the watch declared for every graph, in the capture epoch
+    from the start.
     """
     model = source.resolve()
     if model is None:
         model = torch.nn.Module()  # nothing to register: every address is judged bare
-    declared = (list(runtime), list(declared_inputs))
+    declared = declared or Declarations()
     return WatchedCapture(source, registry, model, record, output, inputs, arena, pools, declared)
 
 

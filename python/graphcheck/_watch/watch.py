@@ -17,7 +17,6 @@ on a GPU.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import logging
 import os
@@ -29,7 +28,7 @@ from typing import Any
 
 import torch
 
-from graphcheck._capture import _require_tensor, _require_text, capture_arguments, record_forward
+from graphcheck._capture import capture_arguments, record_forward
 from graphcheck._census import census
 from graphcheck._errors import GraphcheckValueError, require_text, require_texts
 from graphcheck._model_registry import ENGINE_STATE_REASON, EngineState
@@ -37,23 +36,17 @@ from graphcheck._watch.cuda_capture import CudaCaptures, CudaGraphReader, GraphR
 from graphcheck._watch.cuda_hooks import AllocatorHistory, CaptureHooks, capture_device
 from graphcheck._watch.graph_pools import GraphPools, SegmentSource, torch_segments
 from graphcheck._watch.graphs import (
+    Declarations,
     WatchedCapture,
     WatchedGraph,
     check_graphs,
     watched_capture,
 )
-from graphcheck._watch.output import (
-    CheckResult,
-    FindingsError,
-    census_lines,
-    finding_key,
-    log_result,
-    merge_reports,
-)
+from graphcheck._watch.output import CheckResult, census_lines, merge_reports
 from graphcheck._watch.profiling import ProfilingCaptures
 from graphcheck._watch.registry import ModelGetter, ModelSource, RegistryCache, weak_getter
+from graphcheck._watch.results import CheckPoints
 from graphcheck._watch.settings import MODES
-from graphcheck._watch.writer import BackgroundWriter
 from graphcheck.arena import WeightsArena
 
 __all__ = ["Watch"]
@@ -100,7 +93,7 @@ class Watch:
     ) -> None:
         self._lock = threading.RLock()
         self.mode = mode
-        self._writer: BackgroundWriter | None = None
+        self._points = CheckPoints()
         self.out_dir = out_dir
         self.allow = require_texts(allow, "graphcheck.watch: allow")
         self.origin = origin
@@ -111,15 +104,12 @@ class Watch:
         #: :meth:`check_pending` (engine plugins check all their graphs at once).
         self.check_on_capture = True
         self._graphs: list[WatchedGraph] = []
-        self._results: list[CheckResult] = []
-        self._logged: dict[frozenset[tuple[str, str]], int] = {}  # findings -> first seq logged
         self._ids = itertools.count(1)
         self._seq = itertools.count(1)
         self._models: dict[str, ModelGetter] = {}
         self._discovery: dict[str, ModelSource] = {}
         self._registry = RegistryCache()
-        self._runtime: list[tuple[torch.Tensor, str, str]] = []
-        self._inputs: list[tuple[str, torch.Tensor, str]] = []
+        self._declared = Declarations()
         reader = CudaGraphReader() if graph_reader == "default" else graph_reader
         if isinstance(reader, str):
             raise GraphcheckValueError(
@@ -152,7 +142,7 @@ class Watch:
         state = "closed" if self.closed else self.mode
         return (
             f"<Watch ({state}, {self.origin}): {len(self._graphs)} graphs, "
-            f"{len(self._results)} check points, out_dir={self.out_dir}>"
+            f"{len(self._points.all())} check points, out_dir={self.out_dir}>"
         )
 
     def __enter__(self) -> Watch:
@@ -179,13 +169,11 @@ class Watch:
     @property
     def out_dir(self) -> str | None:
         """The folder reports and snapshots go to, or None."""
-        return None if self._writer is None else str(self._writer.folder)
+        return self._points.folder
 
     @out_dir.setter
     def out_dir(self, value: str | os.PathLike[str] | None) -> None:
-        if self._writer is not None:
-            self._writer.close()
-        self._writer = None if value is None else BackgroundWriter(os.path.abspath(value))
+        self._points.set_folder(value)
 
     def flush(self) -> None:
         """Wait until the files of every check point so far are written.
@@ -194,9 +182,7 @@ class Watch:
         wait for them); every other check point, ``error`` mode's findings and :meth:`close`
         wait for them first. Thread-safe.
         """
-        writer = self._writer
-        if writer is not None:
-            writer.flush()
+        self._points.flush()
 
     @property
     def capture_hooks(self) -> str:
@@ -212,14 +198,12 @@ class Watch:
     @property
     def results(self) -> list[CheckResult]:
         """Every check point so far, in order."""
-        with self._lock:
-            return list(self._results)
+        return self._points.all()
 
     @property
     def last(self) -> CheckResult | None:
         """The last check point, or None."""
-        with self._lock:
-            return self._results[-1] if self._results else None
+        return self._points.last()
 
     # ------------------------------------------------------------ models, state
 
@@ -256,13 +240,8 @@ class Watch:
         Raises :class:`graphcheck.GraphcheckTypeError` or ``GraphcheckValueError`` for a bad
         argument now, not at the next capture.
         """
-        _require_tensor(tensor, "Watch.declare_runtime(tensor, name, reason)")
-        _require_text(name, "Watch.declare_runtime: name")
-        _require_text(reason, "Watch.declare_runtime: reason (every exemption says why)")
         with self._lock:
-            self._runtime.append((tensor, name, reason))
-            for graph in self._graphs:
-                graph.capture.declare_runtime(tensor, name, reason)
+            self._declared.add_runtime(tensor, name, reason, self._graphs)
 
     def declare_input(
         self, name: str, tensor: torch.Tensor, reason: str = "static graph input"
@@ -271,13 +250,8 @@ class Watch:
 
         Raises as :meth:`declare_runtime` for a bad argument.
         """
-        _require_text(name, "Watch.declare_input(name, tensor): name")
-        _require_tensor(tensor, "Watch.declare_input(name, tensor): tensor")
-        _require_text(reason, "Watch.declare_input: reason")
         with self._lock:
-            self._inputs.append((name, tensor, reason))
-            for graph in self._graphs:
-                graph.capture.declare_input(name, tensor, reason)
+            self._declared.add_input(name, tensor, reason, self._graphs)
 
     def _source(self, device: torch.device) -> ModelSource:
         if self._models:
@@ -291,10 +265,6 @@ class Watch:
         graph = WatchedGraph(graph_id, capture, kind, device)
         self._graphs.append(graph)
         return graph
-
-    def _runtime_declared(self) -> list[tuple[str, torch.Tensor, str]]:
-        """The runtime state every new graph holds from its capture epoch on (name first)."""
-        return [(name, tensor, reason) for tensor, name, reason in self._runtime]
 
     def _forget(self, graph_id: int) -> None:
         with self._lock:
@@ -328,12 +298,7 @@ class Watch:
             source = self._source(finished.device)
             self._pools.note(graph)
             capture = watched_capture(
-                source,
-                self._registry,
-                finished.record,
-                pools=self._pools,
-                runtime=self._runtime_declared(),
-                declared_inputs=self._inputs,
+                source, self._registry, finished.record, pools=self._pools, declared=self._declared
             )
             watched = self._add(capture, finished.graph_id, "cuda", str(finished.device))
             watched.reader, watched.reader_notes = finished.reader, finished.notes
@@ -383,14 +348,7 @@ class Watch:
         with self._lock:
             self._registry.recheck()
             capture = watched_capture(
-                source,
-                self._registry,
-                record,
-                output,
-                (args, kwargs),
-                arena,
-                runtime=self._runtime_declared(),
-                declared_inputs=self._inputs,
+                source, self._registry, record, output, (args, kwargs), arena, None, self._declared
             )
             device = next((str(p.device) for p in model.parameters()), "cpu")
             watched = self._add(capture, graph_id, "cpu twin", device)
@@ -509,30 +467,13 @@ class Watch:
         *,
         background: bool = False,
     ) -> CheckResult:
-        """Queues the files (a failure is logged: reports so far stay) and keeps the result.
-
-        ``background``: the check point's files may follow (a check at capture); else they
-        are written, after every pending one, before this returns.
-        """
-        writer = self._writer
-        if writer is not None:
-            files = writer.submit(result, snapshots, allow=self.allow)
-            result = dataclasses.replace(result, files=files)
-            if not background or (self.mode == "error" and not result.ok):
-                writer.flush()
-        self._results.append(result)
-        return result
+        """Keeps the result and has its files written (``CheckPoints.record``)."""
+        return self._points.record(
+            result, snapshots, allow=self.allow, mode=self.mode, background=background
+        )
 
     def _finish(self, result: CheckResult) -> CheckResult:
-        same_as = None
-        if not result.ok and not result.files:  # the text goes to the log: once per findings
-            with self._lock:
-                same_as = self._logged.setdefault(finding_key(result), result.seq)
-            same_as = None if same_as == result.seq else same_as
-        log_result(result, self.mode, same_as)
-        if self.mode == "error" and not result.ok:
-            raise FindingsError(result)
-        return result
+        return self._points.finish(result, self.mode)
 
     # ------------------------------------------------------------------ lifetime
 
@@ -550,7 +491,6 @@ class Watch:
                 self._hooks.remove()
             self._captures.close()
             self._history.disable()
-        if self._writer is not None:
-            self._writer.close()  # the files of every check point so far, then its thread ends
+        self._points.close()  # the files of every check point so far, then the writer ends
         if self._on_close is not None:
             self._on_close(self)

@@ -1,0 +1,112 @@
+"""A watch's check points: :class:`CheckPoints` keeps them, has their files written, logs them.
+
+The files go through a :class:`~graphcheck._watch.writer.BackgroundWriter` (a check at capture
+does not wait for them; every other check point does), and the log gets each check point's
+line, with its text report when no file was written, once per set of verdicts and owners
+(:func:`~graphcheck._watch.output.finding_key`): an engine's graphs of one model find the same
+tensors, and a server's log should say so once, not once per batch size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from graphcheck._watch.output import CheckResult, FindingsError, finding_key, log_result
+from graphcheck._watch.writer import BackgroundWriter
+
+if TYPE_CHECKING:
+    from graphcheck._capture import Capture
+
+__all__ = ["CheckPoints"]
+
+
+class CheckPoints:
+    """The check points of one watch, in order, with their files and log lines.
+
+    Thread safety: every method may be called from any thread. Lifetime: the writer's thread
+    runs from :meth:`set_folder` to :meth:`close` (or the next :meth:`set_folder`).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: list[CheckResult] = []
+        self._logged: dict[frozenset[tuple[str, str]], int] = {}  # findings -> first seq logged
+        self._writer: BackgroundWriter | None = None
+
+    @property
+    def folder(self) -> str | None:
+        """The folder the files go to, or None."""
+        writer = self._writer
+        return None if writer is None else str(writer.folder)
+
+    def set_folder(self, value: str | os.PathLike[str] | None) -> None:
+        """Write the next check points' files into ``value`` (None: none).
+
+        The old folder's pending files are written first.
+        """
+        if self._writer is not None:
+            self._writer.close()
+        self._writer = None if value is None else BackgroundWriter(os.path.abspath(value))
+
+    def flush(self) -> None:
+        """Wait until the files of every check point so far are written."""
+        writer = self._writer
+        if writer is not None:
+            writer.flush()
+
+    def close(self) -> None:
+        """Write the pending files and end the writer's thread (a later check point restarts it)."""
+        writer = self._writer
+        if writer is not None:
+            writer.close()
+
+    def all(self) -> list[CheckResult]:
+        """Every check point so far, in order."""
+        with self._lock:
+            return list(self._items)
+
+    def last(self) -> CheckResult | None:
+        """The last check point, or None."""
+        with self._lock:
+            return self._items[-1] if self._items else None
+
+    def record(
+        self,
+        result: CheckResult,
+        snapshots: Sequence[tuple[int, Capture]],
+        *,
+        allow: Iterable[str],
+        mode: str,
+        background: bool,
+    ) -> CheckResult:
+        """Queues ``result``'s files and keeps it; returns it with the names of its files.
+
+        ``background``: the files may follow (a check at capture); else they are written,
+        after every pending one, before this returns (and in ``error`` mode's findings too,
+        before the error is raised). A failure to write is logged, never raised.
+        """
+        writer = self._writer
+        if writer is not None:
+            files = writer.submit(result, snapshots, allow)
+            result = dataclasses.replace(result, files=files)
+            if not background or (mode == "error" and not result.ok):
+                writer.flush()
+        with self._lock:
+            self._items.append(result)
+        return result
+
+    def finish(self, result: CheckResult, mode: str) -> CheckResult:
+        """Logs ``result`` as ``mode`` says; raises :class:`FindingsError` in ``error`` mode."""
+        same_as = None
+        if not result.ok and not result.files:  # the text goes to the log: once per findings
+            with self._lock:
+                same_as = self._logged.setdefault(finding_key(result), result.seq)
+            same_as = None if same_as == result.seq else same_as
+        log_result(result, mode, same_as)
+        if mode == "error" and not result.ok:
+            raise FindingsError(result)
+        return result
