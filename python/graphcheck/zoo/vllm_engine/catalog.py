@@ -80,6 +80,16 @@ VARIANT_ARCHS = {
     "DeepseekV2ForCausalLM": ("bf16",),
     "GraniteForCausalLM": ("bf16",),
     "OlmoForCausalLM": ("bf16",),
+    # Mamba, hybrid and short-convolution mixers: vLLM's CPU code paths for their state and
+    # convolutions differ by dtype (issue 31 §4; the gated delta-net ones are BF16_ONLY).
+    "MambaForCausalLM": ("bf16",),
+    "Mamba2ForCausalLM": ("bf16",),
+    "JambaForCausalLM": ("bf16",),
+    "FalconH1ForCausalLM": ("bf16",),
+    "GraniteMoeHybridForCausalLM": ("bf16",),
+    "Zamba2ForCausalLM": ("bf16",),
+    "Lfm2ForCausalLM": ("bf16",),
+    "Lfm2MoeForCausalLM": ("bf16",),
 }
 
 
