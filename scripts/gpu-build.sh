@@ -40,10 +40,15 @@ unpack_deb() {
   if command -v dpkg >/dev/null; then
     dpkg -x "$1" "${prefix}"
   else
-    local member
+    local member compression
     member="$(ar t "$1" | grep '^data\.tar')" || die "$1: no data.tar member"
-    ar p "$1" "${member}" | tar -xa -C "${prefix}" -f - 2>/dev/null ||
-      ar p "$1" "${member}" | tar -x --zstd -C "${prefix}" -f -
+    case "${member}" in  # tar cannot tell the compression of a pipe
+      *.xz) compression=--xz ;;
+      *.zst) compression=--zstd ;;
+      *.gz) compression=--gzip ;;
+      *) compression=--no-auto-compress ;;
+    esac
+    ar p "$1" "${member}" | tar -x "${compression}" -C "${prefix}" -f -
   fi
 }
 

@@ -7,9 +7,9 @@
 # Python package). Then it collects results, logs and recorded snapshots in one folder. Steps:
 # every gpu test in its own process (the LibTorch ones included), two injection smoke runs
 # (the gpu test binary, a torch program) with their snapshots checked, the CLI on the
-# injection's snapshot, the GPU benchmarks, the CUPTI capture overhead on the reference model
-# with and without graphcheck in interleaved pairs, the CPU callback benchmark, and the server
-# debug flag's smokes and capture benchmark where the graphcheck package imports.
+# injection's snapshot, the server debug flag's smokes where the graphcheck package imports;
+# then the benchmarks: GPU graphs, the CUPTI capture overhead on the reference model with and
+# without graphcheck in interleaved pairs, the CPU callback path, the watch's capture cost.
 #
 # The whole run keeps to a time budget (a CI job or a rented GPU has minutes), the build
 # included: every step runs under `timeout` with its own limit, never past the budget, and a
@@ -205,7 +205,8 @@ esac
     [[ -f "${file}" ]] && { echo "== ldd ${file##*/}"; ldd "${file}"; }
   done
 } >> "${results}/environment.txt" 2>&1
-if grep -A3 '^== ldd' "${results}/environment.txt" | grep -q 'not found'; then
+# The ldd sections close environment.txt.
+if sed -n '/^== ldd/,$p' "${results}/environment.txt" | grep -q 'not found'; then
   note "FAIL a program to run misses a library here (see environment.txt)"
   failed=1
 fi
@@ -322,7 +323,32 @@ else
   ((gpu_present)) && failed=1
 fi
 
-# --- 4. benchmarks ----------------------------------------------------------------------
+# --- 4. the server debug flag: needs the graphcheck package for this Python ------------------
+# Before the benchmarks: what the flag finds matters more than what it costs, should the
+# budget run out. torch first: graphcheck._torch links libtorch_python, which `import torch`
+# loads.
+has_package=0
+"${python}" -c 'import torch, graphcheck._torch' 2>/dev/null && has_package=1
+if ((has_package)); then
+  for variant in legacy registered; do
+    step "watch smoke (${variant})" "watch-smoke-${variant}.log" 60 \
+      "${python}" "${scripts}/watch_smoke.py" --variant "${variant}" --out "${results}/watch"
+  done
+  # The graph's own nodes (issue 18 §1): a cudaMemsetAsync the dispatcher never sees.
+  step "watch reader smoke" watch-reader-smoke.log 60 \
+    "${python}" "${scripts}/watch_reader_smoke.py" --out "${results}/watch"
+  # Kernels the dispatcher never sees (issue 29 §1): a Triton kernel and a torch.compile'd
+  # forward inside torch.cuda.graph, reading plain attributes beside registered tensors.
+  step "watch Triton and compile smoke" watch-triton-smoke.log 120 \
+    "${python}" "${scripts}/watch_triton_smoke.py" --out "${results}/watch"
+elif [[ "${mode}" == build-there ]]; then
+  note "FAIL watch smokes not run: ${python} cannot import graphcheck._torch from the build there (see logs/build-python.log)"
+  failed=1
+else
+  note "NOTE watch smoke not run: ${python} cannot import graphcheck._torch (carried binaries: the package is built for the pinned torch); the CUDA path of GRAPHCHECK=1 stays unverified"
+fi
+
+# --- 5. benchmarks ----------------------------------------------------------------------
 step "gpu benchmarks (100/1,000/10,000-node graphs, interleaved plain/graphcheck pairs)" \
   gpu-bench.log 90 "${bin}/graphcheck_gpu_bench" \
   --benchmark_out="${results}/bench/gpu_bench.json" --benchmark_out_format=json
@@ -383,35 +409,15 @@ step "cupti callback benchmark (CPU, fake driver)" cupti-bench.log 45 \
   "${bin}/graphcheck_cupti_bench" --benchmark_min_time=0.05 \
   --benchmark_out="${results}/bench/cupti_bench.json" --benchmark_out_format=json
 
-# --- 5. the server debug flag: needs the graphcheck package for this Python ------------------
-# torch first: graphcheck._torch links libtorch_python, which `import torch` loads.
-if "${python}" -c 'import torch, graphcheck._torch' 2>/dev/null; then
-  for variant in legacy registered; do
-    step "watch smoke (${variant})" "watch-smoke-${variant}.log" 60 \
-      "${python}" "${scripts}/watch_smoke.py" --variant "${variant}" --out "${results}/watch"
-  done
-  # The graph's own nodes (issue 18 §1): a cudaMemsetAsync the dispatcher never sees.
-  step "watch reader smoke" watch-reader-smoke.log 60 \
-    "${python}" "${scripts}/watch_reader_smoke.py" --out "${results}/watch"
-  # Kernels the dispatcher never sees (issue 29 §1): a Triton kernel and a torch.compile'd
-  # forward inside torch.cuda.graph, reading plain attributes beside registered tensors.
-  step "watch Triton and compile smoke" watch-triton-smoke.log 120 \
-    "${python}" "${scripts}/watch_triton_smoke.py" --out "${results}/watch"
-  # The watch's cost on real torch.cuda.graph captures (issue 32 §2): plain and watched
-  # captures of the reference model in the same rounds, the first and the later ones, in the
-  # engine flow, with a check at each capture, and with files; targets +10 ms and +5%/+1 ms.
-  if ((!gpu_present)); then
-    note "NOTE watch capture overhead not run (no GPU found, expected)"
-  elif step "watch capture overhead (CUDA)" watch-overhead.log 120 \
-      "${python}" "${scripts}/bench_watch.py" --device cuda --only twin --hidden 1024 \
-      --repeat 5 --later 6; then
-    note "NOTE $(grep -E 'engine flow|check at capture' "${results}/logs/watch-overhead.log" | tr -s ' ' | paste -sd ';')"
-  fi
-elif [[ "${mode}" == build-there ]]; then
-  note "FAIL watch smokes not run: ${python} cannot import graphcheck._torch from the build there (see logs/build-python.log)"
-  failed=1
-else
-  note "NOTE watch smoke not run: ${python} cannot import graphcheck._torch (carried binaries: the package is built for the pinned torch); the CUDA path of GRAPHCHECK=1 stays unverified"
+# The watch's cost on real torch.cuda.graph captures (issue 32 §2): plain and watched
+# captures of the reference model in the same rounds, the first and the later ones, in the
+# engine flow, with a check at each capture, and with files; targets +10 ms and +5%/+1 ms.
+if ((!gpu_present)); then
+  note "NOTE watch capture overhead not run (no GPU found, expected)"
+elif ((has_package)) && step "watch capture overhead (CUDA)" watch-overhead.log 120 \
+    "${python}" "${scripts}/bench_watch.py" --device cuda --only twin --hidden 1024 \
+    --repeat 5 --later 6; then
+  note "NOTE $(grep -E 'engine flow|check at capture' "${results}/logs/watch-overhead.log" | tr -s ' ' | paste -sd ';')"
 fi
 
 note "done in ${SECONDS} s; results in ${results}${OUT:+, packed into ${OUT}/gpu-check-results.tar.gz}"
