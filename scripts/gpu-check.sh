@@ -151,7 +151,7 @@ fi
   command -v nvidia-smi >/dev/null && nvidia-smi || echo "nvidia-smi: not found"
   echo "python: ${python}"
   "${python}" -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1
-  for tool in cmake ninja nvcc c++; do echo "${tool}: $("${tool}" --version 2>&1 | grep -m1 .)"; done
+  for tool in cmake ninja nvcc c++; do echo "${tool}: $("${tool}" --version 2>&1 | grep -m1 -E '[0-9]+\.[0-9]+')"; done
 } > "${results}/environment.txt" 2>&1
 note "mode ${mode}, carry ${carry}, budget ${budget} s, torch steps with ${python}"
 if ((gpu_present)); then
