@@ -138,6 +138,7 @@ if [[ -z "${python}" ]]; then
   python="$(command -v python3 || echo python3)"
   [[ -x "${venv}/bin/python" ]] && python="${venv}/bin/python"
 fi
+python="$(command -v "${python}" || echo "${python}")"  # a path: CMake's Python_EXECUTABLE
 gpu_present=0
 if { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; } ||
   [[ -e /dev/nvidia0 ]]; then
