@@ -107,6 +107,7 @@ verify_prefix() {
     [[ "${found}" == "${prefix}/"* ]] || die "CMake found ${package} at '${found}', not in ${prefix}"
     echo "gpu-build: ${package}: ${found}"
   done
+  echo "gpu-build: CMake packages ${packages[*]} found in ${prefix}"
   if [[ -f "${build}/build.ninja" ]]; then
     local deps from_usr from_prefix
     deps="$(cd "${build}" && ninja -t deps)"

@@ -175,7 +175,7 @@ case "${mode}" in
     fi
     # What the build proved about its dependencies (gpu-build.sh verify_prefix).
     while read -r line; do note "NOTE ${line#gpu-build: }"; done \
-      < <(grep -E '^gpu-build: (headers|graphcheck[a-z_]* loads)' "${results}/logs/build-cxx.log")
+      < <(grep -E '^gpu-build: (CMake packages|headers|graphcheck[a-z_]* loads)' "${results}/logs/build-cxx.log")
     bin="${work}/build/bin"
     inject_lib="${work}/build/lib/libgraphcheck_inject.so"
     GPU_CHECK_TORCH_TESTS="${bin}/graphcheck_gpu_reference_model_test"
