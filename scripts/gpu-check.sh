@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# The GPU check (run THERE, on a machine with an NVIDIA GPU): runs the binaries that
-# scripts/gpu-pack.sh built and staged HERE in gpu-carry/ (nothing is built there), and
-# collects results, logs and recorded snapshots in one folder. Steps: every gpu test in its
-# own process, two injection smoke runs (the gpu test binary, a torch program) with their
-# snapshots checked, the CLI on the injection's snapshot, the GPU benchmarks, the CUPTI
-# capture overhead on the reference model with and without graphcheck side by side, the CPU
-# callback benchmark, and the server debug flag's smoke where the graphcheck package imports.
+# The GPU check (run THERE, on a machine with an NVIDIA GPU), one command. By default it
+# builds what it runs there, from what scripts/gpu-pack.sh carried (the source and a few .deb
+# files; scripts/gpu-build.sh): the gpu tier with the LibTorch gpu tests, the benchmarks, the
+# CLI, the injection library and the Python package, against that machine's torch. Fallback
+# (gpu-pack.sh --binaries): it runs binaries built HERE and carried (no LibTorch tests, no
+# Python package). Then it collects results, logs and recorded snapshots in one folder. Steps:
+# every gpu test in its own process (the LibTorch ones included), two injection smoke runs
+# (the gpu test binary, a torch program) with their snapshots checked, the CLI on the
+# injection's snapshot, the server debug flag's smokes where the graphcheck package imports;
+# then the benchmarks: GPU graphs, the CUPTI capture overhead on the reference model with and
+# without graphcheck in interleaved pairs, the CPU callback path, the watch's capture cost.
 #
-# The whole run keeps to a time budget (a CI job or a rented GPU has minutes): every step
-# runs under `timeout` with its own limit, never past the budget, and a step that finds too
-# little left is skipped and says so. Results are packed after every step, so a run cut short
-# still hands back what it finished.
+# The whole run keeps to a time budget (a CI job or a rented GPU has minutes), the build
+# included: every step runs under `timeout` with its own limit, never past the budget, and a
+# step that finds too little left is skipped and says so. Results are packed after every
+# step, so a run cut short still hands back what it finished.
 #
 # Usage: OUT=<folder> scripts/gpu-check.sh      (docs/gpu-check.md)
 # Environment:
@@ -18,21 +22,29 @@
 #                       results folder, refreshed after every step) and cupti_overhead.json.
 #                       Unset: the results stay in the results folder only.
 #   GPU_CHECK_CARRY     the staged folder (default: <checkout>/gpu-carry)
+#   GPU_CHECK_MODE      build-there or binaries (default: the carry's, its MANIFEST.txt's mode)
+#   GPU_CHECK_WORK      build-there: where the source, the prefix, the build and the package
+#                       go (default: /tmp/graphcheck-gpu-build; kept, so a rerun is incremental)
+#   GPU_CHECK_JOBS      build-there: build jobs (default: nproc)
+#   GPU_CHECK_CMAKE_ARGS  build-there: more configure arguments (words)
+#   GPU_CHECK_BUILD_LIMIT_S  build-there: the C++ build's limit (default: 210 s)
 #   GPU_CHECK_RESULTS   the results folder (default: /tmp/graphcheck-gpu-check)
-#   GPU_CHECK_BUDGET_S  time budget in seconds (default: 270, under 5 minutes)
-#   GPU_CHECK_PYTHON    the Python of the torch steps (default: the bootstrap's venv when it
-#                       exists there, else python3)
-#   GPU_CHECK_TORCH_TESTS  a graphcheck_gpu_reference_model_test built against that Python's
-#                       torch, when one is there (not carried: it needs LibTorch's libraries)
+#   GPU_CHECK_BUDGET_S  time budget in seconds, the build included (default: 340, under 6
+#                       minutes)
+#   GPU_CHECK_PYTHON    the Python of the torch steps, and of the build there (default: the
+#                       bootstrap's venv when it exists there, else python3)
+#   GPU_CHECK_TORCH_TESTS  binaries mode: a graphcheck_gpu_reference_model_test built against
+#                       that Python's torch, when one is there (a build there makes its own)
 # Exit status: 0 when every step passed, else 1. On a machine with a GPU (nvidia-smi lists a
-# device, or /dev/nvidia0 exists) a skipped gpu test is a failure: the point of the run is the
-# GPU path. Without a GPU (a dry run) skips are expected and noted.
+# device, or /dev/nvidia0 exists) a skipped gpu test or smoke is a failure: the point of the
+# run is the GPU path. Without a GPU (a dry run) skips are expected and noted.
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 carry="${GPU_CHECK_CARRY:-${root}/gpu-carry}"
 results="${GPU_CHECK_RESULTS:-/tmp/graphcheck-gpu-check}"
-budget="${GPU_CHECK_BUDGET_S:-270}"
+work="${GPU_CHECK_WORK:-/tmp/graphcheck-gpu-build}"
+budget="${GPU_CHECK_BUDGET_S:-340}"
 deadline=$((SECONDS + budget))
 rm -rf "${results}"
 mkdir -p "${results}/logs" "${results}/snapshots" "${results}/bench" "${results}/gtest"
@@ -74,7 +86,19 @@ step() {
   echo "gpu-check: == ${name} (at most ${limit} s)"
   limited "${limit}" "${log}" "$@" || status=$?
   case "${status}" in
-    0) note "PASS ${name} ($((SECONDS - start)) s)" ;;
+    0)
+      # A smoke that found no CUDA device or no Triton prints "<name>: SKIP (<why>)" and exits 0.
+      local skip
+      skip="$(grep -m1 -oE ': SKIP \(.*\)' "${results}/logs/${log}" | cut -c3-)"
+      if [[ -z "${skip}" ]]; then
+        note "PASS ${name} ($((SECONDS - start)) s)"
+      elif ((gpu_present)); then
+        note "FAIL ${name} skipped on a machine with a GPU: ${skip}"
+        failed=1
+      else
+        note "NOTE ${name}: ${skip} (no GPU found, expected)"
+      fi
+      ;;
     125) note "SKIP ${name} (time budget spent)"; failed=1 ;;
     124 | 137) note "FAIL ${name} (timed out; see logs/${log})"; failed=1 ;;
     *) note "FAIL ${name} (exit ${status} after $((SECONDS - start)) s; see logs/${log})"; failed=1 ;;
@@ -98,45 +122,93 @@ expect() {
   fi
 }
 
-# --- 1. environment and the carried binaries -------------------------------------------
-bin="${carry}/bin"
-inject_lib="${carry}/lib/libgraphcheck_inject.so"
-scripts="${carry}/scripts"
+# --- 1. environment, then what runs: built there (build-there) or carried (binaries) --------
 if [[ ! -f "${carry}/MANIFEST.txt" ]]; then
   note "FAIL no ${carry}/MANIFEST.txt: run scripts/gpu-pack.sh here first and carry gpu-carry"
   pack
   exit 1
 fi
+mode="${GPU_CHECK_MODE:-$(sed -n 's/^mode: //p' "${carry}/MANIFEST.txt")}"
+mode="${mode:-binaries}"  # a carry packed before the modes holds binaries
 python="${GPU_CHECK_PYTHON:-}"
 if [[ -z "${python}" ]]; then
   # shellcheck source=scripts/versions.env
   source "${root}/scripts/versions.env"
   venv="${GRAPHCHECK_CACHE:-${HOME}/.cache/graphcheck}/venv-torch-${TORCH_VERSION}"
-  python="python3"
+  python="$(command -v python3 || echo python3)"
   [[ -x "${venv}/bin/python" ]] && python="${venv}/bin/python"
+fi
+python="$(command -v "${python}" || echo "${python}")"  # a path: CMake's Python_EXECUTABLE
+gpu_present=0
+if { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; } ||
+  [[ -e /dev/nvidia0 ]]; then
+  gpu_present=1
 fi
 {
   echo "date: $(date -u +%FT%TZ)"
-  echo "host: $(uname -a)"
+  echo "host: $(uname -a), $(nproc) cores"
   echo "checkout: ${root} ($(git -C "${root}" rev-parse --short HEAD 2>/dev/null || echo 'no git'))"
   head -6 "${carry}/MANIFEST.txt"
   command -v nvidia-smi >/dev/null && nvidia-smi || echo "nvidia-smi: not found"
   echo "python: ${python}"
   "${python}" -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1
-  "${python}" -c 'import graphcheck; print("graphcheck package:", graphcheck.__file__)' 2>&1 | tail -1
-  for file in "${bin}"/* "${carry}"/lib/*.so*; do echo "== ldd ${file##*/}"; ldd "${file}"; done
+  for tool in cmake ninja nvcc c++; do echo "${tool}: $("${tool}" --version 2>&1 | grep -m1 -E '[0-9]+\.[0-9]+')"; done
 } > "${results}/environment.txt" 2>&1
-note "carry ${carry}, budget ${budget} s, torch steps with ${python}"
-gpu_present=0
-if { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; } ||
-  [[ -e /dev/nvidia0 ]]; then
-  gpu_present=1
-  note "device: GPU present; a skipped gpu test fails the check"
+note "mode ${mode}, carry ${carry}, budget ${budget} s, torch steps with ${python}"
+if ((gpu_present)); then
+  note "device: GPU present; a skipped gpu test or smoke fails the check"
 else
-  note "device: no GPU found (no device in nvidia-smi -L, no /dev/nvidia0): dry run, gpu tests are expected to skip"
+  note "device: no GPU found (no device in nvidia-smi -L, no /dev/nvidia0): dry run, gpu tests and smokes are expected to skip"
 fi
-if grep -A3 '^== ldd' "${results}/environment.txt" | grep -q 'not found'; then
-  note "FAIL a carried binary misses a library here (see environment.txt)"
+
+case "${mode}" in
+  build-there)
+    # The C++ build first: without it nothing below can run. The package's install after it
+    # needs only its modules; a failed install still leaves the C++ steps to run.
+    if ! step "build there: the gpu tier, the LibTorch gpu tests, benchmarks, CLI, injection, modules" \
+      build-cxx.log "${GPU_CHECK_BUILD_LIMIT_S:-210}" "${root}/scripts/gpu-build.sh" cxx "${carry}" "${work}" "${python}"; then
+      cp -f "${work}/build/CMakeFiles/CMakeError.log" "${work}/build/CMakeFiles/CMakeConfigureLog.yaml" \
+        "${results}/logs/" 2>/dev/null
+      note "FAIL nothing to run without the build; see logs/build-cxx.log"
+      pack
+      exit 1
+    fi
+    # What the build proved about its dependencies (gpu-build.sh verify_prefix).
+    while read -r line; do note "NOTE ${line#gpu-build: }"; done \
+      < <(grep -E '^gpu-build: (CMake packages|headers|graphcheck[a-z_]* loads)' "${results}/logs/build-cxx.log")
+    bin="${work}/build/bin"
+    inject_lib="${work}/build/lib/libgraphcheck_inject.so"
+    GPU_CHECK_TORCH_TESTS="${bin}/graphcheck_gpu_reference_model_test"
+    # The Python scripts in one folder (bench_watch.py imports bench_capture.py beside it).
+    scripts="${work}/scripts"
+    rm -rf "${scripts}" && mkdir -p "${scripts}"
+    cp "${work}"/src/tests/gpu/*.py "${work}/src/bench/python/bench_watch.py" \
+      "${work}/src/bench/python/bench_capture.py" "${scripts}/"
+    if step "build there: the Python package (pip install --target, no network)" build-python.log 90 \
+      "${root}/scripts/gpu-build.sh" python "${carry}" "${work}" "${python}"; then
+      export PYTHONPATH="${work}/site${PYTHONPATH:+:${PYTHONPATH}}"
+    fi
+    ;;
+  binaries)
+    bin="${carry}/bin"
+    inject_lib="${carry}/lib/libgraphcheck_inject.so"
+    scripts="${carry}/scripts"
+    ;;
+  *)
+    note "FAIL GPU_CHECK_MODE '${mode}': expected build-there or binaries"
+    pack
+    exit 1
+    ;;
+esac
+{
+  "${python}" -c 'import torch, graphcheck; print("graphcheck package:", graphcheck.__file__)' 2>&1 | tail -1
+  for file in "${bin}"/* "${inject_lib}" "${carry}"/lib/*.so*; do
+    [[ -f "${file}" ]] && { echo "== ldd ${file##*/}"; ldd "${file}"; }
+  done
+} >> "${results}/environment.txt" 2>&1
+# The ldd sections close environment.txt.
+if sed -n '/^== ldd/,$p' "${results}/environment.txt" | grep -q 'not found'; then
+  note "FAIL a program to run misses a library here (see environment.txt)"
   failed=1
 fi
 
@@ -178,6 +250,13 @@ if [[ -n "${GPU_CHECK_TORCH_TESTS}" ]]; then
   for test in "${torch_tests[@]}"; do
     run_gpu_test "${GPU_CHECK_TORCH_TESTS}" "${test}"
   done
+  if ((${#torch_tests[@]} == 0)); then
+    note "FAIL no gpu tests listed by ${GPU_CHECK_TORCH_TESTS} (run it with --gtest_list_tests to see why)"
+    failed=1
+  fi
+elif [[ "${mode}" == build-there ]]; then
+  note "FAIL the build there made no ${bin}/graphcheck_gpu_reference_model_test"
+  failed=1
 else
   note "NOTE torch-linked gpu tests not run (GpuReferenceModelTest.*, GpuTorchGraphTest.*): they need LibTorch ${TORCH_VERSION:-2.13}, not carried; set GPU_CHECK_TORCH_TESTS where one is built"
 fi
@@ -245,7 +324,32 @@ else
   ((gpu_present)) && failed=1
 fi
 
-# --- 4. benchmarks ----------------------------------------------------------------------
+# --- 4. the server debug flag: needs the graphcheck package for this Python ------------------
+# Before the benchmarks: what the flag finds matters more than what it costs, should the
+# budget run out. torch first: graphcheck._torch links libtorch_python, which `import torch`
+# loads.
+has_package=0
+"${python}" -c 'import torch, graphcheck._torch' 2>/dev/null && has_package=1
+if ((has_package)); then
+  for variant in legacy registered; do
+    step "watch smoke (${variant})" "watch-smoke-${variant}.log" 60 \
+      "${python}" "${scripts}/watch_smoke.py" --variant "${variant}" --out "${results}/watch"
+  done
+  # The graph's own nodes (issue 18 §1): a cudaMemsetAsync the dispatcher never sees.
+  step "watch reader smoke" watch-reader-smoke.log 60 \
+    "${python}" "${scripts}/watch_reader_smoke.py" --out "${results}/watch"
+  # Kernels the dispatcher never sees (issue 29 §1): a Triton kernel and a torch.compile'd
+  # forward inside torch.cuda.graph, reading plain attributes beside registered tensors.
+  step "watch Triton and compile smoke" watch-triton-smoke.log 120 \
+    "${python}" "${scripts}/watch_triton_smoke.py" --out "${results}/watch"
+elif [[ "${mode}" == build-there ]]; then
+  note "FAIL watch smokes not run: ${python} cannot import graphcheck._torch from the build there (see logs/build-python.log)"
+  failed=1
+else
+  note "NOTE watch smoke not run: ${python} cannot import graphcheck._torch (carried binaries: the package is built for the pinned torch); the CUDA path of GRAPHCHECK=1 stays unverified"
+fi
+
+# --- 5. benchmarks ----------------------------------------------------------------------
 step "gpu benchmarks (100/1,000/10,000-node graphs, interleaved plain/graphcheck pairs)" \
   gpu-bench.log 90 "${bin}/graphcheck_gpu_bench" \
   --benchmark_out="${results}/bench/gpu_bench.json" --benchmark_out_format=json
@@ -306,32 +410,15 @@ step "cupti callback benchmark (CPU, fake driver)" cupti-bench.log 45 \
   "${bin}/graphcheck_cupti_bench" --benchmark_min_time=0.05 \
   --benchmark_out="${results}/bench/cupti_bench.json" --benchmark_out_format=json
 
-# --- 5. the server debug flag: needs the graphcheck package for this Python ------------------
-# torch first: graphcheck._torch links libtorch_python, which `import torch` loads.
-if "${python}" -c 'import torch, graphcheck._torch' 2>/dev/null; then
-  for variant in legacy registered; do
-    step "watch smoke (${variant})" "watch-smoke-${variant}.log" 60 \
-      "${python}" "${scripts}/watch_smoke.py" --variant "${variant}" --out "${results}/watch"
-  done
-  # The graph's own nodes (issue 18 §1): a cudaMemsetAsync the dispatcher never sees.
-  step "watch reader smoke" watch-reader-smoke.log 60 \
-    "${python}" "${scripts}/watch_reader_smoke.py" --out "${results}/watch"
-  # Kernels the dispatcher never sees (issue 29 §1): a Triton kernel and a torch.compile'd
-  # forward inside torch.cuda.graph, reading plain attributes beside registered tensors.
-  step "watch Triton and compile smoke" watch-triton-smoke.log 120 \
-    "${python}" "${scripts}/watch_triton_smoke.py" --out "${results}/watch"
-  # The watch's cost on real torch.cuda.graph captures (issue 32 §2): plain and watched
-  # captures of the reference model in the same rounds, the first and the later ones, in the
-  # engine flow, with a check at each capture, and with files; targets +10 ms and +5%/+1 ms.
-  if ((!gpu_present)); then
-    note "NOTE watch capture overhead not run (no GPU found, expected)"
-  elif step "watch capture overhead (CUDA)" watch-overhead.log 120 \
-      "${python}" "${scripts}/bench_watch.py" --device cuda --only twin --hidden 1024 \
-      --repeat 5 --later 6; then
-    note "NOTE $(grep -E 'engine flow|check at capture' "${results}/logs/watch-overhead.log" | tr -s ' ' | paste -sd ';')"
-  fi
-else
-  note "NOTE watch smoke not run: ${python} cannot import graphcheck._torch (the package is built for the pinned torch); the CUDA path of GRAPHCHECK=1 stays unverified"
+# The watch's cost on real torch.cuda.graph captures (issue 32 §2): plain and watched
+# captures of the reference model in the same rounds, the first and the later ones, in the
+# engine flow, with a check at each capture, and with files; targets +10 ms and +5%/+1 ms.
+if ((!gpu_present)); then
+  note "NOTE watch capture overhead not run (no GPU found, expected)"
+elif ((has_package)) && step "watch capture overhead (CUDA)" watch-overhead.log 120 \
+    "${python}" "${scripts}/bench_watch.py" --device cuda --only twin --hidden 1024 \
+    --repeat 5 --later 6; then
+  note "NOTE $(grep -E 'engine flow|check at capture' "${results}/logs/watch-overhead.log" | tr -s ' ' | paste -sd ';')"
 fi
 
 note "done in ${SECONDS} s; results in ${results}${OUT:+, packed into ${OUT}/gpu-check-results.tar.gz}"

@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
-# Packs the GPU check for a machine with a GPU (run HERE, on a machine with nvcc and cmake):
-# builds what scripts/gpu-check.sh runs in a release build, strips it and stages it with the
-# libraries and scripts it needs in one git-ignored folder, `gpu-carry/`, which is copied to
-# the GPU machine (docs/gpu-check.md). Nothing is built there.
+# Packs the GPU check for a machine with a GPU (run HERE, in a checkout) into one git-ignored
+# folder, `gpu-carry/`, which is copied to the GPU machine (docs/gpu-check.md). Two modes:
 #
+# Default: build there. Nothing is compiled here; the GPU machine (nvcc, CMake, a C++ compiler,
+# Python with a CUDA torch, pybind11 and scikit-build-core, no network) builds the gpu tier, the
+# LibTorch gpu tests and the Python package against its own torch (scripts/gpu-build.sh).
+#   gpu-carry/source.tar.gz  the checkout's files as they are now (tracked files with their
+#                            uncommitted changes, and untracked files git does not ignore)
+#   gpu-carry/debs/          the .deb files of GPU_CARRY_DEBIAN_PACKAGES (scripts/versions.env:
+#                            fmt, nlohmann_json, GoogleTest, Google Benchmark, CLI11), from
+#                            Debian's mirror (`apt-get download`), unpacked there with `dpkg -x`
+#   gpu-carry/MANIFEST.txt   mode, commit, each package's version, sha256 of every file, size
+#
+# --binaries: the carried binaries (the fallback). Built here in a release build, stripped and
+# staged with the libraries and scripts they need; nothing is built there.
 #   gpu-carry/bin/   graphcheck_gpu_tests, graphcheck_gpu_bench, graphcheck_cupti_bench,
 #                    graphcheck (the CLI)
 #   gpu-carry/lib/   libgraphcheck_inject.so, and the Debian shared libraries the binaries
@@ -11,19 +21,19 @@
 #                    through RUNPATH $ORIGIN/../lib, never through a path of this machine
 #   gpu-carry/scripts/  the Python smoke runs and the overhead benchmark (tests/gpu/*.py), the
 #                       watch's capture benchmark (bench/python/bench_watch.py, bench_capture.py)
-#   gpu-carry/MANIFEST.txt  commit, build flags, NEEDED/RUNPATH per binary, sizes, sha256
+#   gpu-carry/MANIFEST.txt  mode, commit, build flags, NEEDED/RUNPATH per binary, sizes, sha256
+# The LibTorch-linked gpu tests (graphcheck_gpu_reference_model_test) are not packed in this
+# mode: they need the GPU machine's torch, which only a build there links against.
 #
-# The LibTorch-linked gpu tests (graphcheck_gpu_reference_model_test) are not packed: they
-# need the pinned torch's shared libraries (over 1 GB), which a bare GPU machine does not have
-# and a small copy cannot hold. Fails when the folder exceeds GPU_PACK_LIMIT_MIB (default 64)
-# or a binary needs a path of this machine.
+# Fails when the folder exceeds GPU_PACK_LIMIT_MIB (default 64), or (--binaries) when a binary
+# needs a path of this machine.
 #
-# Usage: scripts/gpu-pack.sh
+# Usage: scripts/gpu-pack.sh [--binaries]
 # Environment:
-#   GPU_PACK_BUILD   build folder (default: <checkout>/build-gpu-pack; configured if needed)
 #   GPU_PACK_OUT     the folder to stage (default: <checkout>/gpu-carry)
-#   GPU_PACK_JOBS    parallel build jobs (default: 1)
 #   GPU_PACK_LIMIT_MIB  size limit (default: 64)
+#   GPU_PACK_BUILD   --binaries: build folder (default: <checkout>/build-gpu-pack; configured if needed)
+#   GPU_PACK_JOBS    --binaries: parallel build jobs (default: 1)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -37,6 +47,60 @@ binaries=(graphcheck_gpu_tests graphcheck_gpu_bench graphcheck_cupti_bench graph
 targets=(graphcheck_gpu_tests graphcheck_gpu_bench graphcheck_cupti_bench graphcheck_cli graphcheck_inject)
 say() { echo "gpu-pack: $*"; }
 die() { echo "gpu-pack: $*" >&2; exit 1; }
+
+mode=build-there
+case "${1:-}" in
+  "") ;;
+  --binaries) mode=binaries ;;
+  *) die "unknown argument '${1}': expected no argument (build there) or --binaries" ;;
+esac
+
+# finish: the manifest's size line, then the limit.
+finish() {
+  local size_kib
+  size_kib="$(du -sk "${carry}" | cut -f1)"
+  echo "size: ${size_kib} KiB" >> "${carry}/MANIFEST.txt"
+  say "staged $(find "${carry}" -type f | wc -l) files in ${carry} (${mode}): ${size_kib} KiB (limit ${limit_mib} MiB)"
+  ((size_kib <= limit_mib * 1024)) || die "${carry} is ${size_kib} KiB, over the ${limit_mib} MiB limit (GPU_PACK_LIMIT_MIB)"
+}
+
+commit_line() {
+  echo "commit: $(git -C "${root}" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "${root}" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+}
+
+if [[ "${mode}" == build-there ]]; then
+  # shellcheck source=scripts/versions.env
+  source "${root}/scripts/versions.env"
+  command -v apt-get >/dev/null ||
+    die "no apt-get: the .deb files come from Debian's mirror (GPU_CARRY_DEBIAN_PACKAGES)"
+  rm -rf "${carry}"
+  mkdir -p "${carry}/debs"
+  # The files of the working tree, not of a commit: what is tested is what is here. Deleted
+  # files that git still tracks are left out; ignored ones (builds, gpu-carry/) never travel.
+  (cd "${root}" && git ls-files -z --cached --others --exclude-standard |
+    while IFS= read -r -d '' file; do [[ -f "${file}" ]] && printf '%s\0' "${file}"; done |
+    tar --null -T - -czf "${carry}/source.tar.gz")
+  # shellcheck disable=SC2086  # the list is words
+  (cd "${carry}/debs" && apt-get download ${GPU_CARRY_DEBIAN_PACKAGES} > .apt.log 2>&1) ||
+    die "apt-get download failed: $(tail -3 "${carry}/debs/.apt.log")"
+  rm -f "${carry}/debs/.apt.log"
+  {
+    echo "graphcheck GPU check carry"
+    echo "mode: build-there"
+    commit_line
+    echo "packed: $(date -u +%FT%TZ) on $(uname -srm)"
+    echo "source: $(tar -tzf "${carry}/source.tar.gz" | wc -l) files"
+    for deb in "${carry}"/debs/*.deb; do
+      echo "deb: $(dpkg-deb -f "${deb}" Package) $(dpkg-deb -f "${deb}" Version) ($(stat -c %s "${deb}") bytes)"
+    done
+    (cd "${carry}" && sha256sum source.tar.gz debs/*.deb)
+  } > "${carry}/MANIFEST.txt"
+  for package in ${GPU_CARRY_DEBIAN_PACKAGES}; do
+    grep -q "^deb: ${package} " "${carry}/MANIFEST.txt" || die "apt-get download did not fetch ${package}"
+  done
+  finish
+  exit 0
+fi
 
 command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]] ||
   die "no nvcc: the gpu tier needs the CUDA toolkit (the tests and kernels are built here)"
@@ -87,7 +151,8 @@ done
 # library must resolve inside the folder or among the system runtimes.
 {
   echo "graphcheck GPU check carry"
-  echo "commit: $(git -C "${root}" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "${root}" diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
+  echo "mode: binaries"
+  commit_line
   echo "packed: $(date -u +%FT%TZ) on $(uname -srm)"
   echo "build: ${build} ($(grep -E '^CMAKE_BUILD_TYPE:' "${build}/CMakeCache.txt" | cut -d= -f2), $(grep -E '^CMAKE_CUDA_COMPILER:' "${build}/CMakeCache.txt" | cut -d= -f2), CUDA architectures: tests/gpu/CMakeLists.txt's unless CMAKE_CUDA_ARCHITECTURES is set)"
   echo "compiler: $(c++ --version | head -1)"
@@ -111,7 +176,4 @@ for file in "${carry}"/bin/* "${carry}"/lib/*.so*; do
 done >> "${carry}/MANIFEST.txt"
 (cd "${carry}" && find bin lib scripts -type f -exec sha256sum {} + | sort -k2) >> "${carry}/MANIFEST.txt"
 
-size_kib="$(du -sk "${carry}" | cut -f1)"
-echo "size: ${size_kib} KiB" >> "${carry}/MANIFEST.txt"
-say "staged $(find "${carry}" -type f | wc -l) files in ${carry}: ${size_kib} KiB (limit ${limit_mib} MiB)"
-((size_kib <= limit_mib * 1024)) || die "${carry} is ${size_kib} KiB, over the ${limit_mib} MiB limit (GPU_PACK_LIMIT_MIB)"
+finish

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Builds the GPU check THERE, on the machine with the GPU (scripts/gpu-check.sh calls it; the
+# default mode of scripts/gpu-pack.sh carried what it needs): the project's source, and the
+# Debian packages of GPU_CARRY_DEBIAN_PACKAGES as .deb files. No network and no root: the
+# packages are unpacked with `dpkg -x` into a prefix, and everything is built against that
+# machine's torch, found through its Python.
+#
+#   scripts/gpu-build.sh cxx CARRY WORK PYTHON
+#     unpacks CARRY/source.tar.gz into WORK/src and CARRY/debs/*.deb into WORK/prefix, then
+#     configures WORK/build (Release, CMake + ninja, LibTorch and pybind11 of PYTHON, fmt,
+#     nlohmann_json, GoogleTest, Google Benchmark and CLI11 from the prefix) and builds the gpu
+#     tier (graphcheck_gpu_tests, graphcheck_gpu_reference_model_test), the GPU and CUPTI
+#     benchmarks, the CLI, the injection library and the Python package's compiled modules.
+#     Then it proves that those five packages came from the prefix: their CMake packages were
+#     found there, no object read their headers from /usr/include, and the programs load
+#     libfmt and libbenchmark from there. Fails on any of these.
+#   scripts/gpu-build.sh python CARRY WORK PYTHON
+#     installs the package `graphcheck` into WORK/site (`pip install --target`, no network,
+#     no build isolation, no dependencies) from the modules the cxx step compiled, and checks
+#     that PYTHON imports it from there (PYTHONPATH=WORK/site) beside its torch.
+#
+# Environment: GPU_CHECK_JOBS (build jobs, default: nproc); GPU_CHECK_CMAKE_ARGS (more configure
+# arguments, words; the dry run passes -DCMAKE_IGNORE_PREFIX_PATH=/usr, docs/gpu-check.md).
+set -euo pipefail
+
+say() { echo "gpu-build: [$(date -u +%T)] $*"; }
+die() { echo "gpu-build: $*" >&2; exit 1; }
+(($# == 4)) || die "usage: scripts/gpu-build.sh cxx|python CARRY WORK PYTHON"
+action="$1" carry="$2" work="$3" python="$4"
+src="${work}/src" prefix="${work}/prefix" build="${work}/build" site="${work}/site"
+# The five packages: CMake package name, and the header folder under include/ each owns.
+packages=(fmt nlohmann_json GTest benchmark CLI11)
+header_dirs='fmt|nlohmann|gtest|gmock|benchmark|CLI'
+targets=(graphcheck_gpu_tests graphcheck_gpu_reference_model_test graphcheck_gpu_bench
+  graphcheck_cupti_bench graphcheck_cli graphcheck_inject graphcheck_python)
+
+# unpack_deb DEB: its files into the prefix; dpkg -x, else ar and tar (a .deb is an ar archive
+# whose data.tar.* holds the files), for an image without dpkg.
+unpack_deb() {
+  if command -v dpkg >/dev/null; then
+    dpkg -x "$1" "${prefix}"
+  else
+    local member compression
+    member="$(ar t "$1" | grep '^data\.tar')" || die "$1: no data.tar member"
+    case "${member}" in  # tar cannot tell the compression of a pipe
+      *.xz) compression=--xz ;;
+      *.zst) compression=--zstd ;;
+      *.gz) compression=--gzip ;;
+      *) compression=--no-auto-compress ;;
+    esac
+    ar p "$1" "${member}" | tar -x "${compression}" -C "${prefix}" -f -
+  fi
+}
+
+# config_dir PACKAGE: the folder under the prefix holding PACKAGE's CMake config file.
+config_dir() {
+  local file
+  file="$(find "${prefix}/usr" -path "*/cmake/$1/*" \( -name "$1Config.cmake" -o -name "$1-config.cmake" \) \
+    -print -quit)"
+  [[ -n "${file}" ]] || die "no CMake package $1 in the unpacked .deb files (${prefix}/usr/{lib,share}/.../cmake/$1)"
+  dirname "${file}"
+}
+
+build_cxx() {
+  [[ -f "${carry}/source.tar.gz" ]] || die "no ${carry}/source.tar.gz: pack with scripts/gpu-pack.sh (no argument)"
+  compgen -G "${carry}/debs/*.deb" >/dev/null || die "no .deb files in ${carry}/debs: pack with scripts/gpu-pack.sh"
+  command -v cmake >/dev/null || die "no cmake on PATH"
+  command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]] || die "no nvcc (PATH or /usr/local/cuda/bin)"
+  # The source is unpacked afresh; tar keeps the files' times, so a second run in the same WORK
+  # rebuilds only what changed.
+  rm -rf "${src}" "${prefix}"
+  mkdir -p "${src}" "${prefix}" "${build}"
+  tar -xzf "${carry}/source.tar.gz" -C "${src}"
+  for deb in "${carry}"/debs/*.deb; do unpack_deb "${deb}"; done
+  say "unpacked the source ($(find "${src}" -type f | wc -l) files) and $(find "${carry}/debs" -name '*.deb' | wc -l) .deb files into ${prefix}"
+
+  local torch_prefix venv="" args=() generator=()
+  torch_prefix="$("${python}" -c 'import torch; print(torch.utils.cmake_prefix_path)')" ||
+    die "${python} cannot import torch: the LibTorch gpu tests and the Python package are built against it"
+  # A virtual environment's torch: GRAPHCHECK_TORCH_VENV also finds the wheel's CUDA libraries.
+  venv="$("${python}" -c 'import sys; print(sys.prefix if sys.prefix != sys.base_prefix else "")')"
+  [[ -n "${venv}" && -x "${venv}/bin/python" ]] && args+=("-DGRAPHCHECK_TORCH_VENV=${venv}")
+  command -v nvcc >/dev/null || args+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  for package in "${packages[@]}"; do args+=("-D${package}_DIR=$(config_dir "${package}")"); done
+  # shellcheck disable=SC2206  # words on purpose
+  args+=(${GPU_CHECK_CMAKE_ARGS:-})
+  say "configuring ${build} against torch ${torch_prefix}${venv:+ (environment ${venv})}"
+  cmake -S "${src}" -B "${build}" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DGRAPHCHECK_TORCH=ON -DGRAPHCHECK_CUPTI=ON -DGRAPHCHECK_PYTHON=ON \
+    -DGRAPHCHECK_BUILD_TESTS=ON -DGRAPHCHECK_BUILD_BENCHMARKS=ON -DGRAPHCHECK_VLLM_TIER=OFF \
+    -DGRAPHCHECK_INSTALL=OFF -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST \
+    "-DCMAKE_PREFIX_PATH=${prefix}/usr;${torch_prefix}" "-DPython_EXECUTABLE=${python}" "${args[@]}"
+  say "configured; building ${targets[*]} (-j ${GPU_CHECK_JOBS:-$(nproc)})"
+  cmake --build "${build}" -j "${GPU_CHECK_JOBS:-$(nproc)}" --target "${targets[@]}"
+  say "built"
+  verify_prefix
+}
+
+# verify_prefix: fmt, nlohmann_json, GoogleTest, Google Benchmark and CLI11 came from the
+# prefix, never from the machine: CMake's packages, the headers each object read, the libraries
+# the programs load.
+verify_prefix() {
+  local package found file library resolved
+  for package in "${packages[@]}"; do
+    found="$(grep -E "^${package}_DIR:" "${build}/CMakeCache.txt" | cut -d= -f2-)"
+    [[ "${found}" == "${prefix}/"* ]] || die "CMake found ${package} at '${found}', not in ${prefix}"
+    echo "gpu-build: ${package}: ${found}"
+  done
+  echo "gpu-build: CMake packages ${packages[*]} found in ${prefix}"
+  if [[ -f "${build}/build.ninja" ]]; then
+    local deps from_usr from_prefix
+    deps="$(cd "${build}" && ninja -t deps)"
+    from_usr="$(grep -cE "^ +/usr/include/(${header_dirs})/" <<<"${deps}" || true)"
+    from_prefix="$(grep -E "^ +${prefix}/usr/include/(${header_dirs})/" <<<"${deps}" | sort -u | wc -l)"
+    ((from_usr == 0)) ||
+      die "${from_usr} header reads of those packages from /usr/include: $(grep -E "^ +/usr/include/(${header_dirs})/" <<<"${deps}" | sort -u | head -3 | tr -s ' ')"
+    for dir in fmt nlohmann gtest gmock benchmark CLI; do
+      grep -qE "^ +${prefix}/usr/include/${dir}/" <<<"${deps}" || die "no object read a header of ${dir}/ from ${prefix}"
+    done
+    echo "gpu-build: headers: ${from_prefix} files of ${header_dirs//|/, } read from ${prefix}/usr/include, none from /usr/include"
+  else
+    echo "gpu-build: headers not checked (no ninja: the Makefile generator keeps no dependency log)"
+  fi
+  for file in bin/graphcheck:libfmt.so bin/graphcheck_gpu_bench:libbenchmark.so; do
+    library="${file#*:}" file="${build}/${file%%:*}"
+    resolved="$(ldd "${file}" | awk -v lib="${library}" 'index($1, lib) == 1 {print $3}')"
+    [[ "$(readlink -f "${resolved}")" == "$(readlink -f "${prefix}")/"* ]] ||
+      die "${file##*/} loads ${library}* from '${resolved}', not from ${prefix}"
+    echo "gpu-build: ${file##*/} loads ${resolved}"
+  done
+}
+
+install_python() {
+  local modules="${build}/python/graphcheck" found
+  compgen -G "${modules}/_*.so" >/dev/null || die "no compiled module in ${modules}: run the cxx step first"
+  rm -rf "${site}"
+  say "pip install --target ${site} (the modules of ${build})"
+  # The modules are the cxx step's (cmake/GraphcheckPythonPrebuilt.cmake): no second compile.
+  "${python}" -m pip install --no-build-isolation --no-deps --no-index --disable-pip-version-check \
+    --target "${site}" "--config-settings=cmake.define.GRAPHCHECK_PYTHON_PREBUILT_DIR=${modules}" "${src}"
+  # torch first: graphcheck._torch links libtorch_python, which `import torch` loads.
+  found="$(cd / && PYTHONPATH="${site}" "${python}" -c 'import torch, graphcheck, graphcheck._torch; print(graphcheck.__file__)')" ||
+    die "${python} cannot import graphcheck._torch from ${site}"
+  [[ "${found}" == "${site}/"* ]] || die "${python} imports graphcheck from ${found}, not from ${site}"
+  say "installed: ${found}"
+}
+
+case "${action}" in
+  cxx) build_cxx ;;
+  python) install_python ;;
+  *) die "unknown action '${action}': expected cxx or python" ;;
+esac
