@@ -132,7 +132,12 @@ def fit_for_vllm(d: dict[str, Any]) -> None:
         if isinstance(d.get(key), int):
             d[key] = _GDN_HEAD_DIM
     if isinstance(d.get("kv_lora_rank"), int):
-        d.update(_MLA)
+        if d.get("qk_rope_head_dim") == 0:
+            # NoPE MLA (GLM-5 Next's DSA layers, which its config class insists on): the
+            # latent is the whole head.
+            d["kv_lora_rank"] = _MLA["kv_lora_rank"] + _MLA["qk_rope_head_dim"]
+        else:
+            d.update(_MLA)
         if isinstance(d.get("qk_nope_head_dim"), int) and isinstance(d.get("qk_head_dim"), int):
             d["qk_head_dim"] = d["qk_nope_head_dim"] + d["qk_rope_head_dim"]
 

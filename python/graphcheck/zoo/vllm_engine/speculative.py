@@ -93,7 +93,9 @@ DRAFTS: dict[str, Draft] = {
     "BailingMoeV25MTPModel": Draft("mtp", "BailingMoeV2_5ForCausalLM", own_config=False),
     "BailingMoeV3MTPModel": Draft("mtp", "BailingMoeV3ForCausalLM", own_config=False),
     "LongCatFlashMTPModel": Draft("mtp", "LongcatFlashForCausalLM", own_config=False),
-    "Glm5NextMTPModel": Draft("mtp", "Glm5NextForCausalLM", own_config=False),
+    # vLLM turns the composite's config (model type glm5_next) into the MTP's
+    # (config/speculative.py:1059); the text model's config it leaves a text model.
+    "Glm5NextMTPModel": Draft("mtp", "Glm5NextForConditionalGeneration", own_config=False),
     "Qwen4ExpMTP": Draft("mtp", "Qwen4ExpForCausalLM", own_config=False),
     "NemotronHMTPModel": Draft("mtp", "NemotronHForCausalLM", own_config=False),
     "Dots3NoteMTPModel": Draft("mtp", "Dots3NoteForCausalLM", own_config=False),
