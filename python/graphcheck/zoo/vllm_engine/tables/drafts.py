@@ -48,8 +48,28 @@ TABLE: dict[str, Entry] = {
     "DFlashDraftModel": Entry(_M + "qwen3_dflash.py", base="qwen3", fields=_DFLASH),
     "DFlash2DraftModel": Entry(_M + "qwen3_dflash2.py", base="qwen3", fields=_DFLASH),
     "LiLiCorrDraftModel": Entry(_M + "lilicorr.py", base="qwen3", fields=_DFLASH),
+    # Qwen3-Omni's DSpark checkpoint contract (vllm/config/speculative.py:147-357): a trained
+    # block as long as the speculated tokens (the zoo speculates one), the thinker's width.
     "Qwen3OmniDSparkModel": Entry(
-        _M + "qwen3_dspark.py", base="qwen3", fields={"dspark_target_layer_ids": [0, 1]}
+        _M + "qwen3_dspark.py, vllm/config/speculative.py",
+        base="qwen3",
+        fields={
+            "dspark_target_layer_ids": [0, 1],
+            "block_size": 1,
+            "target_hidden_size": 64,
+            "num_key_value_heads": 1,
+            "use_aux_hidden_state": True,
+            "markov_rank": 1,
+            "markov_head_type": "vanilla",
+            "mask_token_id": 3,
+        },
+    ),
+    # Muse Glimmer's DFlash head under vLLM's class of it (muse_glimmer.py:347), with the
+    # mask token parallel drafting requires (v1/spec_decode/llm_base_proposer.py:375).
+    "DFlashMuseGlimmerAssistantModel": Entry(
+        _M + "qwen3_dflash.py, vllm/transformers_utils/configs/muse_glimmer.py",
+        base="muse_glimmer_assistant",
+        fields=_DFLASH,
     ),
     "Qwen3DSparkModel": Entry(
         _M + "qwen3_dspark.py", base="qwen3", fields={"dspark_target_layer_ids": [0, 1]}
