@@ -323,6 +323,11 @@ TABLE: dict[str, Entry] = {
     "VoxtralRealtimeGeneration": Entry(
         _M + "voxtral_realtime.py", fields={"audio_config": {"downsample_factor": 4}}
     ),
+    # EXAONE 4.5's MTP layers read the vocabulary off the composite's top level
+    # (exaone4_5_mtp.py:55), where transformers' class keeps none: the text model's.
+    "Exaone4_5_ForConditionalGeneration": Entry(
+        _M + "exaone4_5_mtp.py", fix=lambda d: d.update(vocab_size=text_of(d)["vocab_size"])
+    ),
     "Lfm2VlForConditionalGeneration": Entry(_M + "lfm2_vl.py", text={"block_dim": 64}),
     "UltravoxModel": Entry(_M + "ultravox.py", fields={"vocab_size": 512}),
     "Qwen2_5OmniModel": Entry(_M + "qwen2_5_omni_thinker.py", base="qwen2_5_omni"),
