@@ -145,6 +145,15 @@ def test_fit_for_vllm_gives_mla_its_only_cpu_head_size() -> None:
     assert plain == {"model_type": "llama", "head_dim": 32}
 
 
+def test_fit_for_vllm_keeps_nope_mla_without_rope() -> None:
+    # GLM-5 Next's DSA layers have no rotary part (its config class refuses one): the CPU
+    # MLA's one head size is then the latent alone.
+    d = {"model_type": "glm5_next_text", "kv_lora_rank": 512, "qk_rope_head_dim": 0,
+         "qk_nope_head_dim": 32, "qk_head_dim": 32}  # fmt: skip
+    fit_for_vllm(d)
+    assert (d["kv_lora_rank"], d["qk_rope_head_dim"], d["qk_head_dim"]) == (576, 0, 32)
+
+
 def test_w8a8_checkpoint_is_int8_with_one_scale_per_output_channel() -> None:
     weight = torch.tensor([[0.5, -1.0], [0.25, 0.125]])
     out = _quantize_w8a8({"m.q_proj.weight": weight, "m.norm.weight": torch.ones(2),

@@ -48,7 +48,9 @@ DRAFTS: dict[str, Draft] = {
     "Eagle3DeepseekV2ForCausalLM": Draft("eagle3", "DeepseekV2ForCausalLM"),
     "Eagle3DeepseekV3ForCausalLM": Draft("eagle3", "DeepseekV3ForCausalLM"),
     "MedusaModel": Draft("medusa", "LlamaForCausalLM"),
-    "EagleCohereForCausalLM": Draft("eagle", "CohereForCausalLM"),
+    # Cohere 2's drafts (cohere_eagle.py:66-77 prepends the target's layer_types, which
+    # Cohere 1's config has none of).
+    "EagleCohereForCausalLM": Draft("eagle", "Cohere2ForCausalLM"),
     "EagleLlama4ForCausalLM": Draft("eagle", "Llama4ForCausalLM"),
     "EagleMiniCPMForCausalLM": Draft("eagle", "MiniCPMForCausalLM"),
     "EagleMistralLarge3ForCausalLM": Draft("eagle", "MistralLarge3ForCausalLM"),

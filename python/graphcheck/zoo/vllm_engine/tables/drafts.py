@@ -19,10 +19,13 @@ _M = "vllm/model_executor/models/"
 _DFLASH = {"dflash_config": {"target_layer_ids": [0, 1], "mask_token_id": 3}}
 
 TABLE: dict[str, Entry] = {
+    # A Cohere 2 draft: its layer_types follow the target's (cohere_eagle.py:66-77); one
+    # layer, as the drafter keeps its layers in one KV-cache group
+    # (v1/spec_decode/llm_base_proposer.py:1698).
     "EagleCohereForCausalLM": Entry(
         _M + "cohere_eagle.py",
-        base="cohere",
-        fields={"layer_types": ["full_attention", "full_attention"]},
+        base="cohere2",
+        fields={"num_hidden_layers": 1, "layer_types": ["full_attention"]},
     ),
     # llama4_eagle.py:154 asserts no YOCO global KV layer.
     "EagleLlama4ForCausalLM": Entry(
