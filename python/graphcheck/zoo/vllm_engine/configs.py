@@ -203,7 +203,9 @@ def write_config(
         written = json.loads(path.read_text(encoding="utf-8"))
         for key, name in entry.saved_as.items():
             if key in written:
-                written[name] = written.pop(key)
+                value = written.pop(key)
+                if name:  # "" drops a field the class derives from the checkpoint's others
+                    written[name] = value
         path.write_text(json.dumps(written, indent=2), encoding="utf-8")
     tokenizer = write_tokenizer(folder, config, entry.tokens if entry is not None else None)
     # A pooling or Transformers-backend model is served whole and reads its processor; a text

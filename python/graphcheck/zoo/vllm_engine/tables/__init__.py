@@ -75,7 +75,9 @@ class Entry:
     remote: str = ""
     model_type: str = ""
     #: Keys of the written config.json renamed to the checkpoint's names, where the config
-    #: class reads one name and writes another (DeepSeek-VL2: reads ``language_config``).
+    #: class reads one name and writes another (DeepSeek-VL2: reads ``language_config``); a
+    #: key renamed to "" is left out, where the class derives it from the checkpoint's others
+    #: and would take a written one as given (Moondream 3's ``text_config``).
     saved_as: Mapping[str, str] = dataclasses.field(default_factory=dict)
     #: A model type whose image processor or feature extractor the zoo writes beside the
     #: config, where vLLM's or the hub's processor class loads it by the auto classes

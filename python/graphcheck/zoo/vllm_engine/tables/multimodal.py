@@ -160,7 +160,49 @@ def _ovis(text_type: str) -> Entry:
     )
 
 
+def _moondream3(d: Dict) -> None:
+    # Moondream 3's checkpoints hold one "config" dict in the model's own names, which vLLM's
+    # Moondream3Config parses into its text and vision configs
+    # (vllm/transformers_utils/configs/moondream3.py:110-138): four experts after a dense
+    # first layer, full multi-head attention as the checkpoints' (the tau scaling is sized
+    # for it: moondream3.py:660); a one-layer tower over 32-pixel crops of 16-pixel patches.
+    for key in ("text_config", "vision_config"):
+        d.pop(key, None)
+    moe = {"start_layer": 1, "n_experts": 4, "n_experts_per_tok": 2, "expert_inner_dim": 128}
+    text = {"dim": 64, "ff_dim": 128, "n_layers": 2, "vocab_size": 512, "max_context": 128,
+            "n_heads": 2, "n_kv_heads": 2, "prefix_attn": 8, "moe": moe}  # fmt: skip
+    vision = {"enc_dim": 64, "enc_patch_size": 16, "enc_n_layers": 1, "enc_ff_dim": 128,
+              "enc_n_heads": 2, "proj_inner_dim": 128, "crop_size": 32, "max_crops": 1}  # fmt: skip
+    d["config"] = {"text": text, "vision": vision}
+
+
+_MOONDREAM3 = Entry(
+    "vllm/transformers_utils/configs/moondream3.py, " + _M + "moondream3.py",
+    fix=_moondream3,
+    saved_as={"text_config": "", "vision_config": ""},
+)
+
 TABLE: dict[str, Entry] = {
+    "Moondream3ForCausalLM": _MOONDREAM3,
+    "HfMoondream": _MOONDREAM3,
+    # Molmo: the hub's MolmoConfig, a flat language model (molmo.py:440-842, 1347-1356); the
+    # vision tower is vLLM's constant (VisionBackboneConfig, molmo.py:115-126).
+    "MolmoForCausalLM": Entry(
+        _M + "molmo.py",
+        base="llama",
+        remote="MolmoConfig",
+        model_type="molmo",
+        fields={
+            "embedding_size": 512,
+            "layer_norm_type": "rms",
+            "layer_norm_eps": 1e-6,
+            "norm_after": False,
+            "attention_layer_norm": False,
+            "qkv_bias": True,
+            "clip_qkv": None,
+            "weight_tying": False,
+        },
+    ),
     # MiniCPM-V 2.5 (minicpmv.py:471 reads the version; 2.5 is Llama with an Idefics2 tower
     # and a resampler of query_num queries): the hub's class.
     "MiniCPMV": Entry(
@@ -329,7 +371,13 @@ TABLE: dict[str, Entry] = {
         _M + "exaone4_5_mtp.py", fix=lambda d: d.update(vocab_size=text_of(d)["vocab_size"])
     ),
     "Lfm2VlForConditionalGeneration": Entry(_M + "lfm2_vl.py", text={"block_dim": 64}),
-    "UltravoxModel": Entry(_M + "ultravox.py", fields={"vocab_size": 512}),
+    # vLLM's UltravoxConfig keeps its language model as wrapped_model_config and reads the
+    # checkpoints' text_config (transformers_utils/configs/ultravox.py): saved under that name.
+    "UltravoxModel": Entry(
+        _M + "ultravox.py, vllm/transformers_utils/configs/ultravox.py",
+        fields={"vocab_size": 512},
+        saved_as={"wrapped_model_config": "text_config"},
+    ),
     "Qwen2_5OmniModel": Entry(_M + "qwen2_5_omni_thinker.py", base="qwen2_5_omni"),
     "MuseGlimmerForCausalLM": _MUSE_GLIMMER,
     "MuseGlimmerForConditionalGeneration": _MUSE_GLIMMER,
