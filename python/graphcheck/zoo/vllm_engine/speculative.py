@@ -86,6 +86,8 @@ DRAFTS: dict[str, Draft] = {
     "Glm4MoeMTPModel": Draft("mtp", "Glm4MoeForCausalLM", own_config=False),
     "Glm4MoeLiteMTPModel": Draft("mtp", "Glm4MoeLiteForCausalLM", own_config=False),
     "MiMoV2MTPModel": Draft("mtp", "MiMoV2FlashForCausalLM", own_config=False),
+    # config/speculative.py:736-758 maps MiMo-V2-Omni's own config to its MTP.
+    "MiMoV2OmniMTPModel": Draft("mtp", "MiMoV2OmniForCausalLM", own_config=False),
     "GlmOcrMTPModel": Draft("mtp", "GlmOcrForConditionalGeneration", own_config=False),
     "Exaone4_5_MTP": Draft("mtp", "Exaone4_5_ForConditionalGeneration", own_config=False),
     "HYV3MTPModel": Draft("mtp", "HYV3ForCausalLM", own_config=False),

@@ -15,7 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, Dict, Entry, merge, text_of
+from graphcheck.zoo.vllm_engine.tables.moe import TABLE as MOE
 from graphcheck.zoo.vllm_engine.tables.text import INKLING_TOKENS
+from graphcheck.zoo.vllm_engine.tables.text import TABLE as TEXT
 from graphcheck.zoo.vllm_engine.tables.towers import (
     EVA2CLIP,
     INTERN_VIT,
@@ -182,7 +184,81 @@ _MOONDREAM3 = Entry(
     saved_as={"text_config": "", "vision_config": ""},
 )
 
+#: Keye's SigLIP tower (keye.py:760-800, 943-945): the tiny ViT, its patches merged 2x2.
+_KEYE_VISION = {"model_type": "siglip_vision_model", **TINY_VIT, "spatial_merge_size": 2}
+
+
+def _keye(source: str) -> Entry:
+    """Keye: the hub's class, a Qwen3 language model at the top level (keye.py:1231-1235
+    builds Qwen3ForCausalLM off it) beside a SigLIP vision config read by attribute."""
+    return Entry(
+        _M + source,
+        base="qwen3",
+        remote="KeyeConfig",
+        model_type="keye",
+        fields={"vision_config": _KEYE_VISION},
+    )
+
+
 TABLE: dict[str, Entry] = {
+    "KeyeForConditionalGeneration": _keye("keye.py"),
+    "KeyeVL1_5ForConditionalGeneration": _keye("keye_vl1_5.py, keye.py"),
+    # Step 3's VL model builds its language model off text_config by the architecture the
+    # checkpoint names there (step3_vl.py, init_vllm_registered_model): Step 3's text model.
+    "Step3VLForConditionalGeneration": Entry(
+        _M + "step3_vl.py, vllm/transformers_utils/configs/step3_vl.py",
+        text={**MOE["Step3TextForCausalLM"].fields, "architectures": ["Step3TextForCausalLM"]},
+    ),
+    # MiMo-V2-Omni: MiMo-V2-Flash's language model at the top level (mimo_v2_omni.py:1286)
+    # beside the vision tower's dict, which vLLM parses (Mimo_VLVisionConfig,
+    # transformers_utils/configs/mimo_v2_omni.py): one full-attention layer of two 32-wide
+    # heads over 16-pixel patches merged 2x2; no audio encoder (it is optional: :1275).
+    "MiMoV2OmniForCausalLM": Entry(
+        _M + "mimo_v2_omni.py, vllm/transformers_utils/configs/mimo_v2_omni.py",
+        fields={
+            **TEXT["MiMoV2FlashForCausalLM"].fields,
+            "vision_config": {
+                "depth": 1,
+                "hidden_size": 64,
+                "intermediate_size": 128,
+                "num_heads": 2,
+                "num_key_value_heads": 2,
+                "kv_channels": 32,
+                "qk_channels": 32,
+                "out_hidden_size": 64,
+                "fullatt_block_indexes": [0],
+                "use_sink": False,
+            },
+        },
+    ),
+    # dots.ocr: dots_ocr.py:124 checks the config class by name (the hub's DotsOCRConfig,
+    # vLLM's copy in transformers_utils/configs/dotsocr.py is registered under no model
+    # type); Qwen2's fields with a one-layer DotsViT of 16-pixel patches merged 2x2.
+    "DotsOCRForCausalLM": Entry(
+        _M + "dots_ocr.py, vllm/transformers_utils/configs/dotsocr.py",
+        base="qwen2",
+        remote="DotsOCRConfig",
+        model_type="dots_ocr",
+        fields={
+            "image_token_id": 508,
+            "video_token_id": 509,
+            "vision_config": {
+                "model_type": "dots_vit",
+                "embed_dim": 64,
+                "hidden_size": 64,
+                "intermediate_size": 128,
+                "num_hidden_layers": 1,
+                "num_attention_heads": 2,
+                "num_channels": 3,
+                "patch_size": 16,
+                "spatial_merge_size": 2,
+                "temporal_patch_size": 1,
+                "rms_norm_eps": 1e-5,
+                "use_bias": False,
+                "post_norm": True,
+            },
+        },
+    ),
     "Moondream3ForCausalLM": _MOONDREAM3,
     "HfMoondream": _MOONDREAM3,
     # Molmo: the hub's MolmoConfig, a flat language model (molmo.py:440-842, 1347-1356); the
