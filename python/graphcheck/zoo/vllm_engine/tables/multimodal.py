@@ -81,11 +81,14 @@ def _chat(
     )
 
 
-def _deepseek_vl2(source: str) -> Entry:
-    """A model on vLLM's DeepSeek-VL2 config class (its language model under language_config)."""
+def _deepseek_vl2(source: str, base: str = "deepseek_vl_v2") -> Entry:
+    """A model on vLLM's DeepSeek-VL2 config class (its language model under language_config).
+
+    ``base``: the model type of the class, or of vLLM's subclass of it (Unlimited-OCR's).
+    """
     return Entry(
         _M + source + ", vllm/transformers_utils/configs/deepseek_vl2.py",
-        base="deepseek_vl_v2",
+        base=base,
         fix=_language_config,
         saved_as={"text_config": "language_config"},
         # The class's default tile_tag is the string "tile_tag"; checkpoints say "2D".
@@ -311,6 +314,12 @@ TABLE: dict[str, Entry] = {
     "Exaone4_5_ForConditionalGeneration": Entry(
         _M + "exaone4_5_mtp.py", fix=lambda d: d.update(vocab_size=text_of(d)["vocab_size"])
     ),
+    # Fun-Audio-Chat's discrete audio tower embeds codebook_size codes of the language model's
+    # width, padded with pad_token_id (funaudiochat.py:248-461); the class leaves both unset.
+    "FunAudioChatForConditionalGeneration": Entry(
+        _M + "funaudiochat.py, vllm/transformers_utils/configs/funaudiochat.py",
+        fields={"audio_config": {"codebook_size": 64, "pad_token_id": 0, "output_dim": 64}},
+    ),
     "Lfm2VlForConditionalGeneration": Entry(_M + "lfm2_vl.py", text={"block_dim": 64}),
     # vLLM's UltravoxConfig keeps its language model as wrapped_model_config and reads the
     # checkpoints' text_config (transformers_utils/configs/ultravox.py): saved under that name.
@@ -329,6 +338,7 @@ TABLE: dict[str, Entry] = {
     # vLLM's own config classes, under a model type the registry's module name does not give.
     "DeepseekVLV2ForCausalLM": _deepseek_vl2("deepseek_vl2.py"),
     "DeepseekOCRForCausalLM": _deepseek_vl2("deepseek_ocr.py"),
+    "UnlimitedOCRForCausalLM": _deepseek_vl2("unlimited_ocr.py", "unlimited_ocr"),
     "Cosmos3ForConditionalGeneration": Entry(
         "vllm/transformers_utils/configs/cosmos3_edge.py",
         base="cosmos3_edge",
