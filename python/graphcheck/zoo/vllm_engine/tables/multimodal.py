@@ -339,6 +339,7 @@ TABLE: dict[str, Entry] = {
     "DeepseekVLV2ForCausalLM": _deepseek_vl2("deepseek_vl2.py"),
     "DeepseekOCRForCausalLM": _deepseek_vl2("deepseek_ocr.py"),
     "UnlimitedOCRForCausalLM": _deepseek_vl2("unlimited_ocr.py", "unlimited_ocr"),
+    "DeepseekOCR2ForCausalLM": _deepseek_vl2("deepseek_ocr2.py"),
     "Cosmos3ForConditionalGeneration": Entry(
         "vllm/transformers_utils/configs/cosmos3_edge.py",
         base="cosmos3_edge",
