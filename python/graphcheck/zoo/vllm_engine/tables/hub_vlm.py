@@ -83,7 +83,21 @@ def _step_vl(d: Dict) -> None:
     }
 
 
+def _openpangu_vl(d: Dict) -> None:
+    # openPangu-VL: the hub's class, openPangu's embedded language model at the top level
+    # (openpangu_vl.py:860-864) beside a Qwen2.5-VL vision tower read by attribute
+    # (openpangu_vl.py:850-856, 871-): transformers' tiny one.
+    d["vision_config"] = tiny_text("qwen2_5_vl_vision")
+
+
 TABLE: dict[str, Entry] = {
+    "OpenPanguVLForConditionalGeneration": Entry(
+        _M + "openpangu_vl.py",
+        base="llama",
+        remote="OpenPanguVLConfig",
+        model_type="openpangu_vl",
+        fix=_openpangu_vl,
+    ),
     "StepVLForConditionalGeneration": Entry(
         _M + "step_vl.py",
         base="llama",
