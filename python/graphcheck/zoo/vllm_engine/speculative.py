@@ -69,6 +69,9 @@ DRAFTS: dict[str, Draft] = {
     "DFlashLagunaForCausalLM": Draft("dflash", "LagunaForCausalLM"),
     "Qwen3DSparkModel": Draft("dspark", "Qwen3ForCausalLM"),
     "Gemma4DSparkModel": Draft("dspark", "Gemma4ForCausalLM"),
+    # Gemma 4's assistant checkpoint (model type gemma4_assistant), which vLLM serves as the
+    # MTP draft (config/speculative.py:1019-1028).
+    "Gemma4MTPModel": Draft("mtp", "Gemma4ForCausalLM"),
     # vLLM makes the extractor from the target's config and this dict (config/speculative.py:1242).
     "ExtractHiddenStatesModel": Draft(
         "extract_hidden_states",
