@@ -19,6 +19,7 @@ _M = "vllm/model_executor/models/"
 # Both tiny target layers feed the draft; id 3 (the tokenizer's pad token) is the mask.
 _DFLASH = {"dflash_config": {"target_layer_ids": [0, 1], "mask_token_id": 3}}
 
+
 def _gemma4_assistant(d: Dict) -> None:
     if not isinstance(d.get("text_config"), dict):
         # What its class's validate_architecture demands of the assistant's text model: no
