@@ -27,7 +27,7 @@ from graphcheck.zoo.engines import ENGINES, engine
 from graphcheck.zoo.tiny_config import Sizes, shrink
 from graphcheck.zoo.vllm_engine.catalog import VARIANT_ARCHS, VARIANTS, variant_of
 from graphcheck.zoo.vllm_engine.checkpoint import _quantize_w8a8
-from graphcheck.zoo.vllm_engine.configs import VLLM_SIZES, fit_for_vllm
+from graphcheck.zoo.vllm_engine.configs import VLLM_SIZES, fit_for_vllm, save_as
 
 
 def finding(path: str, owner: str, attribute: str, dtype: str = "int64", shape: Any = ()) -> dict:
@@ -143,6 +143,22 @@ def test_fit_for_vllm_gives_mla_its_only_cpu_head_size() -> None:
     plain = {"model_type": "llama", "head_dim": 32}
     fit_for_vllm(plain)
     assert plain == {"model_type": "llama", "head_dim": 32}
+
+
+def test_fit_for_vllm_keeps_nope_mla_without_rope() -> None:
+    # GLM-5 Next's DSA layers have no rotary part (its config class refuses one): the CPU
+    # MLA's one head size is then the latent alone.
+    d = {"model_type": "glm5_next_text", "kv_lora_rank": 512, "qk_rope_head_dim": 0,
+         "qk_nope_head_dim": 32, "qk_head_dim": 32}  # fmt: skip
+    fit_for_vllm(d)
+    assert (d["kv_lora_rank"], d["qk_rope_head_dim"], d["qk_head_dim"]) == (576, 0, 32)
+
+
+def test_save_as_renames_to_the_checkpoints_names_and_leaves_out_derived_fields() -> None:
+    written = {"text_config": {"dim": 64}, "vision_config": {"enc_dim": 64}, "config": {},
+               "wrapped_model_config": {"model_type": "llama"}}  # fmt: skip
+    save_as(written, {"wrapped_model_config": "text_config", "vision_config": "", "absent": ""})
+    assert written == {"text_config": {"model_type": "llama"}, "config": {}}
 
 
 def test_w8a8_checkpoint_is_int8_with_one_scale_per_output_channel() -> None:

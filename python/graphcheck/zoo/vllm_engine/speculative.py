@@ -48,7 +48,9 @@ DRAFTS: dict[str, Draft] = {
     "Eagle3DeepseekV2ForCausalLM": Draft("eagle3", "DeepseekV2ForCausalLM"),
     "Eagle3DeepseekV3ForCausalLM": Draft("eagle3", "DeepseekV3ForCausalLM"),
     "MedusaModel": Draft("medusa", "LlamaForCausalLM"),
-    "EagleCohereForCausalLM": Draft("eagle", "CohereForCausalLM"),
+    # Cohere 2's drafts (cohere_eagle.py:66-77 prepends the target's layer_types, which
+    # Cohere 1's config has none of).
+    "EagleCohereForCausalLM": Draft("eagle", "Cohere2ForCausalLM"),
     "EagleLlama4ForCausalLM": Draft("eagle", "Llama4ForCausalLM"),
     "EagleMiniCPMForCausalLM": Draft("eagle", "MiniCPMForCausalLM"),
     "EagleMistralLarge3ForCausalLM": Draft("eagle", "MistralLarge3ForCausalLM"),
@@ -67,6 +69,9 @@ DRAFTS: dict[str, Draft] = {
     "DFlashLagunaForCausalLM": Draft("dflash", "LagunaForCausalLM"),
     "Qwen3DSparkModel": Draft("dspark", "Qwen3ForCausalLM"),
     "Gemma4DSparkModel": Draft("dspark", "Gemma4ForCausalLM"),
+    # Gemma 4's assistant checkpoint (model type gemma4_assistant), which vLLM serves as the
+    # MTP draft (config/speculative.py:1019-1028).
+    "Gemma4MTPModel": Draft("mtp", "Gemma4ForCausalLM"),
     # vLLM makes the extractor from the target's config and this dict (config/speculative.py:1242).
     "ExtractHiddenStatesModel": Draft(
         "extract_hidden_states",
@@ -84,6 +89,8 @@ DRAFTS: dict[str, Draft] = {
     "Glm4MoeMTPModel": Draft("mtp", "Glm4MoeForCausalLM", own_config=False),
     "Glm4MoeLiteMTPModel": Draft("mtp", "Glm4MoeLiteForCausalLM", own_config=False),
     "MiMoV2MTPModel": Draft("mtp", "MiMoV2FlashForCausalLM", own_config=False),
+    # config/speculative.py:736-758 maps MiMo-V2-Omni's own config to its MTP.
+    "MiMoV2OmniMTPModel": Draft("mtp", "MiMoV2OmniForCausalLM", own_config=False),
     "GlmOcrMTPModel": Draft("mtp", "GlmOcrForConditionalGeneration", own_config=False),
     "Exaone4_5_MTP": Draft("mtp", "Exaone4_5_ForConditionalGeneration", own_config=False),
     "HYV3MTPModel": Draft("mtp", "HYV3ForCausalLM", own_config=False),
@@ -93,7 +100,9 @@ DRAFTS: dict[str, Draft] = {
     "BailingMoeV25MTPModel": Draft("mtp", "BailingMoeV2_5ForCausalLM", own_config=False),
     "BailingMoeV3MTPModel": Draft("mtp", "BailingMoeV3ForCausalLM", own_config=False),
     "LongCatFlashMTPModel": Draft("mtp", "LongcatFlashForCausalLM", own_config=False),
-    "Glm5NextMTPModel": Draft("mtp", "Glm5NextForCausalLM", own_config=False),
+    # vLLM turns the composite's config (model type glm5_next) into the MTP's
+    # (config/speculative.py:1059); the text model's config it leaves a text model.
+    "Glm5NextMTPModel": Draft("mtp", "Glm5NextForConditionalGeneration", own_config=False),
     "Qwen4ExpMTP": Draft("mtp", "Qwen4ExpForCausalLM", own_config=False),
     "NemotronHMTPModel": Draft("mtp", "NemotronHForCausalLM", own_config=False),
     "Dots3NoteMTPModel": Draft("mtp", "Dots3NoteForCausalLM", own_config=False),

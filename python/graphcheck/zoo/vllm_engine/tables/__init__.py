@@ -11,7 +11,7 @@ vLLM file the fields were read from (``config.<field>`` accesses in
 ``vllm/transformers_utils/configs/``). A field that no default gives gets the
 smallest value vLLM's shape checks accept.
 
-One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.multimodal`,
+One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.multimodal`, :mod:`.hub_vlm`,
 :mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union, keyed by architecture name.
 """
 
@@ -26,7 +26,9 @@ __all__ = [
     "QWEN_OMNI_TOKENS",
     "TABLE",
     "Entry",
+    "Fields",
     "apply",
+    "as_fields",
     "layers",
     "merge",
     "per_layer",
@@ -73,7 +75,9 @@ class Entry:
     remote: str = ""
     model_type: str = ""
     #: Keys of the written config.json renamed to the checkpoint's names, where the config
-    #: class reads one name and writes another (DeepSeek-VL2: reads ``language_config``).
+    #: class reads one name and writes another (DeepSeek-VL2: reads ``language_config``); a
+    #: key renamed to "" is left out, where the class derives it from the checkpoint's others
+    #: and would take a written one as given (Moondream 3's ``text_config``).
     saved_as: Mapping[str, str] = dataclasses.field(default_factory=dict)
     #: A model type whose image processor or feature extractor the zoo writes beside the
     #: config, where vLLM's or the hub's processor class loads it by the auto classes
@@ -85,9 +89,36 @@ class Entry:
     #: The tokenizer attributes its processor reads (``image_token``: the checkpoint's word),
     #: written as the zoo tokenizer's extra special tokens.
     tokens: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: Fields of the hub's config whose dicts its class turns into objects that vLLM reads by
+    #: attribute (DeciLM's ``block_configs[i].attention.no_op``): the stand-in class of
+    #: ``remote`` gives them as :class:`Fields`.
+    objects: tuple[str, ...] = ()
     fields: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     text: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     fix: Callable[[Dict], None] | None = None
+
+
+class Fields(dict[str, Any]):
+    """A dict read by attribute too (the hub's dataclasses), saved as the dict it is.
+
+    A missing key is an ``AttributeError``, so that ``hasattr`` answers as on the hub's
+    objects (nemotron_nas.py:167 asks ``hasattr(block_config.ffn, "ffn_mult")``).
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def as_fields(value: Any) -> Any:
+    """``value`` with every dict in it (in lists too) a :class:`Fields`."""
+    if isinstance(value, Mapping):
+        return Fields({k: as_fields(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [as_fields(v) for v in value]
+    return value
 
 
 def merge(d: Dict, fields: Mapping[str, Any]) -> None:
@@ -158,15 +189,20 @@ def remote_class(entry: Entry) -> Any:
     Like the hub's classes, a plain ``PretrainedConfig`` whose fields are attributes as
     ``config.json`` gives them (transformers' own classes move some, ``rope_theta`` into
     ``rope_parameters``) and whose sub-config dicts (:data:`SUBCONFIGS`) become config
-    objects; its defaults come from the entry's ``base``. Registered in this process only
+    objects (the entry's ``objects``, dicts read by attribute); its defaults come from the
+    entry's ``base``. Registered in this process only
     (the zoo's worker), so that vLLM's ``AutoConfig`` finds it offline: what
     ``trust_remote_code`` would load, minus the hub.
     """
     from transformers import AutoConfig, PretrainedConfig
 
+    def subconfig(key: str, value: Any) -> Any:
+        if key in entry.objects:
+            return as_fields(value)
+        return _subconfig(value) if key in SUBCONFIGS and isinstance(value, dict) else value
+
     def subconfigs(kwargs: Dict) -> Dict:
-        return {k: _subconfig(v) if k in SUBCONFIGS and isinstance(v, dict) else v
-                for k, v in kwargs.items()}  # fmt: skip
+        return {k: subconfig(k, v) for k, v in kwargs.items()}
 
     def __init__(self: Any, **kwargs: Any) -> None:
         PretrainedConfig.__init__(self, **subconfigs(kwargs))
@@ -199,10 +235,10 @@ def apply(entry: Entry, d: Dict) -> None:
 
 
 def _table() -> dict[str, Entry]:
-    from graphcheck.zoo.vllm_engine.tables import drafts, moe, multimodal, pooling, text
+    from graphcheck.zoo.vllm_engine.tables import drafts, hub_vlm, moe, multimodal, pooling, text
 
     table: dict[str, Entry] = {}
-    for module in (text, moe, multimodal, pooling, drafts):
+    for module in (text, moe, multimodal, hub_vlm, pooling, drafts):
         overlap = table.keys() & module.TABLE.keys()
         if overlap:  # a programming error: one architecture, one entry
             raise RuntimeError(f"{module.__name__} repeats {sorted(overlap)}")

@@ -9,8 +9,9 @@ extractor names the target layers it records.
 
 from __future__ import annotations
 
-from graphcheck.zoo.vllm_engine.tables import Entry
+from graphcheck.zoo.vllm_engine.tables import Dict, Entry
 from graphcheck.zoo.vllm_engine.tables.moe import TABLE as MOE
+from graphcheck.zoo.vllm_engine.tables.multimodal import tiny_text
 from graphcheck.zoo.vllm_engine.tables.text import TABLE as TEXT
 
 _M = "vllm/model_executor/models/"
@@ -18,11 +19,30 @@ _M = "vllm/model_executor/models/"
 # Both tiny target layers feed the draft; id 3 (the tokenizer's pad token) is the mask.
 _DFLASH = {"dflash_config": {"target_layer_ids": [0, 1], "mask_token_id": 3}}
 
+
+def _gemma4_assistant(d: Dict) -> None:
+    if not isinstance(d.get("text_config"), dict):
+        # What its class's validate_architecture demands of the assistant's text model: no
+        # per-layer inputs, no MoE block, every layer's KV shared with the target.
+        text = tiny_text(
+            "gemma4_text",
+            hidden_size_per_layer_input=0,
+            vocab_size_per_layer_input=0,
+            enable_moe_block=False,
+            use_double_wide_mlp=False,
+        )
+        text["num_kv_shared_layers"] = text["num_hidden_layers"]
+        d["text_config"] = text
+
+
 TABLE: dict[str, Entry] = {
+    # A Cohere 2 draft: its layer_types follow the target's (cohere_eagle.py:66-77); one
+    # layer, as the drafter keeps its layers in one KV-cache group
+    # (v1/spec_decode/llm_base_proposer.py:1698).
     "EagleCohereForCausalLM": Entry(
         _M + "cohere_eagle.py",
-        base="cohere",
-        fields={"layer_types": ["full_attention", "full_attention"]},
+        base="cohere2",
+        fields={"num_hidden_layers": 1, "layer_types": ["full_attention"]},
     ),
     # llama4_eagle.py:154 asserts no YOCO global KV layer.
     "EagleLlama4ForCausalLM": Entry(
@@ -45,11 +65,39 @@ TABLE: dict[str, Entry] = {
     "Eagle3MiniMaxM2ForCausalLM": Entry(
         _M + "llama_eagle3.py", fields=MOE["MiniMaxM2ForCausalLM"].fields
     ),
+    # The class's default has no text config (gemma4_mtp.py:343 reads it); the backbone is
+    # the tiny target's width, its centroids few beside the tiny vocabulary.
+    "Gemma4MTPModel": Entry(
+        _M + "gemma4_mtp.py, vllm/config/speculative.py",
+        base="gemma4_assistant",
+        fields={"backbone_hidden_size": 64, "num_centroids": 16, "centroid_intermediate_top_k": 4},
+        fix=_gemma4_assistant,
+    ),
     "DFlashDraftModel": Entry(_M + "qwen3_dflash.py", base="qwen3", fields=_DFLASH),
     "DFlash2DraftModel": Entry(_M + "qwen3_dflash2.py", base="qwen3", fields=_DFLASH),
     "LiLiCorrDraftModel": Entry(_M + "lilicorr.py", base="qwen3", fields=_DFLASH),
+    # Qwen3-Omni's DSpark checkpoint contract (vllm/config/speculative.py:147-357): a trained
+    # block as long as the speculated tokens (the zoo speculates one), the thinker's width.
     "Qwen3OmniDSparkModel": Entry(
-        _M + "qwen3_dspark.py", base="qwen3", fields={"dspark_target_layer_ids": [0, 1]}
+        _M + "qwen3_dspark.py, vllm/config/speculative.py",
+        base="qwen3",
+        fields={
+            "dspark_target_layer_ids": [0, 1],
+            "block_size": 1,
+            "target_hidden_size": 64,
+            "num_key_value_heads": 1,
+            "use_aux_hidden_state": True,
+            "markov_rank": 1,
+            "markov_head_type": "vanilla",
+            "mask_token_id": 3,
+        },
+    ),
+    # Muse Glimmer's DFlash head under vLLM's class of it (muse_glimmer.py:347), with the
+    # mask token parallel drafting requires (v1/spec_decode/llm_base_proposer.py:375).
+    "DFlashMuseGlimmerAssistantModel": Entry(
+        _M + "qwen3_dflash.py, vllm/transformers_utils/configs/muse_glimmer.py",
+        base="muse_glimmer_assistant",
+        fields=_DFLASH,
     ),
     "Qwen3DSparkModel": Entry(
         _M + "qwen3_dspark.py", base="qwen3", fields={"dspark_target_layer_ids": [0, 1]}

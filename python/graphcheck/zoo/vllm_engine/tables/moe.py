@@ -57,6 +57,11 @@ _PANGU: dict[str, Any] = {
     "norm_topk_prob": True,
 }
 
+# GLM-5 Next: fields vLLM's model reads that transformers' class does not carry (the
+# checkpoints' hyper-connections, NoPE MLA, the indexer's rotary layout:
+# glm5next/common/model.py:369,400, attention.py:514).
+_GLM5_NEXT = {"mhc": True, "mla_use_nope": True, "indexer_rope_interleave": False}
+
 # The Transformers backend's MoE classes wrap a transformers MoE model; a Llama config has
 # no experts (transformers/moe.py:185 asserts num_experts_per_tok). Qwen3-MoE's class, whose
 # packed experts the backend fuses into FusedMoE.
@@ -98,6 +103,21 @@ TABLE: dict[str, Entry] = {
             "first_k_dense_replace": 1,
             "norm_topk_prob": True,
         },
+    ),
+    # DeepSeek V3.2 (DSA): vLLM's registry gives DeepSeek-V3's class (model type deepseek_v32),
+    # whose default lacks the lightning indexer's fields; models/config.py:34 asserts
+    # index_topk and deepseek_v2.py:697-699 sizes the indexer from these.
+    "DeepseekV32ForCausalLM": Entry(
+        _M + "config.py, deepseek_v2.py",
+        fields={"index_topk": 64, "index_n_heads": 2, "index_head_dim": 64},
+    ),
+    "Glm5NextForCausalLM": Entry(
+        "vllm/models/glm5next/common/model.py",
+        base="glm5_next_text",
+        fields=_GLM5_NEXT,
+    ),
+    "Glm5NextForConditionalGeneration": Entry(
+        "vllm/models/glm5next/common/model.py", text=_GLM5_NEXT
     ),
     "Glm4MoeLiteForCausalLM": Entry(_M + "glm4_moe_lite.py", fields={"first_k_dense_replace": 1}),
     # K2-Horizon: a routed MoE beside a "MoVA" expert mixture, per-group norms, a gated

@@ -21,7 +21,6 @@ from graphcheck.zoo.vllm_engine.tables.towers import (
     INTERN_VIT,
     SIGLIP2_NAVIT,
     SIGLIP_VISION,
-    TINY_VIT,
 )
 
 _M = "vllm/model_executor/models/"
@@ -82,11 +81,14 @@ def _chat(
     )
 
 
-def _deepseek_vl2(source: str) -> Entry:
-    """A model on vLLM's DeepSeek-VL2 config class (its language model under language_config)."""
+def _deepseek_vl2(source: str, base: str = "deepseek_vl_v2") -> Entry:
+    """A model on vLLM's DeepSeek-VL2 config class (its language model under language_config).
+
+    ``base``: the model type of the class, or of vLLM's subclass of it (Unlimited-OCR's).
+    """
     return Entry(
         _M + source + ", vllm/transformers_utils/configs/deepseek_vl2.py",
-        base="deepseek_vl_v2",
+        base=base,
         fix=_language_config,
         saved_as={"text_config": "language_config"},
         # The class's default tile_tag is the string "tile_tag"; checkpoints say "2D".
@@ -161,22 +163,6 @@ def _ovis(text_type: str) -> Entry:
 
 
 TABLE: dict[str, Entry] = {
-    # MiniCPM-V 2.5 (minicpmv.py:471 reads the version; 2.5 is Llama with an Idefics2 tower
-    # and a resampler of query_num queries): the hub's class.
-    "MiniCPMV": Entry(
-        _M + "minicpmv.py",
-        base="llama",
-        remote="MiniCPMVConfig",
-        model_type="minicpmv",
-        fields={
-            "version": 2.5,
-            # The resampler has hidden_size // 128 heads (minicpmv.py:2086): one.
-            "hidden_size": 128,
-            "query_num": 4,
-            "drop_vision_last_layer": False,
-            "vision_config": {"model_type": "idefics2_vision", **TINY_VIT},
-        },
-    ),
     # Phi-4 with a SigLIP2 tower (phi4siglip.py:242-251): the tower's dict, the projector's
     # input width; two tower layers (it drops the last, layer_idx -2).
     "Phi4ForCausalLMV": Entry(
@@ -323,8 +309,25 @@ TABLE: dict[str, Entry] = {
     "VoxtralRealtimeGeneration": Entry(
         _M + "voxtral_realtime.py", fields={"audio_config": {"downsample_factor": 4}}
     ),
+    # EXAONE 4.5's MTP layers read the vocabulary off the composite's top level
+    # (exaone4_5_mtp.py:55), where transformers' class keeps none: the text model's.
+    "Exaone4_5_ForConditionalGeneration": Entry(
+        _M + "exaone4_5_mtp.py", fix=lambda d: d.update(vocab_size=text_of(d)["vocab_size"])
+    ),
+    # Fun-Audio-Chat's discrete audio tower embeds codebook_size codes of the language model's
+    # width, padded with pad_token_id (funaudiochat.py:248-461); the class leaves both unset.
+    "FunAudioChatForConditionalGeneration": Entry(
+        _M + "funaudiochat.py, vllm/transformers_utils/configs/funaudiochat.py",
+        fields={"audio_config": {"codebook_size": 64, "pad_token_id": 0, "output_dim": 64}},
+    ),
     "Lfm2VlForConditionalGeneration": Entry(_M + "lfm2_vl.py", text={"block_dim": 64}),
-    "UltravoxModel": Entry(_M + "ultravox.py", fields={"vocab_size": 512}),
+    # vLLM's UltravoxConfig keeps its language model as wrapped_model_config and reads the
+    # checkpoints' text_config (transformers_utils/configs/ultravox.py): saved under that name.
+    "UltravoxModel": Entry(
+        _M + "ultravox.py, vllm/transformers_utils/configs/ultravox.py",
+        fields={"vocab_size": 512},
+        saved_as={"wrapped_model_config": "text_config"},
+    ),
     "Qwen2_5OmniModel": Entry(_M + "qwen2_5_omni_thinker.py", base="qwen2_5_omni"),
     "MuseGlimmerForCausalLM": _MUSE_GLIMMER,
     "MuseGlimmerForConditionalGeneration": _MUSE_GLIMMER,
@@ -335,6 +338,8 @@ TABLE: dict[str, Entry] = {
     # vLLM's own config classes, under a model type the registry's module name does not give.
     "DeepseekVLV2ForCausalLM": _deepseek_vl2("deepseek_vl2.py"),
     "DeepseekOCRForCausalLM": _deepseek_vl2("deepseek_ocr.py"),
+    "UnlimitedOCRForCausalLM": _deepseek_vl2("unlimited_ocr.py", "unlimited_ocr"),
+    "DeepseekOCR2ForCausalLM": _deepseek_vl2("deepseek_ocr2.py"),
     "Cosmos3ForConditionalGeneration": Entry(
         "vllm/transformers_utils/configs/cosmos3_edge.py",
         base="cosmos3_edge",
@@ -380,6 +385,11 @@ TABLE: dict[str, Entry] = {
     "InternS1ProForConditionalGeneration": Entry(_M + "interns1_pro.py", base="qwen3_vl_moe"),
     "InternS2PreviewForConditionalGeneration": Entry(
         _M + "interns2_preview.py", base="qwen3_5_moe"
+    ),
+    # Intern-S2-Mobius subclasses the preview's model (interns2_mobius.py:467); its layers
+    # share num_blocks MoE blocks (interns2_mobius.py:188, 312): one.
+    "InternS2MobiusForConditionalGeneration": Entry(
+        _M + "interns2_mobius.py", base="qwen3_5_moe", text={"num_blocks": 1}
     ),
     "Llama_Nemotron_Nano_VL": _chat(
         "nemotron_vl.py", "Llama_Nemotron_Nano_VL_Config", "Llama_Nemotron_Nano_VL", "llama"

@@ -50,7 +50,23 @@ INKLING_TOKENS = {
     )
 }
 
+#: DeciLM / Nemotron-NAS: one block per layer, each an attention (its KV heads as the group
+#: size n_heads_in_group) and an FFN (its width as ffn_mult: nemotron_nas.py:60-176).
+_DECI_BLOCK = {
+    "attention": {"no_op": False, "replace_with_linear": False, "n_heads_in_group": 2},
+    "ffn": {"no_op": False, "replace_with_linear": False, "ffn_mult": 1.0},
+}
+
 TABLE: dict[str, Entry] = {
+    # The hub's DeciLMConfig makes block_configs objects (model type nemotron-nas, whose
+    # convertor reads them: transformers_utils/model_arch_config_convertor.py:563).
+    "DeciLMForCausalLM": Entry(
+        _M + "nemotron_nas.py",
+        remote="DeciLMConfig",
+        model_type="nemotron-nas",
+        objects=("block_configs",),
+        fields={"block_configs": [_DECI_BLOCK, _DECI_BLOCK]},
+    ),
     # vLLM's Inkling model reads its own config class (padded_vocab_size, use_embed_norm:
     # vllm/models/inkling/configs.py), registered as inkling_model; transformers' differs.
     "InklingForCausalLM": Entry(
