@@ -2,8 +2,9 @@
 
 One or more per kind of code vLLM's CPU backend runs: dense decoders (float32, bfloat16 and
 the W8A8 int8 path), MoE, MLA, Mamba-1 and Mamba-2, hybrids (attention with Mamba-2, with
-gated delta-net; Mamba-2 and its hybrid in bfloat16 too, whose CPU paths differ by dtype), multimodal (language model only), embedding and classification, speculative
-drafts (EAGLE, multi-token prediction), the Transformers backend, a multimodal model served
+gated delta-net; Mamba-2 and its hybrid in bfloat16 too, whose CPU paths differ by dtype),
+multimodal (language model only), embedding and classification, speculative drafts (EAGLE,
+multi-token prediction), the Transformers backend, a multimodal model served
 whole (its encoders, with a processor the zoo writes), architectures whose configs only the
 config tables give (a hub-only MoE, the InternVL chat config), and the architectures whose
 findings the baseline lists (ALiBi slopes, a module-level constant). 26 architectures, about
