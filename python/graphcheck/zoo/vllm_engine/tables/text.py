@@ -96,8 +96,27 @@ TABLE: dict[str, Entry] = {
     ),
     "TeleFLMForCausalLM": Entry(_M + "teleflm.py", fields={"use_mup": False}),
     "Lfm2ForCausalLM": Entry(_M + "lfm2.py", fields={"block_dim": 64}),
-    # MiniCPM scales the residual and the logits by the width over dim_model_base.
-    "MiniCPMForCausalLM": Entry(_M + "minicpm.py", fields={"dim_model_base": 64}),
+    # MiniCPM scales the residual and the logits by the width over dim_model_base, the
+    # embeddings by scale_emb (minicpm.py:444) and the residual by scale_depth (minicpm.py:386);
+    # the values are MiniCPM-2B's.
+    "MiniCPMForCausalLM": Entry(
+        _M + "minicpm.py", fields={"dim_model_base": 64, "scale_emb": 12, "scale_depth": 1.4}
+    ),
+    # Solar's skip connections (solar.py:312-330): the layers that save the hidden states
+    # (bskcn_1, bskcn_2) and those that mix them back in (bskcn_3, bskcn_4) with the weight
+    # bskcn_tv[1] at inference. The first layer cannot save (its residual is not made yet),
+    # so four layers: save at 1, mix at 2 and 3.
+    "SolarForCausalLM": Entry(
+        _M + "solar.py",
+        fields={
+            "num_hidden_layers": 4,
+            "bskcn_1": [1],
+            "bskcn_2": [1],
+            "bskcn_3": [2],
+            "bskcn_4": [3],
+            "bskcn_tv": [0.9, 0.8],
+        },
+    ),
     # Llama 4's text model (the composite Llama4Config has no text fields at its top level);
     # no_rope_layers marks the layers with RoPE (1) per layer.
     "Llama4ForCausalLM": Entry(
