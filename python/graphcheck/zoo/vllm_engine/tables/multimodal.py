@@ -340,18 +340,9 @@ TABLE: dict[str, Entry] = {
     "DeepseekOCRForCausalLM": _deepseek_vl2("deepseek_ocr.py"),
     "UnlimitedOCRForCausalLM": _deepseek_vl2("unlimited_ocr.py", "unlimited_ocr"),
     "DeepseekOCR2ForCausalLM": _deepseek_vl2("deepseek_ocr2.py"),
-    "Cosmos3ForConditionalGeneration": Entry(
-        "vllm/transformers_utils/configs/cosmos3_edge.py",
-        base="cosmos3_edge",
-        fields={
-            "vision_config": {
-                "num_heads": 2,
-                "num_position_embeddings": 64,
-                "in_channels": 3,
-                "depth": 1,
-            }
-        },
-    ),
+    # Cosmos3 is Qwen3-VL over transformers' Cosmos3OmniConfig (cosmos3.py:5,17-19), not the
+    # Edge model's NemotronH-based config.
+    "Cosmos3ForConditionalGeneration": Entry(_M + "cosmos3.py", base="cosmos3_omni"),
     "Qwen3ASRRealtimeGeneration": Entry(
         "vllm/transformers_utils/configs/qwen3_asr.py", base="qwen3_asr"
     ),
