@@ -242,9 +242,11 @@ TABLE: dict[str, Entry] = {
             "max_position_embedding": 128,
         },
     ),
-    # Step 3.5 (vLLM's own Step3p5Config): one KV group for two heads, four experts.
+    # Step 3.5 (vLLM's own Step3p5Config): one KV group for two heads, four experts. The base
+    # is named for its MTP draft, whose target comes without the catalog's model type.
     "Step3p5ForCausalLM": Entry(
         _M + "step3p5.py, vllm/transformers_utils/configs/step3p5.py",
+        base="step3p5",
         fields={
             "num_attention_groups": 1,
             "moe_num_experts": 4,
