@@ -47,6 +47,8 @@ __all__ = [
     "Capture",
     "capture",
     "capture_arguments",
+    "checked_input",
+    "checked_runtime",
     "record_forward",
 ]
 
@@ -97,6 +99,26 @@ def _require_text(value: object, what: str) -> str:
             f"{what}: expected a non-empty str, got {value!r}"
         )
     return require_text(value, what)
+
+
+def checked_runtime(
+    owner: str, tensor: object, name: object, reason: object
+) -> tuple[str, torch.Tensor, str]:
+    """A runtime declaration's ``(name, tensor, reason)``, checked (``owner``: ``Capture``...)."""
+    checked = _require_tensor(tensor, f"{owner}.declare_runtime(tensor, name, reason)")
+    label = _require_text(name, f"{owner}.declare_runtime: name")
+    why = _require_text(reason, f"{owner}.declare_runtime: reason (every exemption says why)")
+    return label, checked, why
+
+
+def checked_input(
+    owner: str, name: object, tensor: object, reason: object
+) -> tuple[str, torch.Tensor, str]:
+    """An input declaration's ``(name, tensor, reason)``, checked (``owner``: ``Capture``...)."""
+    label = _require_text(name, f"{owner}.declare_input(name, tensor): name")
+    checked = _require_tensor(tensor, f"{owner}.declare_input(name, tensor): tensor")
+    why = _require_text(reason, f"{owner}.declare_input: reason")
+    return label, checked, why
 
 
 def _declared(
@@ -236,9 +258,7 @@ class Capture:
         ``workspace``, ... see ``RUNTIME_STATE_ATTRS``) is declared already.
         The capture keeps a reference to ``tensor``.
         """
-        _require_tensor(tensor, "Capture.declare_runtime(tensor, name, reason)")
-        _require_text(name, "Capture.declare_runtime: name")
-        _require_text(reason, "Capture.declare_runtime: reason (every exemption says why)")
+        name, tensor, reason = checked_runtime("Capture", tensor, name, reason)
         self._runtime.append((name, tensor, reason))
         self._add_to_recorded(tensor, name, "runtime", reason)
 
@@ -250,9 +270,7 @@ class Capture:
         The tensors passed to the captured forward are declared already, named
         ``args[i]`` and by keyword.
         """
-        _require_text(name, "Capture.declare_input(name, tensor): name")
-        _require_tensor(tensor, "Capture.declare_input(name, tensor): tensor")
-        _require_text(reason, "Capture.declare_input: reason")
+        name, tensor, reason = checked_input("Capture", name, tensor, reason)
         self._declared_inputs.append((name, tensor, reason))
         self._add_to_recorded(tensor, name, "input", reason)
 

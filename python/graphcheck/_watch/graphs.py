@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from graphcheck import _core, _torch
-from graphcheck._capture import Capture, _require_tensor, _require_text
+from graphcheck._capture import Capture, checked_input, checked_runtime
 from graphcheck._model_registry import ModelRegistry
 from graphcheck._watch.cuda_capture import READER_DISPATCHER
 from graphcheck._watch.graph_pools import GraphPools
@@ -44,9 +44,7 @@ class Declarations:
         self, tensor: object, name: object, reason: object, graphs: Iterable[WatchedGraph]
     ) -> None:
         """Declare ``tensor`` runtime state (``Watch.declare_runtime``)."""
-        checked = _require_tensor(tensor, "Watch.declare_runtime(tensor, name, reason)")
-        label = _require_text(name, "Watch.declare_runtime: name")
-        why = _require_text(reason, "Watch.declare_runtime: reason (every exemption says why)")
+        label, checked, why = checked_runtime("Watch", tensor, name, reason)
         self.runtime.append((label, checked, why))
         for graph in graphs:
             graph.capture.declare_runtime(checked, label, why)
@@ -55,9 +53,7 @@ class Declarations:
         self, name: object, tensor: object, reason: object, graphs: Iterable[WatchedGraph]
     ) -> None:
         """Declare ``tensor`` a static input (``Watch.declare_input``)."""
-        label = _require_text(name, "Watch.declare_input(name, tensor): name")
-        checked = _require_tensor(tensor, "Watch.declare_input(name, tensor): tensor")
-        why = _require_text(reason, "Watch.declare_input: reason")
+        label, checked, why = checked_input("Watch", name, tensor, reason)
         self.inputs.append((label, checked, why))
         for graph in graphs:
             graph.capture.declare_input(label, checked, why)
