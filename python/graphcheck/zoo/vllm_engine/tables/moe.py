@@ -26,6 +26,16 @@ _EXPERTS: dict[str, Any] = {
     "norm_topk_prob": True,
 }
 
+#: StepFun's MoE fields, as Step 3 and Step 3.5 both name them: one KV group, four experts of
+#: width 128, two per token, a shared expert of width 128.
+_STEP_MOE: dict[str, Any] = {
+    "num_attention_groups": 1,
+    "moe_num_experts": 4,
+    "moe_top_k": 2,
+    "moe_intermediate_size": 128,
+    "share_expert_dim": 128,
+}
+
 # Ling / Bailing MoE (inclusionAI), and Sarvam's MoE, which is written the same way.
 _BAILING: dict[str, Any] = {
     **_EXPERTS,
@@ -232,11 +242,7 @@ TABLE: dict[str, Entry] = {
     "Step3TextForCausalLM": Entry(
         _M + "step3_text.py, vllm/transformers_utils/configs/step3_vl.py",
         fields={
-            "num_attention_groups": 1,
-            "moe_num_experts": 4,
-            "moe_top_k": 2,
-            "moe_intermediate_size": 128,
-            "share_expert_dim": 128,
+            **_STEP_MOE,
             "share_q_dim": 64,
             "moe_layers_enum": "1",
             "max_position_embedding": 128,
@@ -248,11 +254,7 @@ TABLE: dict[str, Entry] = {
         _M + "step3p5.py, vllm/transformers_utils/configs/step3p5.py",
         base="step3p5",
         fields={
-            "num_attention_groups": 1,
-            "moe_num_experts": 4,
-            "moe_top_k": 2,
-            "moe_intermediate_size": 128,
-            "share_expert_dim": 128,
+            **_STEP_MOE,
             "max_position_embeddings": 128,
         },
     ),
