@@ -75,12 +75,18 @@ zoo: build
 	  --html zoo.html
 
 # Every architecture vLLM registers, built by vLLM's own engine on the CPU, in the vLLM
-# environment (scripts/bootstrap.sh vllm, made on first use; docs/vllm-zoo.md).
+# environment (scripts/bootstrap.sh vllm, made on first use; docs/vllm-zoo.md): one pass per
+# dtype (VLLM_ZOO_DTYPES), each to its own report (build/vllm-zoo.json and .html for float32,
+# build/vllm-zoo-bfloat16.json and .html); every pass runs, and the target fails if one did.
+VLLM_ZOO_DTYPES ?= float32 bfloat16
 vllm-zoo: build
 	@venv=$$(scripts/bootstrap.sh vllm | tail -n 1) && \
 	  cmake -DPYTHON=$$venv/bin/python -DBUILD_DIR=build -P cmake/GraphcheckPythonInstall.cmake && \
-	  cd build && $$venv/bin/python -m graphcheck.zoo --engine vllm --jobs $(JOBS) --baseline \
-	    --json vllm-zoo.json --html vllm-zoo.html
+	  cd build && rc=0 && for dtype in $(VLLM_ZOO_DTYPES); do \
+	    out=vllm-zoo$$([ $$dtype = float32 ] || echo -$$dtype); \
+	    $$venv/bin/python -m graphcheck.zoo --engine vllm --dtype $$dtype --jobs $(JOBS) \
+	      --baseline --json $$out.json --html $$out.html || rc=1; \
+	  done; exit $$rc
 
 clean:
 	rm -rf build build-asan build-debug

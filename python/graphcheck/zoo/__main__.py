@@ -103,6 +103,14 @@ def _parser() -> argparse.ArgumentParser:
         "it answer False, so vLLM takes that CPU's code paths, and the baseline's CPU "
         "conditions are read for it (default: this CPU's, graphcheck.zoo.cpu)",
     )
+    p.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="the pass of the corpus (vllm only): float32 (default: each class, then its "
+        "variants) or bfloat16 (each class once, as its Arch@bf16 row, as published "
+        "checkpoints run; a class whose CPU kernels are bfloat16-only as itself)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--list", action="store_true", help="list the selected architectures and exit")
     return p
@@ -127,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return usage_error(f"--cpu-capability: {exc}")
 
     chosen = engine(args.engine)
+    if args.dtype not in chosen.dtypes:
+        return usage_error(
+            f"--dtype {args.dtype}: the {chosen.name} engine runs {', '.join(chosen.dtypes)} only"
+        )
     allow_files = list(args.allow) + ([str(chosen.baseline)] if args.baseline else [])
     entries: list[rep.AllowEntry] = []
     try:
@@ -141,9 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"graphcheck.zoo: {chosen.name} is required ({exc}); {chosen.missing}", file=sys.stderr
         )
         return 2
-    archs = chosen.enumerate()
+    archs = chosen.enumerate(args.dtype)
     globs = list(args.only) + (list(chosen.subset) if args.subset else [])
-    selected = filter_architectures(archs, globs)
+    selected = filter_architectures(archs, chosen.pass_globs(globs, args.dtype))
     if not selected:
         return usage_error(f"no architecture matches {globs}")
     if args.list:
@@ -202,10 +214,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "torch": torch.__version__,
             # The kernels a CPU engine picks depend on it (vLLM: AMX changes the linear path).
             "cpu_capability": level,
+            "dtype": args.dtype,
             "native_cpu_capability": cpu.native(),
             "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "enumerated_classes": sum(1 for a in archs if not a.variant),
-            "enumerated_variants": sum(1 for a in archs if a.variant),
+            # A bfloat16 pass runs each class once, as its @bf16 row.
+            "enumerated_classes": len({a.class_name for a in archs}),
+            "enumerated_variants": len(archs) - len({a.class_name for a in archs}),
             "options": {
                 "only": globs,
                 "jobs": args.jobs,

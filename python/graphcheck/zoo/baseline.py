@@ -13,6 +13,12 @@ to tell. Reports of the same capability: the later one's result for an architect
 the earlier one's.
 
     python -m graphcheck.zoo.baseline --output baseline_allow.txt full.json avx2.json ...
+
+``--new-only`` writes only what the reports list as not on their allowlist (a run with
+``--baseline``): the blocks a pass adds to the baseline, such as the bfloat16 pass's
+``Arch@bf16`` rows, whose sites shared with float32 the class's entries already cover. Its
+entries always carry the capabilities they were found on (``[cpu=amx]`` from one run on AMX):
+nothing says what the other rungs find.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from typing import Any
 from graphcheck.zoo.allowlist import architecture_blocks
 from graphcheck.zoo.cpu import LEVELS, rank
 
-__all__ = ["main", "merged_text"]
+__all__ = ["main", "merged_text", "new_only"]
 
 Doc = Mapping[str, Any]
 
@@ -47,8 +53,41 @@ def _runs(docs: Sequence[Doc]) -> dict[str, dict[str, dict[str, Any]]]:
     return runs
 
 
-def merged_text(docs: Sequence[Doc], header: Sequence[str] = ()) -> str:
-    """The baseline for ``docs`` (zoo JSON reports of one engine and version)."""
+def new_only(result: Mapping[str, Any]) -> dict[str, Any]:
+    """``result`` with only what its run found outside the allowlist (its ``*new_findings``)."""
+    census = set(result.get("new_findings") or [])
+    at_capture = set(result.get("capture_new_findings") or [])
+    later = set(result.get("later_new_findings") or [])
+    out = dict(result)
+    out["findings"] = [f for f in result.get("findings") or [] if f.get("path") in census]
+    out["foreign"] = [f for f in result.get("foreign") or [] if f.get("path") in census]
+    capture = result.get("capture")
+    if isinstance(capture, dict):
+        out["capture"] = {
+            **capture,
+            "unregistered": [o for o in capture.get("unregistered") or [] if o in at_capture],
+            "foreign": [o for o in capture.get("foreign") or [] if o in at_capture],
+        }
+    steps = list(result.get("steps") or [])
+    out["steps"] = steps[:1] + [
+        {
+            **step,
+            "owners": {
+                verdict: [o for o in owners if f"{step.get('label')} {verdict} {o}" in later]
+                for verdict, owners in (step.get("owners") or {}).items()
+            },
+        }
+        for step in steps[1:]
+    ]
+    return out
+
+
+def merged_text(docs: Sequence[Doc], header: Sequence[str] = (), *, only_new: bool = False) -> str:
+    """The baseline for ``docs`` (zoo JSON reports of one engine and version).
+
+    ``only_new``: the entries for what the reports found outside their allowlist only
+    (:func:`new_only`), each conditioned on the capabilities it was found on.
+    """
     engines = {(str(d.get("engine")), str(d.get(str(d.get("engine"))))) for d in docs}
     if len(engines) != 1:
         raise ValueError(f"reports of one engine and version only, found {sorted(engines)}")
@@ -66,7 +105,8 @@ def merged_text(docs: Sequence[Doc], header: Sequence[str] = ()) -> str:
         found: dict[str, list[str]] = {}  # entry -> the capabilities it was found on
         blocks: dict[str, list[str]] = {}  # comment -> its entries, each under its first
         for level in sorted(built, key=rank):
-            for comment, entries in architecture_blocks(name, by_level[level]):
+            result = new_only(by_level[level]) if only_new else by_level[level]
+            for comment, entries in architecture_blocks(name, result):
                 block = blocks.setdefault(comment, [])
                 for entry in entries:
                     if entry not in found:
@@ -81,7 +121,8 @@ def merged_text(docs: Sequence[Doc], header: Sequence[str] = ()) -> str:
             lines.append(f"# {comment}")
             for entry in entries:
                 on = found[entry]
-                condition = "" if len(on) == len(by_level) else f"[cpu={','.join(on)}] "
+                every = len(on) == len(by_level) and not only_new
+                condition = "" if every else f"[cpu={','.join(on)}] "
                 lines.append(condition + entry)
     return "\n".join(lines) + "\n"
 
@@ -96,10 +137,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("reports", nargs="+", metavar="REPORT.json")
     p.add_argument("--output", required=True, metavar="FILE")
     p.add_argument("--header", action="append", default=[], metavar="LINE")
+    p.add_argument(
+        "--new-only",
+        action="store_true",
+        help="only what the reports found outside their allowlist (a pass's additions), "
+        "each entry conditioned on the capabilities it was found on",
+    )
     args = p.parse_args(argv)
     try:
         docs = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.reports]
-        text = merged_text(docs, args.header)
+        text = merged_text(docs, args.header, only_new=args.new_only)
         Path(args.output).write_text(text, encoding="utf-8")
     except (OSError, ValueError) as exc:
         print(f"graphcheck.zoo.baseline: error: {exc}", file=sys.stderr)

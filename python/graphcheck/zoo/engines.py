@@ -25,20 +25,24 @@ class Engine:
 
     ``prepare()`` sets the process up before the first fork and returns the
     engine's version (``ImportError`` when it is not installed: ``missing``
-    says how to install it); ``enumerate()`` lists the corpus; ``subset`` is
-    the test subset (globs); ``baseline`` the shipped allowlist; ``worker``
-    and ``skeleton`` what each worker process runs and the result recorded when
-    it dies.
+    says how to install it); ``enumerate(dtype)`` lists the corpus for one of
+    ``dtypes`` (the passes ``--dtype`` offers, the first the default) and
+    ``pass_globs(globs, dtype)`` the ``--only`` globs that select its rows;
+    ``subset`` is the test subset (globs); ``baseline`` the shipped allowlist;
+    ``worker`` and ``skeleton`` what each worker process runs and the result
+    recorded when it dies.
     """
 
     name: str
     missing: str
     prepare: Callable[[], str]
-    enumerate: Callable[[], list[Arch]]
+    enumerate: Callable[[str], list[Arch]]
     subset: Sequence[str]
     baseline: Path
     worker: Worker
     skeleton: Callable[[Arch], Result]
+    dtypes: tuple[str, ...] = ("float32",)
+    pass_globs: Callable[[list[str], str], list[str]] = lambda globs, _dtype: list(globs)
 
 
 def _transformers() -> Engine:
@@ -52,7 +56,7 @@ def _transformers() -> Engine:
         "transformers",
         "install the zoo extra: pip install 'graphcheck[zoo]'",
         prepare,
-        enumerate_architectures,
+        lambda _dtype: enumerate_architectures(),
         SUBSET,
         BASELINE,
         run_architecture,
@@ -62,7 +66,7 @@ def _transformers() -> Engine:
 
 def _vllm() -> Engine:
     from graphcheck.zoo.vllm_engine import BASELINE
-    from graphcheck.zoo.vllm_engine.catalog import enumerate_architectures
+    from graphcheck.zoo.vllm_engine.catalog import DTYPE_PASSES, enumerate_architectures, pass_globs
     from graphcheck.zoo.vllm_engine.environment import prepare
     from graphcheck.zoo.vllm_engine.subset import SUBSET
 
@@ -81,11 +85,13 @@ def _vllm() -> Engine:
         "run it with the vLLM environment's python: \"$(scripts/bootstrap.sh vllm | tail -n 1)"
         '/bin/python" -m graphcheck.zoo --engine vllm',
         prepare,
-        enumerate_architectures,
+        lambda dtype: enumerate_architectures(dtype=dtype),
         SUBSET,
         BASELINE,
         worker,
         skeleton,
+        tuple(DTYPE_PASSES),
+        pass_globs,
     )
 
 

@@ -12,9 +12,12 @@ What a run is judged on, per built architecture:
   whose bytes a sleep discarded is the known site itself, as the checker rules).
 
 An entry applies to the architectures its ``Arch`` glob matches among those that ran, and to
-their variants, on the CPUs its condition names. It is *stale* when one of them built,
-nothing matched it, and it could have matched (a fixed site must leave the baseline);
-otherwise an unmatched entry is *unverified* (nothing to compare with).
+their variants, on the CPUs its condition names. It is *stale* when a row its glob names
+itself built (a class's entry: the class's own row, not only a variant's), nothing matched
+it, and it could have matched (a fixed site must leave the baseline); otherwise an unmatched
+entry is *unverified* (nothing to compare with): a bfloat16 pass, whose rows are all
+``Arch@bf16``, verifies the sites its class entries share with float32 and leaves the
+float32-only ones unverified.
 """
 
 from __future__ import annotations
@@ -125,7 +128,8 @@ def evaluate(
         could_match.update(
             i
             for i, e, _ in mine
-            if (judged_later if e.verdict else ran or not is_allocation_label(e.path))
+            if fnmatch.fnmatchcase(name, e.arch)
+            and (judged_later if e.verdict else ran or not is_allocation_label(e.path))
         )
         ev.allowed[name], ev.new[name] = [], []
         for finding in (*result.get("findings", []), *(result.get("foreign") or [])):

@@ -90,6 +90,9 @@ def summarize(
     """
     built = [n for n, r in results.items() if r.get("status") == "built"]
     failed = [n for n, r in results.items() if r.get("status") != "built"]
+    # A class's rows: itself and its variants (a bfloat16 pass runs each class as Arch@bf16).
+    classes = {str(r.get("class") or n.partition("@")[0]) for n, r in results.items()}
+    classes_built = {str(results[n].get("class") or n.partition("@")[0]) for n in built}
     clean = [n for n in built if not results[n].get("findings")]
     with_new = [n for n in built if evaluation.new.get(n)]
     allowlisted = [n for n in built if results[n].get("findings") and not evaluation.new.get(n)]
@@ -139,10 +142,11 @@ def summarize(
     return {
         "cpu_capability": cpu,
         "enumerated": len(results),
-        "classes": sum(1 for r in results.values() if not r.get("variant")),
-        "variants": sum(1 for r in results.values() if r.get("variant")),
+        "classes": len(classes),
+        "variants": len(results) - len(classes),
         "sweep": sweep_counts(results),
         "built": len(built),
+        "classes_built": len(classes_built),
         "failed": len(failed),
         "levels": dict(Counter(str(results[n].get("level")) for n in built)),
         "forward_eligible": len(eligible),
@@ -226,7 +230,8 @@ def format_table(summary: Mapping[str, Any], version: str, engine: str = "transf
         (
             "built",
             f"{s['built']} ({_pct(s['built'], s['enumerated'])}); levels "
-            + ", ".join(f"{k} {v}" for k, v in sorted(s["levels"].items())),
+            + ", ".join(f"{k} {v}" for k, v in sorted(s["levels"].items()))
+            + (f"; {s['classes_built']} of {s['classes']} classes" if "classes_built" in s else ""),
         ),
         ("warm-up forward", f"{s['forward_ran']} ran of {s['forward_eligible']} eligible"),
         ("census clean", f"{s['census_clean']} of {s['built']} built"),

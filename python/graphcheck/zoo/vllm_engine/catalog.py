@@ -19,11 +19,13 @@ from graphcheck.zoo.catalog import Arch
 __all__ = [
     "BF16_ONLY",
     "CATEGORIES",
+    "DTYPE_PASSES",
     "VARIANTS",
     "VARIANT_ARCHS",
     "Variant",
     "category",
     "enumerate_architectures",
+    "pass_globs",
     "variant_of",
 ]
 
@@ -122,6 +124,26 @@ BF16_ONLY = frozenset(
 )
 
 
+#: ``--dtype`` -> the variant every class runs as in that pass of the corpus ("": the class
+#: itself). The bfloat16 pass runs ``Arch@bf16`` for each class (a :data:`BF16_ONLY` class as
+#: itself: its plain run is bfloat16 already) and no other variant; its rows keep their names, so
+#: the baseline's ``Arch:`` entries cover them and ``Arch@bf16:`` entries hold what bfloat16
+#: adds (:mod:`graphcheck.zoo.evaluation`).
+DTYPE_PASSES = {"float32": "", "bfloat16": "bf16"}
+
+
+def pass_globs(globs: list[str], dtype: str) -> list[str]:
+    """``--only`` globs for the ``dtype`` pass: a class glob also selects the class's row there.
+
+    In the bfloat16 pass ``--only LlamaForCausalLM`` means ``LlamaForCausalLM@bf16`` (the class
+    runs under that name); a glob that names a variant is left as it is.
+    """
+    variant = DTYPE_PASSES[dtype]
+    if not variant:
+        return list(globs)
+    return [*globs, *(f"{g}@{variant}" for g in globs if "@" not in g)]
+
+
 def variant_of(arch: Arch) -> Variant:
     """The variant of ``arch``: float32 for a plain architecture, unless it is :data:`BF16_ONLY`."""
     if arch.variant in VARIANTS:
@@ -146,22 +168,32 @@ def category(name: str) -> str:
     return _categories().get(name, "other")
 
 
-def enumerate_architectures(*, with_variants: bool = True) -> list[Arch]:
+def enumerate_architectures(*, with_variants: bool = True, dtype: str = "float32") -> list[Arch]:
     """Every architecture of vLLM's registry, in registry order, variants after their class.
+
+    ``dtype`` is the pass (:data:`DTYPE_PASSES`): ``"bfloat16"`` lists each class once, as its
+    bfloat16 row, and no other variant; ``ValueError`` names the choices for another value.
 
     ``model_type`` holds the registry's module name (``llama``, ``deepseek_v2``), the
     config's model type is found per architecture by
     :mod:`~graphcheck.zoo.vllm_engine.configs`; ``tasks`` holds the category. Raises
     ``ImportError`` without vLLM.
     """
+    if dtype not in DTYPE_PASSES:
+        raise ValueError(f"unknown dtype {dtype!r}; expected one of {sorted(DTYPE_PASSES)}")
     from vllm.model_executor.models.registry import ModelRegistry
 
+    pass_variant = DTYPE_PASSES[dtype]
     categories = _categories()
     archs: list[Arch] = []
     for name in ModelRegistry.get_supported_archs():
         model = ModelRegistry.models.get(name)
         module = str(getattr(model, "module_name", "") or "").rsplit(".", 1)[-1]
         task = (categories.get(name, "other"),)
+        if pass_variant:
+            own = "" if name in BF16_ONLY else pass_variant
+            archs.append(Arch(f"{name}@{own}" if own else name, name, module, own, task))
+            continue
         archs.append(Arch(name, name, module, "", task))
         if with_variants:
             for variant in VARIANT_ARCHS.get(name, ()):
