@@ -24,6 +24,7 @@ from graphcheck.integrations._vllm_foreign import EMPTIED, HANDLE
 from graphcheck.zoo import cpu
 from graphcheck.zoo import report as rep
 from graphcheck.zoo.vllm_engine import BASELINE
+from graphcheck.zoo.vllm_engine.catalog import BF16_ONLY
 from graphcheck.zoo.vllm_engine.subset import (
     BUILD_LIMITS,
     CAPTURE_LIMITS,
@@ -229,3 +230,21 @@ def test_the_report_is_the_zoos_shape(run: tuple[dict[str, Any], str, int]) -> N
                                  "transformers", "classification", "reward",
                                  "late_interaction", "other"}, name  # fmt: skip
     assert Path(BASELINE).read_text().startswith("# graphcheck.zoo baseline allowlist for vllm")
+
+
+def _listed(*options: str) -> list[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "graphcheck.zoo", "--engine", "vllm", "--list", *options],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    return proc.stdout.split()
+
+
+def test_the_bfloat16_pass_runs_each_class_once_as_its_bf16_row() -> None:
+    classes = [n for n in _listed() if "@" not in n]
+    rows = _listed("--dtype", "bfloat16")
+    assert [n.partition("@")[0] for n in rows] == classes
+    # A class whose CPU kernels are bfloat16-only runs as itself: its plain row is bfloat16.
+    assert [n for n in rows if "@" not in n] == [c for c in classes if c in BF16_ONLY]
+    assert all(n.endswith("@bf16") for n in rows if "@" in n)
+    assert _listed("--dtype", "bfloat16", "--only", "LlamaForCausalLM") == ["LlamaForCausalLM@bf16"]
