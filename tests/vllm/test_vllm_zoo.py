@@ -39,6 +39,7 @@ EMULATED = ("avx2", "avx512_bf16")
 CPU_DEPENDENT = (
     "LlamaForCausalLM@bf16",
     "LlamaForCausalLM@w8a8",
+    "LlamaForCausalLM@awq",
     "Qwen3NextForCausalLM",
     "DeepseekV2ForCausalLM",
     "DeepseekV2ForCausalLM@bf16",

@@ -6,8 +6,8 @@ its category, from the registry's own tables (text generation, multimodal,
 embedding, speculative decoding, Transformers backend, classification,
 reward, late interaction). Variants (:data:`VARIANTS`) switch the code paths
 real checkpoints use: bf16 weights, a compressed-tensors W8A8 int8 checkpoint,
-an fp8 KV cache; they follow the architecture they vary. Nothing here imports
-a model module.
+AWQ and GPTQ int4 checkpoints, an fp8 KV cache; they follow the architecture they
+vary. Nothing here imports a model module.
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ class Variant:
 
 
 _W8A8 = "compressed-tensors W8A8 int8 (per-channel weights, dynamic per-token activations)"
+_AWQ = "AWQ int4 (AutoAWQ's GEMM layout: groups of 32, zero points), bfloat16 activations"
+_GPTQ = "GPTQ int4 (AutoGPTQ's layout: groups of 32, symmetric, no act-order), bfloat16"
 
 #: Variant name -> what it switches. The plain architecture runs in float32.
 VARIANTS = {
@@ -65,15 +67,17 @@ VARIANTS = {
     "fp8_kv": Variant(
         "fp8_kv", "fp8 KV cache (kv_cache_dtype fp8) with its scales", kv_cache_dtype="fp8"
     ),
+    "awq": Variant("awq", _AWQ, dtype="bfloat16", quantization="awq"),
+    "gptq": Variant("gptq", _GPTQ, dtype="bfloat16", quantization="gptq"),
 }
 
 #: Architectures the variants run on: dense and MoE decoders whose published checkpoints
 #: come in these forms.
 VARIANT_ARCHS = {
-    "LlamaForCausalLM": ("bf16", "w8a8", "fp8_kv"),
-    "Qwen2ForCausalLM": ("bf16", "w8a8", "fp8_kv"),
-    "Qwen3ForCausalLM": ("bf16", "w8a8", "fp8_kv"),
-    "MistralForCausalLM": ("bf16", "w8a8"),
+    "LlamaForCausalLM": ("bf16", "w8a8", "fp8_kv", "awq", "gptq"),
+    "Qwen2ForCausalLM": ("bf16", "w8a8", "fp8_kv", "awq", "gptq"),
+    "Qwen3ForCausalLM": ("bf16", "w8a8", "fp8_kv", "awq", "gptq"),
+    "MistralForCausalLM": ("bf16", "w8a8", "awq", "gptq"),
     "Gemma2ForCausalLM": ("bf16",),
     "Gemma3ForCausalLM": ("bf16",),
     "Phi3ForCausalLM": ("bf16", "w8a8"),

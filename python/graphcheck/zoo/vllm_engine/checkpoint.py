@@ -27,27 +27,102 @@ class NoCheckpoint(Exception):
     """No checkpoint-format weights can be made for this architecture (the message says why)."""
 
 
-def _quantize_w8a8(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Linear weights as compressed-tensors int8 (symmetric, one scale per output channel)."""
+def _is_linear(name: str, value: torch.Tensor) -> bool:
+    """Whether a checkpoint tensor is a linear layer's weight that quantization replaces."""
+    return (
+        name.endswith(".weight")
+        and value.dim() == 2
+        and "embed" not in name
+        and not name.startswith("lm_head")
+    )
+
+
+def _w8a8(weight: torch.Tensor) -> dict[str, torch.Tensor]:
+    """compressed-tensors int8: symmetric, one scale per output channel."""
+    scale = weight.float().abs().amax(dim=1, keepdim=True).clamp(min=1e-8) / 127.0
+    q = torch.round(weight.float() / scale).clamp(-128, 127).to(torch.int8)
+    return {"weight": q, "weight_scale": scale}
+
+
+_GROUP = 32  # configs.AWQ_INT4 / GPTQ_INT4 group_size
+#: AutoAWQ packs eight 4-bit values of one row in this order of output columns.
+_AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)
+
+
+def _int32(packed: torch.Tensor) -> torch.Tensor:
+    """Unsigned 32-bit words (held in int64) as the int32 a checkpoint stores them."""
+    return torch.where(packed >= 2**31, packed - 2**32, packed).to(torch.int32)
+
+
+def _pack(values: torch.Tensor, dim: int, order: tuple[int, ...] = tuple(range(8))) -> torch.Tensor:
+    """Eight 4-bit ``values`` per int32 word along ``dim``, the i-th nibble from ``order[i]``."""
+    moved = values.to(torch.int64).movedim(dim, -1)
+    moved = moved.reshape(*moved.shape[:-1], -1, 8)[..., list(order)]
+    shifts = torch.arange(0, 32, 4, dtype=torch.int64)
+    return _int32((moved << shifts).sum(-1)).movedim(-1, dim).contiguous()
+
+
+def _groups(weight: torch.Tensor) -> torch.Tensor:
+    """``weight`` [out, in] as [in / 32, 32, out]: groups of 32 inputs."""
+    return weight.float().t().reshape(-1, _GROUP, weight.shape[0])
+
+
+def _awq(weight: torch.Tensor) -> dict[str, torch.Tensor]:
+    """AutoAWQ's GEMM layout: asymmetric 4-bit per group, packed along the output."""
+    g = _groups(weight)
+    low, high = g.amin(dim=1, keepdim=True), g.amax(dim=1, keepdim=True)
+    scale = ((high - low) / 15).clamp(min=1e-8)
+    zero = torch.round(-low / scale).clamp(0, 15)
+    q = (torch.round(g / scale) + zero).clamp(0, 15).reshape(-1, weight.shape[0])
+    return {
+        "qweight": _pack(q, 1, _AWQ_ORDER),
+        "qzeros": _pack(zero.squeeze(1), 1, _AWQ_ORDER),
+        "scales": scale.squeeze(1).to(torch.float16),
+    }
+
+
+def _gptq(weight: torch.Tensor) -> dict[str, torch.Tensor]:
+    """AutoGPTQ's layout: symmetric 4-bit per group, packed along the input.
+
+    The zero point 8 is stored minus one (AutoGPTQ's v1 format); ``g_idx`` names each input's
+    group (no activation order).
+    """
+    g = _groups(weight)
+    scale = (g.abs().amax(dim=1, keepdim=True) / 7).clamp(min=1e-8)
+    q = (torch.round(g / scale) + 8).clamp(0, 15).reshape(-1, weight.shape[0])
+    groups = scale.shape[0]
+    return {
+        "qweight": _pack(q, 0),
+        "qzeros": _pack(torch.full((groups, weight.shape[0]), 7), 1),
+        "scales": scale.squeeze(1).to(torch.float16),
+        "g_idx": torch.arange(weight.shape[1], dtype=torch.int32) // _GROUP,
+    }
+
+
+#: Variant.quantization -> how one linear weight is stored (names after the layer's prefix).
+_QUANTIZERS = {"w8a8_int8": _w8a8, "awq": _awq, "gptq": _gptq}
+
+
+def _quantize(weights: dict[str, torch.Tensor], quantization: str) -> dict[str, torch.Tensor]:
+    quantize = _QUANTIZERS[quantization]
     out: dict[str, torch.Tensor] = {}
     for name, value in weights.items():
-        linear = (
-            name.endswith(".weight") and value.dim() == 2 and "embed" not in name
-        ) and not name.startswith("lm_head")
-        if not linear:
+        if not _is_linear(name, value):
             out[name] = value
             continue
-        scale = value.float().abs().amax(dim=1, keepdim=True).clamp(min=1e-8) / 127.0
-        out[name] = torch.round(value.float() / scale).clamp(-128, 127).to(torch.int8)
-        out[name.removesuffix("weight") + "weight_scale"] = scale
+        prefix = name.removesuffix("weight")
+        out.update({prefix + part: tensor for part, tensor in quantize(value).items()})
     return out
 
 
-def checkpoint_weights(config: Any, class_name: str, seed: int, *, w8a8: bool) -> dict[str, Any]:
+def checkpoint_weights(
+    config: Any, class_name: str, seed: int, *, quantization: str = ""
+) -> dict[str, Any]:
     """``state_dict()`` of transformers' ``class_name`` built from ``config``, new values.
 
-    Raises :class:`NoCheckpoint` when transformers has no such class or cannot
-    build it from this config.
+    ``quantization`` (a variant's: ``w8a8_int8``, ``awq``, ``gptq``; "" for none) stores
+    the linear weights as that checkpoint does. Raises :class:`NoCheckpoint` when
+    transformers has no such class or cannot build it from this config.
     """
     import transformers
 
@@ -63,7 +138,7 @@ def checkpoint_weights(config: Any, class_name: str, seed: int, *, w8a8: bool) -
             f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         ) from exc
     weights = _saved(model)
-    return _quantize_w8a8(weights) if w8a8 else weights
+    return _quantize(weights, quantization) if quantization else weights
 
 
 def _saved(model: Any) -> dict[str, torch.Tensor]:

@@ -25,7 +25,16 @@ from graphcheck.zoo.catalog import Arch, _auto_tables, _best_model_type
 from graphcheck.zoo.tiny_config import Sizes, shrink
 from graphcheck.zoo.vllm_engine.catalog import Variant
 
-__all__ = ["VLLM_SIZES", "W8A8_INT8", "fit_for_vllm", "save_as", "write_config"]
+__all__ = [
+    "AWQ_INT4",
+    "GPTQ_INT4",
+    "QUANTIZATION_CONFIGS",
+    "VLLM_SIZES",
+    "W8A8_INT8",
+    "fit_for_vllm",
+    "save_as",
+    "write_config",
+]
 
 #: Two heads of 32 over a width of 64, one KV head (grouped-query attention).
 VLLM_SIZES = Sizes(width=64, heads=2, kv_heads=1, ffn=128)
@@ -55,6 +64,33 @@ W8A8_INT8: dict[str, Any] = {
         }
     },
     "ignore": ["lm_head"],
+}
+
+#: AutoAWQ's GEMM checkpoint: 4-bit weights in groups of 32 along the input, with zero points
+#: (vLLM's CPU path: AWQ converted to GPTQ's layout, then CPUWNA16LinearKernel, whose input and
+#: output sizes must be multiples of 32: the tiny width of 64 is).
+AWQ_INT4: dict[str, Any] = {
+    "quant_method": "awq",
+    "bits": 4,
+    "group_size": 32,
+    "zero_point": True,
+    "version": "gemm",
+}
+
+#: AutoGPTQ's checkpoint: 4-bit symmetric weights in groups of 32, no activation order.
+GPTQ_INT4: dict[str, Any] = {
+    "quant_method": "gptq",
+    "bits": 4,
+    "group_size": 32,
+    "desc_act": False,
+    "sym": True,
+}
+
+#: Variant.quantization -> the ``quantization_config`` its config.json carries.
+QUANTIZATION_CONFIGS: dict[str, dict[str, Any]] = {
+    "w8a8_int8": W8A8_INT8,
+    "awq": AWQ_INT4,
+    "gptq": GPTQ_INT4,
 }
 
 _GDN_HEAD_DIM = 128
@@ -192,8 +228,10 @@ def tiny_config(
     d["architectures"] = [arch.class_name]
     d["dtype"] = variant.dtype
     d.pop("torch_dtype", None)
-    if variant.quantization == "w8a8_int8":
-        d["quantization_config"] = json.loads(json.dumps(W8A8_INT8))
+    if variant.quantization:
+        d["quantization_config"] = json.loads(
+            json.dumps(QUANTIZATION_CONFIGS[variant.quantization])
+        )
     return cls.from_dict(d), source
 
 

@@ -111,7 +111,7 @@ def _reload(
     t0 = time.perf_counter()
     try:
         weights = checkpoint_weights(
-            served.config, served.class_name, seed + 1, w8a8=variant.quantization == "w8a8_int8"
+            served.config, served.class_name, seed + 1, quantization=variant.quantization
         )
     except NoCheckpoint as exc:
         result["reload"] = {"status": f"not run: {exc}"}

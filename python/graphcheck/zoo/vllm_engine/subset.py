@@ -1,13 +1,13 @@
 """The fixed subset of vLLM architectures that the test suite runs (``--engine vllm --subset``).
 
-One or more per kind of code vLLM's CPU backend runs: dense decoders (float32, bfloat16 and
-the W8A8 int8 path), MoE, MLA, Mamba-1 and Mamba-2, hybrids (attention with Mamba-2, with
+One or more per kind of code vLLM's CPU backend runs: dense decoders (float32, bfloat16, the
+W8A8 int8 path and the AWQ int4 one), MoE, MLA, Mamba-1 and Mamba-2, hybrids (attention with Mamba-2, with
 gated delta-net; Mamba-2 and its hybrid in bfloat16 too, whose CPU paths differ by dtype),
 multimodal (language model only), embedding and classification, speculative drafts (EAGLE,
 multi-token prediction), the Transformers backend, a multimodal model served
 whole (its encoders, with a processor the zoo writes), architectures whose configs only the
 config tables give (a hub-only MoE, the InternVL chat config), and the architectures whose
-findings the baseline lists (ALiBi slopes, a module-level constant). 26 architectures, about
+findings the baseline lists (ALiBi slopes, a module-level constant). 27 architectures, about
 three minutes with two jobs (tests/vllm).
 
 Some of them vLLM cannot build or reload on some CPUs (:mod:`graphcheck.zoo.cpu`): the limits
@@ -27,6 +27,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "LlamaForCausalLM@bf16",
     ),
     "W8A8 int8": ("LlamaForCausalLM@w8a8",),
+    # AWQ converts to GPTQ's layout on the CPU: one row runs both formats' kernel.
+    "AWQ int4": ("LlamaForCausalLM@awq",),
     "MoE": ("MixtralForCausalLM", "Qwen3MoeForCausalLM"),
     "MLA": ("DeepseekV2ForCausalLM", "DeepseekV2ForCausalLM@bf16"),
     "Mamba": ("MambaForCausalLM", "Mamba2ForCausalLM", "Mamba2ForCausalLM@bf16"),
