@@ -12,7 +12,8 @@ vLLM file the fields were read from (``config.<field>`` accesses in
 smallest value vLLM's shape checks accept.
 
 One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.multimodal`, :mod:`.hub_vlm`,
-:mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union, keyed by architecture name.
+:mod:`.composite`, :mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union, keyed by
+architecture name.
 """
 
 from __future__ import annotations
@@ -168,10 +169,18 @@ SUBCONFIGS = ("vision_config", "text_config", "llm_config", "audio_config", "vit
 
 
 def _subconfig(d: Dict) -> Any:
-    """A sub-config dict as the config object of its model type (a plain one otherwise)."""
+    """A sub-config dict as the config object of its model type (a plain one otherwise).
+
+    vLLM's own class of that model type first: it is vLLM's copy of the hub's, where
+    transformers' class of the same type reads the checkpoint's legacy names into its own
+    and drops them (Step 3.7's language model, a ``step3p5``: ``attention_other_setting``).
+    """
     from transformers import CONFIG_MAPPING, PretrainedConfig
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
 
     model_type = d.get("model_type")
+    if isinstance(model_type, str) and model_type in _CONFIG_REGISTRY:
+        return _CONFIG_REGISTRY[model_type].from_dict(d)
     if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
         return CONFIG_MAPPING[model_type].from_dict(d)
     if isinstance(model_type, str) and model_type:
@@ -235,10 +244,18 @@ def apply(entry: Entry, d: Dict) -> None:
 
 
 def _table() -> dict[str, Entry]:
-    from graphcheck.zoo.vllm_engine.tables import drafts, hub_vlm, moe, multimodal, pooling, text
+    from graphcheck.zoo.vllm_engine.tables import (
+        composite,
+        drafts,
+        hub_vlm,
+        moe,
+        multimodal,
+        pooling,
+        text,
+    )
 
     table: dict[str, Entry] = {}
-    for module in (text, moe, multimodal, hub_vlm, pooling, drafts):
+    for module in (text, moe, multimodal, hub_vlm, composite, pooling, drafts):
         overlap = table.keys() & module.TABLE.keys()
         if overlap:  # a programming error: one architecture, one entry
             raise RuntimeError(f"{module.__name__} repeats {sorted(overlap)}")

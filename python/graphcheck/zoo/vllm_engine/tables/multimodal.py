@@ -39,14 +39,19 @@ _INTERN_CHAT: dict[str, Any] = {
 }
 
 
-def tiny_text(model_type: str, **fields: Any) -> Dict:
-    """The tiny config dict of ``model_type``'s class (a language model inside a composite)."""
+def tiny_text(model_type: str, vllm: bool = False, **fields: Any) -> Dict:
+    """The tiny config dict of ``model_type``'s class (a language model inside a composite).
+
+    The class is transformers', or with ``vllm`` vLLM's own (where the two name fields apart).
+    """
     from transformers import CONFIG_MAPPING
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
 
     from graphcheck.zoo.tiny_config import shrink
     from graphcheck.zoo.vllm_engine.configs import VLLM_SIZES, fit_for_vllm
 
-    text = shrink(CONFIG_MAPPING[model_type]().to_dict(), "tiny", sizes=VLLM_SIZES)
+    cls = (_CONFIG_REGISTRY if vllm else CONFIG_MAPPING)[model_type]
+    text = shrink(cls().to_dict(), "tiny", sizes=VLLM_SIZES)
     text.update(fields)
     fit_for_vllm(text)
     return text
