@@ -47,7 +47,65 @@ def _step3p7(d: Dict) -> None:
     d["text_config"] = {**text, "architectures": ["Step3p5ForCausalLM"]}
 
 
+def _nano_nemotron_vl(*blocks: str) -> Entry:
+    """Nemotron-H VL and Omni: the hub's class, Nemotron-H over ``blocks`` beside RADIO.
+
+    nano_nemotron_vl.py:962-1010 reads InternVL's image tiling at the top level (one
+    32-pixel tile of 16-pixel patches shuffled by half: one image token), the projector's
+    widths, and a RADIO tower named by its timm model (its sizes are RadioConfig's table,
+    transformers_utils/configs/radio.py:12-17: the smallest, ViT-S, 384 wide). The language
+    model is built off text_config (nano_nemotron_vl.py:985-989): Nemotron-H's layers as the
+    checkpoints mix them (``blocks``, its layers_block_type).
+    """
+
+    def fix(d: Dict) -> None:
+        # One Mamba group: the shrunk default's four groups over two heads leave the CPU
+        # Mamba-2 kernels no head per group (a division by zero, SIGFPE, in the forward).
+        text = tiny_text("nemotron_h", layers_block_type=list(blocks), n_groups=1)
+        d["text_config"] = {
+            **text,
+            "num_hidden_layers": len(blocks),
+            "architectures": ["NemotronHForCausalLM"],
+        }
+        # No model type: transformers' "radio" class is another layout (its temporal patch
+        # is None or at least 2, which radio.py:170 compares with 1).
+        d["vision_config"] = {
+            "args": {"model": "vit_small_patch16_224"},
+            "preferred_resolution": [32, 32],
+            "patch_size": 16,
+        }
+
+    return Entry(
+        _M + "nano_nemotron_vl.py, vllm/transformers_utils/configs/radio.py",
+        base="llama",
+        remote="NemotronH_Nano_VL_V2_Config",
+        model_type="NemotronH_Nano_VL_V2",
+        fields={
+            "force_image_size": 32,
+            "patch_size": 16,
+            "downsample_ratio": 0.5,
+            "template": "nemotron_nano_v2",
+            "ps_version": "v2",
+            "image_tag_type": "internvl",
+            "vit_hidden_size": 384,
+            "projector_hidden_size": 64,
+            "norm_mean": [0.48145466, 0.4578275, 0.40821073],
+            "norm_std": [0.26862954, 0.26130258, 0.27577711],
+        },
+        fix=fix,
+    )
+
+
+#: Nemotron Nano 2 VL's language model: Mamba-2, attention and dense (relu2) MLP layers.
+_NANO_V2 = ("linear_attention", "full_attention", "mlp")
+#: Nemotron 3 Omni's: Mamba-2, attention and MoE (relu2 experts) layers.
+_OMNI_V3 = ("linear_attention", "full_attention", "moe")
+
 TABLE: dict[str, Entry] = {
+    "NemotronH_Nano_VL_V2": _nano_nemotron_vl(*_NANO_V2),
+    "NemotronH_Nano_Omni_Reasoning_V3": _nano_nemotron_vl(*_OMNI_V3),
+    "NemotronH_Super_Omni_Reasoning_V3": _nano_nemotron_vl(*_OMNI_V3),
+    "NemotronH_Omni_Reasoning_V3": _nano_nemotron_vl(*_OMNI_V3),
     "PixtralForConditionalGeneration": Entry(
         _M + "pixtral.py, vllm/transformers_utils/configs/mistral.py",
         base="llama",
