@@ -58,6 +58,8 @@ W8A8_INT8: dict[str, Any] = {
 }
 
 _GDN_HEAD_DIM = 128
+# Categories served without a processor: text, and multimodal as its language model only.
+_PART_SERVED = {"text", "multimodal", "speculative"}
 # Fields fit_for_vllm adds where a config lacks them.
 _ADDED = ("head_dim", "rope_theta")
 
@@ -218,13 +220,14 @@ def write_config(
         save_as(written, entry.saved_as)
         path.write_text(json.dumps(written, indent=2), encoding="utf-8")
     tokenizer = write_tokenizer(folder, config, entry.tokens if entry is not None else None)
-    # A pooling or Transformers-backend model is served whole and reads its processor; a text
-    # model and a multimodal one served as its language model only do not.
+    # A pooling or Transformers-backend model is served whole and reads its processor (so is a
+    # table entry served whole); a text model and a multimodal one served as its language
+    # model only do not.
     if entry is not None and entry.processor:
         whole = entry.processor_class
         processor = write_processor(folder, config, tokenizer, entry.processor, whole=whole)
         source += f"; processor {'' if whole else 'parts '}{processor}" if processor else ""
-    elif not set(arch.tasks) & {"text", "multimodal", "speculative"}:
+    elif (entry is not None and entry.whole) or not set(arch.tasks) & _PART_SERVED:
         processor = write_processor(folder, config, tokenizer)
         source += f"; processor {processor}" if processor else ""
     return config, source

@@ -87,6 +87,10 @@ class Entry:
     #: Write transformers' processor class of ``processor`` too, not its parts only: a
     #: multimodal model served language-model-only still loads it while the engine starts.
     processor_class: bool = False
+    #: Served whole, its encoders built (not language-model-only), with its processor written
+    #: as a model served whole gets it: an encoder-decoder model, whose V1 scheduler asserts a
+    #: multimodal budget (v1/core/sched/scheduler.py:266), which language-model-only has not.
+    whole: bool = False
     #: The tokenizer attributes its processor reads (``image_token``: the checkpoint's word),
     #: written as the zoo tokenizer's extra special tokens.
     tokens: Mapping[str, str] = dataclasses.field(default_factory=dict)

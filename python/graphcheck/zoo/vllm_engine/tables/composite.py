@@ -13,7 +13,7 @@ from __future__ import annotations
 from graphcheck.zoo.vllm_engine.tables import Dict, Entry
 from graphcheck.zoo.vllm_engine.tables.moe import TABLE as MOE
 from graphcheck.zoo.vllm_engine.tables.multimodal import tiny_text
-from graphcheck.zoo.vllm_engine.tables.towers import PERCEPTION_ENCODER
+from graphcheck.zoo.vllm_engine.tables.towers import PERCEPTION_ENCODER, TINY_VIT
 
 _M = "vllm/model_executor/models/"
 
@@ -96,6 +96,24 @@ def _nano_nemotron_vl(*blocks: str) -> Entry:
     )
 
 
+def _ovis(d: Dict) -> None:
+    # Ovis 1.6 on vLLM's OvisConfig (transformers_utils/configs/ovis.py:82-125): the language
+    # model as llm_config, Gemma 2's as in Ovis1.6-Gemma2 (ovis.py:441 takes its image pad
+    # id, 7, from the text model type), and a SigLIP visual tokenizer (ovis.py:100-170): a
+    # one-layer tower over a 2x2 patch grid, merged 2x2 (hidden_stride), whose head is the
+    # visual vocabulary less the five indicator ids wide.
+    d["llm_config"] = tiny_text("gemma2")
+    d["hidden_size"] = 64
+    d["visual_tokenizer_config"] = {
+        "model_type": "siglip_visual_tokenizer",
+        "vocab_size": 69,
+        "tokenize_function": "softmax",
+        "hidden_stride": 2,
+        "depths": [1],
+        "backbone_config": {"model_type": "siglip_vision_model", **TINY_VIT},
+    }
+
+
 #: Nemotron Nano 2 VL's language model: Mamba-2, attention and dense (relu2) MLP layers.
 _NANO_V2 = ("linear_attention", "full_attention", "mlp")
 #: Nemotron 3 Omni's: Mamba-2, attention and MoE (relu2 experts) layers.
@@ -106,6 +124,14 @@ TABLE: dict[str, Entry] = {
     "NemotronH_Nano_Omni_Reasoning_V3": _nano_nemotron_vl(*_OMNI_V3),
     "NemotronH_Super_Omni_Reasoning_V3": _nano_nemotron_vl(*_OMNI_V3),
     "NemotronH_Omni_Reasoning_V3": _nano_nemotron_vl(*_OMNI_V3),
+    # Whisper: transformers' class and processor, served whole (an encoder-decoder model).
+    "WhisperForConditionalGeneration": Entry(_M + "whisper.py", whole=True),
+    "Ovis": Entry(
+        _M + "ovis.py, vllm/transformers_utils/configs/ovis.py",
+        base="ovis",
+        saved_as={"text_config": "llm_config"},
+        fix=_ovis,
+    ),
     "PixtralForConditionalGeneration": Entry(
         _M + "pixtral.py, vllm/transformers_utils/configs/mistral.py",
         base="llama",
