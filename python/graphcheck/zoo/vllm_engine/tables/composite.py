@@ -114,6 +114,38 @@ def _ovis(d: Dict) -> None:
     }
 
 
+#: Phi-4-multimodal's speech tower as the hub's config gives it (audio_processor "cascades",
+#: phi4mm_audio.py:1168-1178, ConformerEncoder's arguments: phi4mm_audio.py:842-880): one
+#: Conformer block of width 64 over 80 mel bins, its NeMo subsampling convolution as wide.
+_PHI4MM_AUDIO = {
+    "name": "cascades",
+    "config": {
+        "input_size": 80,
+        "chunk_size": -1,
+        "left_chunk": 18,
+        "attention_dim": 64,
+        "attention_heads": 2,
+        "linear_units": 128,
+        "num_blocks": 1,
+        "activation": "swish",
+        "conv_activation": "swish",
+        "conv_glu_type": "swish",
+        "bias_in_glu": True,
+        "causal": True,
+        "cnn_layer_norm": True,
+        "depthwise_seperable_out_channel": 64,
+        "ext_pw_out_channel": 64,
+        "ext_pw_kernel_size": 1,
+        "kernel_size": 3,
+        "input_layer": "nemo_conv",
+        "nemo_conv_settings": {"conv_channels": 64},
+        "encoder_embedding_config": {"input_size": 80},
+        "relative_attention_bias_args": {"type": "t5", "t5_bias_max_distance": 500},
+        "time_reduction": 8,
+        "dropout_rate": 0.0,
+    },
+}
+
 #: Nemotron Nano 2 VL's language model: Mamba-2, attention and dense (relu2) MLP layers.
 _NANO_V2 = ("linear_attention", "full_attention", "mlp")
 #: Nemotron 3 Omni's: Mamba-2, attention and MoE (relu2 experts) layers.
@@ -131,6 +163,40 @@ TABLE: dict[str, Entry] = {
         base="ovis",
         saved_as={"text_config": "llm_config"},
         fix=_ovis,
+    ),
+    # Phi-4-multimodal: the hub's class over Phi-3's fields (phi4mm.py:1068-1113 builds
+    # vLLM's LlamaModel off the top level), with the embedding layers' dicts the towers and
+    # the processor read (phi4mm.py:811, 1086-1097) and the image tower's feature layer; the
+    # SigLIP tower itself is vLLM's constant (phi4mm.py:95-118).
+    "Phi4MMForCausalLM": Entry(
+        _M + "phi4mm.py, phi4mm_audio.py",
+        base="phi3",
+        remote="Phi4MMConfig",
+        model_type="phi4mm",
+        fields={
+            "img_processor": {"layer_idx": 0, "type_feature": "patch"},
+            "audio_processor": _PHI4MM_AUDIO,
+            "embd_layer": {
+                "embedding_cls": "image_audio",
+                "audio_embd_layer": {
+                    "embedding_cls": "audio",
+                    "compression_rate": 8,
+                    "downsample_rate": 1,
+                    "projection_cls": "mlp",
+                    "use_conv_downsample": False,
+                    "use_qformer": False,
+                },
+                "image_embd_layer": {
+                    "embedding_cls": "tune_image",
+                    "crop_size": 448,
+                    "hd_transform_order": "sub_glb",
+                    "image_token_compression_cls": "avg_pool_2d",
+                    "projection_cls": "mlp",
+                    "use_hd_transform": True,
+                    "with_learnable_separator": True,
+                },
+            },
+        },
     ),
     "PixtralForConditionalGeneration": Entry(
         _M + "pixtral.py, vllm/transformers_utils/configs/mistral.py",
