@@ -170,9 +170,12 @@ REASONS: tuple[Reason, ...] = (
     ),
     Reason(
         r"Encoder-decoder models are expected to implement the multimodal interface",
-        "vllm",
-        "vLLM refuses an encoder-decoder model with more than one modality",
-    ),  # fmt: skip
+        "zoo",
+        "an encoder-decoder model served language-model-only: vLLM's V1 scheduler asserts a "
+        "multimodal budget for it (assert mm_budget and ...), which a model without its "
+        "multimodal inputs has none of; its table entry serves it whole (Entry.whole)",
+        "vllm/v1/core/sched/scheduler.py:266",
+    ),
     Reason(
         r"No Unquantized MoE backend supports the deployment configuration",
         "cpu backend",

@@ -91,6 +91,9 @@ class Entry:
     #: as a model served whole gets it: an encoder-decoder model, whose V1 scheduler asserts a
     #: multimodal budget (v1/core/sched/scheduler.py:266), which language-model-only has not.
     whole: bool = False
+    #: Engine arguments beyond the zoo's, as a user of this model on the CPU passes them
+    #: (Unlimited-OCR's config hook picks FLASH_ATTN for its vision encoder unless told).
+    engine: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     #: The tokenizer attributes its processor reads (``image_token``: the checkpoint's word),
     #: written as the zoo tokenizer's extra special tokens.
     tokens: Mapping[str, str] = dataclasses.field(default_factory=dict)

@@ -86,10 +86,11 @@ def _chat(
     )
 
 
-def _deepseek_vl2(source: str, base: str = "deepseek_vl_v2") -> Entry:
+def _deepseek_vl2(source: str, base: str = "deepseek_vl_v2", **engine: Any) -> Entry:
     """A model on vLLM's DeepSeek-VL2 config class (its language model under language_config).
 
-    ``base``: the model type of the class, or of vLLM's subclass of it (Unlimited-OCR's).
+    ``base``: the model type of the class, or of vLLM's subclass of it (Unlimited-OCR's);
+    ``engine``: the entry's engine arguments.
     """
     return Entry(
         _M + source + ", vllm/transformers_utils/configs/deepseek_vl2.py",
@@ -98,6 +99,7 @@ def _deepseek_vl2(source: str, base: str = "deepseek_vl_v2") -> Entry:
         saved_as={"text_config": "language_config"},
         # The class's default tile_tag is the string "tile_tag"; checkpoints say "2D".
         fields={"tile_tag": "2D"},
+        engine=engine,
     )
 
 
@@ -343,7 +345,13 @@ TABLE: dict[str, Entry] = {
     # vLLM's own config classes, under a model type the registry's module name does not give.
     "DeepseekVLV2ForCausalLM": _deepseek_vl2("deepseek_vl2.py"),
     "DeepseekOCRForCausalLM": _deepseek_vl2("deepseek_ocr.py"),
-    "UnlimitedOCRForCausalLM": _deepseek_vl2("unlimited_ocr.py", "unlimited_ocr"),
+    # Its config hook sets the vision encoder's attention to FLASH_ATTN unless the user names
+    # one (models/config.py:205-207); the CPU platform's is TORCH_SDPA.
+    "UnlimitedOCRForCausalLM": _deepseek_vl2(
+        "unlimited_ocr.py, config.py",
+        "unlimited_ocr",
+        mm_encoder_attn_backend="TORCH_SDPA",
+    ),
     "DeepseekOCR2ForCausalLM": _deepseek_vl2("deepseek_ocr2.py"),
     # Cosmos3 is Qwen3-VL over transformers' Cosmos3OmniConfig (cosmos3.py:5,17-19), not the
     # Edge model's NemotronH-based config.
