@@ -171,8 +171,17 @@ def per_layer(key: str, *values: Any) -> Callable[[Dict], None]:
     return fix
 
 
-#: Sub-configs a hub config class builds from its dicts (InternVL's ``llm_config``...).
-SUBCONFIGS = ("vision_config", "text_config", "llm_config", "audio_config", "vit_config")
+#: Sub-configs a hub config class builds from its dicts (InternVL's ``llm_config``...,
+#: an encoder-decoder model's ``encoder`` and ``decoder``).
+SUBCONFIGS = (
+    "vision_config",
+    "text_config",
+    "llm_config",
+    "audio_config",
+    "vit_config",
+    "encoder",
+    "decoder",
+)
 
 
 def _subconfig(d: Dict) -> Any:

@@ -146,6 +146,25 @@ _PHI4MM_AUDIO = {
     },
 }
 
+#: Nemotron-Parse's decoder: transformers' MBart (nemotron_parse.py:80-265 reads BART's
+#: names), as wide as the neck's fixed 1024-wide output it cross-attends (nemotron_parse.py:
+#: 455): 16 heads of 64, one layer, its FFN width under encoder_ffn_dim (nemotron_parse.py:116).
+_NEMOTRON_PARSE_DECODER = {
+    "model_type": "mbart",
+    "d_model": 1024,
+    "decoder_attention_heads": 16,
+    "encoder_attention_heads": 16,
+    "decoder_layers": 1,
+    "encoder_layers": 1,
+    "decoder_ffn_dim": 128,
+    "encoder_ffn_dim": 128,
+    "vocab_size": 512,
+    "max_position_embeddings": 128,
+    "activation_function": "gelu",
+    "scale_embedding": False,
+    "tie_word_embeddings": False,
+}
+
 #: Nemotron Nano 2 VL's language model: Mamba-2, attention and dense (relu2) MLP layers.
 _NANO_V2 = ("linear_attention", "full_attention", "mlp")
 #: Nemotron 3 Omni's: Mamba-2, attention and MoE (relu2 experts) layers.
@@ -196,6 +215,35 @@ TABLE: dict[str, Entry] = {
                     "with_learnable_separator": True,
                 },
             },
+        },
+    ),
+    # Nemotron-Parse: the hub's encoder-decoder class, served whole (its decoder reads the
+    # encoder). The encoder is RADIO by timm name with its neck (nemotron_parse.py:440-500):
+    # ViT-H's width (the neck's conv1 takes 1280, nemotron_parse.py:455) cut to one layer
+    # (RadioConfig keeps an args override of its table's sizes), three teachers' class tokens
+    # (the neck's summary projection takes 3 x 1280); one 64 x 256 image of 16-pixel patches.
+    "NemotronParseForConditionalGeneration": Entry(
+        _M + "nemotron_parse.py, radio.py, vllm/transformers_utils/configs/radio.py",
+        base="llama",
+        remote="NemotronParseConfig",
+        model_type="nemotron_parse",
+        whole=True,
+        fields={
+            "is_encoder_decoder": True,
+            "image_size": [64, 256],
+            "vocab_size": 512,
+            "decoder_start_token_id": 2,
+            "tie_word_embeddings": False,
+            "encoder": {
+                "patch_size": 16,
+                "args": {
+                    "model": "vit_huge_patch16_224",
+                    "num_hidden_layers": 1,
+                    "cls_token_per_teacher": True,
+                    "teachers": [{"name": "clip"}, {"name": "siglip"}, {"name": "sam"}],
+                },
+            },
+            "decoder": _NEMOTRON_PARSE_DECODER,
         },
     ),
     "PixtralForConditionalGeneration": Entry(
