@@ -313,8 +313,13 @@ TABLE: dict[str, Entry] = {
             "audio_config": {"downsample_factor": 4, "window_size": 400, "sampling_rate": 16000}
         },
     ),
+    # Its language model is built off text_config by the architecture named there (voxtral.py:
+    # 330), which transformers' class leaves unset: Mistral's, as vLLM's Mistral-format loader
+    # names it (transformers_utils/configs/mistral.py:52).
     "VoxtralRealtimeGeneration": Entry(
-        _M + "voxtral_realtime.py", fields={"audio_config": {"downsample_factor": 4}}
+        _M + "voxtral_realtime.py, voxtral.py",
+        fields={"audio_config": {"downsample_factor": 4}},
+        text={"architectures": ["MistralForCausalLM"]},
     ),
     # EXAONE 4.5's MTP layers read the vocabulary off the composite's top level
     # (exaone4_5_mtp.py:55), where transformers' class keeps none: the text model's.
