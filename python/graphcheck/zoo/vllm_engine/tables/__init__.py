@@ -89,11 +89,16 @@ class Entry:
     processor_class: bool = False
     #: Served whole, its encoders built (not language-model-only), with its processor written
     #: as a model served whole gets it: an encoder-decoder model, whose V1 scheduler asserts a
-    #: multimodal budget (v1/core/sched/scheduler.py:266), which language-model-only has not.
+    #: multimodal budget (v1/core/sched/scheduler.py:266), which language-model-only has not;
+    #: a model whose every forward takes the encoder's embeddings (Voxtral Realtime).
     whole: bool = False
     #: Engine arguments beyond the zoo's, as a user of this model on the CPU passes them
     #: (Unlimited-OCR's config hook picks FLASH_ATTN for its vision encoder unless told).
     engine: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: Sections of a Mistral tokenizer file the zoo writes too (``tekken.json``, its ``audio``
+    #: config), for a model that reads mistral_common's tokenizer (with ``engine``'s
+    #: ``tokenizer_mode="mistral"``).
+    tekken: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     #: The tokenizer attributes its processor reads (``image_token``: the checkpoint's word),
     #: written as the zoo tokenizer's extra special tokens.
     tokens: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -184,6 +189,15 @@ SUBCONFIGS = (
 )
 
 
+def _vllm_configs() -> Mapping[str, Any]:
+    """The config classes vLLM ships, by model type (none where vLLM is not installed)."""
+    try:
+        from vllm.transformers_utils.config import _CONFIG_REGISTRY
+    except ImportError:  # the tables read without vLLM (their unit tests)
+        return {}
+    return dict(_CONFIG_REGISTRY)
+
+
 def _subconfig(d: Dict) -> Any:
     """A sub-config dict as the config object of its model type (a plain one otherwise).
 
@@ -192,11 +206,11 @@ def _subconfig(d: Dict) -> Any:
     and drops them (Step 3.7's language model, a ``step3p5``: ``attention_other_setting``).
     """
     from transformers import CONFIG_MAPPING, PretrainedConfig
-    from vllm.transformers_utils.config import _CONFIG_REGISTRY
 
     model_type = d.get("model_type")
-    if isinstance(model_type, str) and model_type in _CONFIG_REGISTRY:
-        return _CONFIG_REGISTRY[model_type].from_dict(d)
+    vllm_configs = _vllm_configs()
+    if isinstance(model_type, str) and model_type in vllm_configs:
+        return vllm_configs[model_type].from_dict(d)
     if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
         return CONFIG_MAPPING[model_type].from_dict(d)
     if isinstance(model_type, str) and model_type:

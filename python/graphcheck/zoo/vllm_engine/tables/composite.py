@@ -5,7 +5,9 @@ config in transformers' names (Step 3.7's ``step3p5_vision``), or none of the co
 (Pixtral's is the vision tower alone), where vLLM's model reads the checkpoint's: each
 entry gives the composite the way vLLM's own loader or the hub's checkpoint writes it, at
 the zoo's tiny sizes (one tower layer of width 64, two heads, 32-pixel images of 16-pixel
-patches). Split from :mod:`.multimodal` and :mod:`.hub_vlm` to keep each module small.
+patches). The encoder-decoder models among them (Nemotron-Parse) and Voxtral Realtime are
+served whole (``Entry.whole``). Split from :mod:`.multimodal` and :mod:`.hub_vlm` to keep each
+module small.
 """
 
 from __future__ import annotations
@@ -165,6 +167,58 @@ _NEMOTRON_PARSE_DECODER = {
     "tie_word_embeddings": False,
 }
 
+#: Voxtral Realtime's streaming audio config in its tekken.json (mistral_common's AudioConfig:
+#: 12.5 audio tokens a second of 16 kHz audio, 128 mel bins, a 480 ms transcription delay),
+#: whose delay tokens voxtral_realtime.py:263-264 reads while the model is built.
+_VOXTRAL_REALTIME_AUDIO = {
+    "sampling_rate": 16000,
+    "frame_rate": 12.5,
+    "audio_encoding_config": {"num_mel_bins": 128, "hop_length": 160, "window_size": 400},
+    "transcription_format": "streaming",
+    "transcription_delay_ms": 480,
+    "streaming_look_ahead_ms": 2.5,
+    "streaming_look_back_ms": 52.5,
+    "streaming_n_left_pad_tokens": 32,
+}
+
+
+def _voxtral_realtime(d: Dict) -> None:
+    # vLLM builds Voxtral Realtime from Mistral's format only: its loader makes a plain
+    # "voxtral" composite of the Mistral text config (named by its architecture, with the
+    # projection width) and a causal Whisper config of the encoder's args
+    # (transformers_utils/configs/mistral.py:226-275), which voxtral.py:327-340 and
+    # whisper.py:506-530 read: one causal layer of width 64, RoPE positions, pooled by 4.
+    # Served whole: its forward takes the encoder's embeddings at every step
+    # (voxtral_realtime.py:366 asserts inputs_embeds).
+    d["text_config"] = {
+        **tiny_text("mistral"),
+        "architectures": ["MistralForCausalLM"],
+        "projection_size": 256,
+    }
+    d["audio_config"] = {
+        **tiny_text("whisper"),
+        "num_mel_bins": 128,
+        "window_size": 400,
+        "sampling_rate": 16000,
+        "hop_length": 160,
+        "downsample_factor": 4,
+        "d_model": 64,
+        "encoder_layers": 1,
+        "encoder_ffn_dim": 128,
+        "encoder_attention_heads": 2,
+        "encoder_head_dim": 32,
+        "is_encoder_decoder": False,
+        "is_causal": True,
+        # RoPE positions only with a sliding window (whisper_causal.py:491 asserts it).
+        "sliding_window": 64,
+        "block_pool_size": 4,
+        "pos_embed": "rope",
+        "global_log_mel_max": 1.5,
+        "max_position_embeddings": 512,
+        "max_source_positions": 1500,
+    }
+
+
 #: Nemotron Nano 2 VL's language model: Mamba-2, attention and dense (relu2) MLP layers.
 _NANO_V2 = ("linear_attention", "full_attention", "mlp")
 #: Nemotron 3 Omni's: Mamba-2, attention and MoE (relu2 experts) layers.
@@ -245,6 +299,16 @@ TABLE: dict[str, Entry] = {
             },
             "decoder": _NEMOTRON_PARSE_DECODER,
         },
+    ),
+    "VoxtralRealtimeGeneration": Entry(
+        _M + "voxtral_realtime.py, voxtral.py, vllm/transformers_utils/configs/mistral.py",
+        base="mistral",
+        remote="VoxtralConfig",
+        model_type="voxtral",
+        fix=_voxtral_realtime,
+        engine={"tokenizer_mode": "mistral"},
+        tekken={"audio": _VOXTRAL_REALTIME_AUDIO},
+        whole=True,
     ),
     "PixtralForConditionalGeneration": Entry(
         _M + "pixtral.py, vllm/transformers_utils/configs/mistral.py",

@@ -45,12 +45,16 @@ def tiny_text(model_type: str, vllm: bool = False, **fields: Any) -> Dict:
     The class is transformers', or with ``vllm`` vLLM's own (where the two name fields apart).
     """
     from transformers import CONFIG_MAPPING
-    from vllm.transformers_utils.config import _CONFIG_REGISTRY
 
     from graphcheck.zoo.tiny_config import shrink
     from graphcheck.zoo.vllm_engine.configs import VLLM_SIZES, fit_for_vllm
 
-    cls = (_CONFIG_REGISTRY if vllm else CONFIG_MAPPING)[model_type]
+    if vllm:
+        from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+        cls = _CONFIG_REGISTRY[model_type]
+    else:
+        cls = CONFIG_MAPPING[model_type]
     text = shrink(cls().to_dict(), "tiny", sizes=VLLM_SIZES)
     text.update(fields)
     fit_for_vllm(text)
@@ -312,14 +316,6 @@ TABLE: dict[str, Entry] = {
         fields={
             "audio_config": {"downsample_factor": 4, "window_size": 400, "sampling_rate": 16000}
         },
-    ),
-    # Its language model is built off text_config by the architecture named there (voxtral.py:
-    # 330), which transformers' class leaves unset: Mistral's, as vLLM's Mistral-format loader
-    # names it (transformers_utils/configs/mistral.py:52).
-    "VoxtralRealtimeGeneration": Entry(
-        _M + "voxtral_realtime.py, voxtral.py",
-        fields={"audio_config": {"downsample_factor": 4}},
-        text={"architectures": ["MistralForCausalLM"]},
     ),
     # EXAONE 4.5's MTP layers read the vocabulary off the composite's top level
     # (exaone4_5_mtp.py:55), where transformers' class keeps none: the text model's.
