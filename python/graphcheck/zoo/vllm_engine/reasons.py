@@ -64,8 +64,10 @@ REASONS: tuple[Reason, ...] = (
     Reason(
         r"use_alibi_sqrt is not supported by backend CPU_ATTN",
         "cpu backend",
-        "the CPU attention backend has no ALiBi-sqrt",
-    ),  # fmt: skip
+        "the CPU attention backend has no ALiBi-sqrt, which Step1's attention always asks for "
+        "(use_alibi_sqrt=True, vllm/model_executor/models/step1.py:145; no config field "
+        "turns it off)",
+    ),
     Reason(
         r"speculative decoding \(\w+\) is not implemented on CPU",
         "cpu backend",
