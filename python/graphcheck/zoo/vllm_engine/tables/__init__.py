@@ -195,7 +195,9 @@ def _vllm_configs() -> Mapping[str, Any]:
         from vllm.transformers_utils.config import _CONFIG_REGISTRY
     except ImportError:  # the tables read without vLLM (their unit tests)
         return {}
-    return dict(_CONFIG_REGISTRY)
+    # Its values resolve to classes on item access (a lazy dict): the registry itself.
+    registry: Mapping[str, Any] = _CONFIG_REGISTRY
+    return registry
 
 
 def _subconfig(d: Dict) -> Any:
