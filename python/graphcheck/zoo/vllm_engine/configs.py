@@ -94,6 +94,8 @@ QUANTIZATION_CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 _GDN_HEAD_DIM = 128
+# Categories served without a processor: text, and multimodal as its language model only.
+_PART_SERVED = {"text", "multimodal", "speculative"}
 # Fields fit_for_vllm adds where a config lacks them.
 _ADDED = ("head_dim", "rope_theta")
 
@@ -241,10 +243,14 @@ def write_config(
     variant: Variant,
     extra: dict[str, Any] | None = None,
 ) -> tuple[Any, str]:
-    """Writes ``folder/config.json`` and a tokenizer for ``arch``; returns config and source."""
+    """Writes ``folder/config.json`` and a tokenizer for ``arch``; returns config and source.
+
+    A table entry's ``tekken`` sections are written as a Mistral tokenizer too.
+    """
     from graphcheck.zoo.vllm_engine.processor import write_processor
     from graphcheck.zoo.vllm_engine.tables import TABLE
-    from graphcheck.zoo.vllm_engine.tokenizer import write_tokenizer
+    from graphcheck.zoo.vllm_engine.tekken import write_tekken
+    from graphcheck.zoo.vllm_engine.tokenizer import vocab_size, write_tokenizer
 
     config, source = tiny_config(arch, variant, extra)
     folder.mkdir(parents=True, exist_ok=True)
@@ -256,13 +262,16 @@ def write_config(
         save_as(written, entry.saved_as)
         path.write_text(json.dumps(written, indent=2), encoding="utf-8")
     tokenizer = write_tokenizer(folder, config, entry.tokens if entry is not None else None)
-    # A pooling or Transformers-backend model is served whole and reads its processor; a text
-    # model and a multimodal one served as its language model only do not.
+    if entry is not None and entry.tekken:
+        write_tekken(folder, vocab_size(config), entry.tekken)
+    # A pooling or Transformers-backend model is served whole and reads its processor (so is a
+    # table entry served whole); a text model and a multimodal one served as its language
+    # model only do not.
     if entry is not None and entry.processor:
         whole = entry.processor_class
         processor = write_processor(folder, config, tokenizer, entry.processor, whole=whole)
         source += f"; processor {'' if whole else 'parts '}{processor}" if processor else ""
-    elif not set(arch.tasks) & {"text", "multimodal", "speculative"}:
+    elif (entry is not None and entry.whole) or not set(arch.tasks) & _PART_SERVED:
         processor = write_processor(folder, config, tokenizer)
         source += f"; processor {processor}" if processor else ""
     return config, source

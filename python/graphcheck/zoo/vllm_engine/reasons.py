@@ -64,8 +64,10 @@ REASONS: tuple[Reason, ...] = (
     Reason(
         r"use_alibi_sqrt is not supported by backend CPU_ATTN",
         "cpu backend",
-        "the CPU attention backend has no ALiBi-sqrt",
-    ),  # fmt: skip
+        "the CPU attention backend has no ALiBi-sqrt, which Step1's attention always asks for "
+        "(use_alibi_sqrt=True, vllm/model_executor/models/step1.py:145; no config field "
+        "turns it off)",
+    ),
     Reason(
         r"speculative decoding \(\w+\) is not implemented on CPU",
         "cpu backend",
@@ -170,9 +172,12 @@ REASONS: tuple[Reason, ...] = (
     ),
     Reason(
         r"Encoder-decoder models are expected to implement the multimodal interface",
-        "vllm",
-        "vLLM refuses an encoder-decoder model with more than one modality",
-    ),  # fmt: skip
+        "zoo",
+        "an encoder-decoder model served language-model-only: vLLM's V1 scheduler asserts a "
+        "multimodal budget for it (assert mm_budget and ...), which a model without its "
+        "multimodal inputs has none of; its table entry serves it whole (Entry.whole)",
+        "vllm/v1/core/sched/scheduler.py:266",
+    ),
     Reason(
         r"No Unquantized MoE backend supports the deployment configuration",
         "cpu backend",

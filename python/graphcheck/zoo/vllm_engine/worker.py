@@ -114,12 +114,18 @@ def build_engine(folder: Path, dtype: str, kv_cache_dtype: str, **extra: Any) ->
 def engine_options(arch: Arch, config: Any = None) -> dict[str, Any]:
     """Arguments beyond :data:`ENGINE_ARGS` that ``arch``'s category and ``config`` need.
 
+    A table entry served ``whole`` keeps its encoders; its ``engine`` arguments are added.
     A model with fewer positions than :data:`ENGINE_ARGS`' ``max_model_len`` (CLIP's text
     tower: 77) is served with its own: vLLM refuses a longer one.
     """
+    from graphcheck.zoo.vllm_engine.tables import TABLE
+
     options: dict[str, Any] = {}
-    if set(arch.tasks) & _LANGUAGE_MODEL_ONLY:
+    entry = TABLE.get(arch.class_name)
+    if set(arch.tasks) & _LANGUAGE_MODEL_ONLY and not (entry is not None and entry.whole):
         options["language_model_only"] = True
+    if entry is not None:
+        options.update(entry.engine)
     positions = _positions(config)
     if positions is not None and positions < ENGINE_ARGS["max_model_len"]:
         options["max_model_len"] = positions

@@ -12,7 +12,8 @@ vLLM file the fields were read from (``config.<field>`` accesses in
 smallest value vLLM's shape checks accept.
 
 One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.multimodal`, :mod:`.hub_vlm`,
-:mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union, keyed by architecture name.
+:mod:`.composite`, :mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union, keyed by
+architecture name.
 """
 
 from __future__ import annotations
@@ -86,6 +87,18 @@ class Entry:
     #: Write transformers' processor class of ``processor`` too, not its parts only: a
     #: multimodal model served language-model-only still loads it while the engine starts.
     processor_class: bool = False
+    #: Served whole, its encoders built (not language-model-only), with its processor written
+    #: as a model served whole gets it: an encoder-decoder model, whose V1 scheduler asserts a
+    #: multimodal budget (v1/core/sched/scheduler.py:266), which language-model-only has not;
+    #: a model whose every forward takes the encoder's embeddings (Voxtral Realtime).
+    whole: bool = False
+    #: Engine arguments beyond the zoo's, as a user of this model on the CPU passes them
+    #: (Unlimited-OCR's config hook picks FLASH_ATTN for its vision encoder unless told).
+    engine: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: Sections of a Mistral tokenizer file the zoo writes too (``tekken.json``, its ``audio``
+    #: config), for a model that reads mistral_common's tokenizer (with ``engine``'s
+    #: ``tokenizer_mode="mistral"``).
+    tekken: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     #: The tokenizer attributes its processor reads (``image_token``: the checkpoint's word),
     #: written as the zoo tokenizer's extra special tokens.
     tokens: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -163,15 +176,43 @@ def per_layer(key: str, *values: Any) -> Callable[[Dict], None]:
     return fix
 
 
-#: Sub-configs a hub config class builds from its dicts (InternVL's ``llm_config``...).
-SUBCONFIGS = ("vision_config", "text_config", "llm_config", "audio_config", "vit_config")
+#: Sub-configs a hub config class builds from its dicts (InternVL's ``llm_config``...,
+#: an encoder-decoder model's ``encoder`` and ``decoder``).
+SUBCONFIGS = (
+    "vision_config",
+    "text_config",
+    "llm_config",
+    "audio_config",
+    "vit_config",
+    "encoder",
+    "decoder",
+)
+
+
+def _vllm_configs() -> Mapping[str, Any]:
+    """The config classes vLLM ships, by model type (none where vLLM is not installed)."""
+    try:
+        from vllm.transformers_utils.config import _CONFIG_REGISTRY
+    except ImportError:  # the tables read without vLLM (their unit tests)
+        return {}
+    # Its values resolve to classes on item access (a lazy dict): the registry itself.
+    registry: Mapping[str, Any] = _CONFIG_REGISTRY
+    return registry
 
 
 def _subconfig(d: Dict) -> Any:
-    """A sub-config dict as the config object of its model type (a plain one otherwise)."""
+    """A sub-config dict as the config object of its model type (a plain one otherwise).
+
+    vLLM's own class of that model type first: it is vLLM's copy of the hub's, where
+    transformers' class of the same type reads the checkpoint's legacy names into its own
+    and drops them (Step 3.7's language model, a ``step3p5``: ``attention_other_setting``).
+    """
     from transformers import CONFIG_MAPPING, PretrainedConfig
 
     model_type = d.get("model_type")
+    vllm_configs = _vllm_configs()
+    if isinstance(model_type, str) and model_type in vllm_configs:
+        return vllm_configs[model_type].from_dict(d)
     if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
         return CONFIG_MAPPING[model_type].from_dict(d)
     if isinstance(model_type, str) and model_type:
@@ -235,10 +276,18 @@ def apply(entry: Entry, d: Dict) -> None:
 
 
 def _table() -> dict[str, Entry]:
-    from graphcheck.zoo.vllm_engine.tables import drafts, hub_vlm, moe, multimodal, pooling, text
+    from graphcheck.zoo.vllm_engine.tables import (
+        composite,
+        drafts,
+        hub_vlm,
+        moe,
+        multimodal,
+        pooling,
+        text,
+    )
 
     table: dict[str, Entry] = {}
-    for module in (text, moe, multimodal, hub_vlm, pooling, drafts):
+    for module in (text, moe, multimodal, hub_vlm, composite, pooling, drafts):
         overlap = table.keys() & module.TABLE.keys()
         if overlap:  # a programming error: one architecture, one entry
             raise RuntimeError(f"{module.__name__} repeats {sorted(overlap)}")

@@ -13,7 +13,7 @@ from graphcheck.zoo.vllm_engine.tables import Dict, Entry
 from graphcheck.zoo.vllm_engine.tables.moe import TABLE as MOE
 from graphcheck.zoo.vllm_engine.tables.multimodal import tiny_text
 from graphcheck.zoo.vllm_engine.tables.text import TABLE as TEXT
-from graphcheck.zoo.vllm_engine.tables.towers import TINY_VIT
+from graphcheck.zoo.vllm_engine.tables.towers import PERCEPTION_ENCODER, TINY_VIT
 
 _M = "vllm/model_executor/models/"
 
@@ -61,26 +61,9 @@ def _keye(source: str) -> Entry:
 
 def _step_vl(d: Dict) -> None:
     # StepVL: the hub's class, a Qwen3 language model named in text_config (step_vl.py:525
-    # builds it off text_config) beside a Perception Encoder (step_vl.py:349-400, which
-    # refuses it without 2-D RoPE): one layer of two 32-wide heads over a 2x2 patch grid.
+    # builds it off text_config) beside a Perception Encoder.
     d["text_config"] = {**tiny_text("qwen3"), "architectures": ["Qwen3ForCausalLM"]}
-    d["vision_config"] = {
-        "model_type": "perception_encoder",
-        "width": 64,
-        "layers": 1,
-        "heads": 2,
-        "mlp_ratio": 2.0,
-        "ls_init_value": None,
-        "patch_size": 16,
-        "image_size": 32,
-        "output_dim": None,
-        "use_rope2d": True,
-        "use_cls_token": False,
-        "use_abs_posemb": True,
-        "use_ln_pre": True,
-        "use_ln_post": False,
-        "hidden_act": "gelu",
-    }
+    d["vision_config"] = dict(PERCEPTION_ENCODER)
 
 
 def _openpangu_vl(d: Dict) -> None:

@@ -39,14 +39,23 @@ _INTERN_CHAT: dict[str, Any] = {
 }
 
 
-def tiny_text(model_type: str, **fields: Any) -> Dict:
-    """The tiny config dict of ``model_type``'s class (a language model inside a composite)."""
+def tiny_text(model_type: str, vllm: bool = False, **fields: Any) -> Dict:
+    """The tiny config dict of ``model_type``'s class (a language model inside a composite).
+
+    The class is transformers', or with ``vllm`` vLLM's own (where the two name fields apart).
+    """
     from transformers import CONFIG_MAPPING
 
     from graphcheck.zoo.tiny_config import shrink
     from graphcheck.zoo.vllm_engine.configs import VLLM_SIZES, fit_for_vllm
 
-    text = shrink(CONFIG_MAPPING[model_type]().to_dict(), "tiny", sizes=VLLM_SIZES)
+    if vllm:
+        from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+        cls = _CONFIG_REGISTRY[model_type]
+    else:
+        cls = CONFIG_MAPPING[model_type]
+    text = shrink(cls().to_dict(), "tiny", sizes=VLLM_SIZES)
     text.update(fields)
     fit_for_vllm(text)
     return text
@@ -81,10 +90,11 @@ def _chat(
     )
 
 
-def _deepseek_vl2(source: str, base: str = "deepseek_vl_v2") -> Entry:
+def _deepseek_vl2(source: str, base: str = "deepseek_vl_v2", **engine: Any) -> Entry:
     """A model on vLLM's DeepSeek-VL2 config class (its language model under language_config).
 
-    ``base``: the model type of the class, or of vLLM's subclass of it (Unlimited-OCR's).
+    ``base``: the model type of the class, or of vLLM's subclass of it (Unlimited-OCR's);
+    ``engine``: the entry's engine arguments.
     """
     return Entry(
         _M + source + ", vllm/transformers_utils/configs/deepseek_vl2.py",
@@ -93,6 +103,7 @@ def _deepseek_vl2(source: str, base: str = "deepseek_vl_v2") -> Entry:
         saved_as={"text_config": "language_config"},
         # The class's default tile_tag is the string "tile_tag"; checkpoints say "2D".
         fields={"tile_tag": "2D"},
+        engine=engine,
     )
 
 
@@ -306,9 +317,6 @@ TABLE: dict[str, Entry] = {
             "audio_config": {"downsample_factor": 4, "window_size": 400, "sampling_rate": 16000}
         },
     ),
-    "VoxtralRealtimeGeneration": Entry(
-        _M + "voxtral_realtime.py", fields={"audio_config": {"downsample_factor": 4}}
-    ),
     # EXAONE 4.5's MTP layers read the vocabulary off the composite's top level
     # (exaone4_5_mtp.py:55), where transformers' class keeps none: the text model's.
     "Exaone4_5_ForConditionalGeneration": Entry(
@@ -338,7 +346,13 @@ TABLE: dict[str, Entry] = {
     # vLLM's own config classes, under a model type the registry's module name does not give.
     "DeepseekVLV2ForCausalLM": _deepseek_vl2("deepseek_vl2.py"),
     "DeepseekOCRForCausalLM": _deepseek_vl2("deepseek_ocr.py"),
-    "UnlimitedOCRForCausalLM": _deepseek_vl2("unlimited_ocr.py", "unlimited_ocr"),
+    # Its config hook sets the vision encoder's attention to FLASH_ATTN unless the user names
+    # one (models/config.py:205-207); the CPU platform's is TORCH_SDPA.
+    "UnlimitedOCRForCausalLM": _deepseek_vl2(
+        "unlimited_ocr.py, config.py",
+        "unlimited_ocr",
+        mm_encoder_attn_backend="TORCH_SDPA",
+    ),
     "DeepseekOCR2ForCausalLM": _deepseek_vl2("deepseek_ocr2.py"),
     # Cosmos3 is Qwen3-VL over transformers' Cosmos3OmniConfig (cosmos3.py:5,17-19), not the
     # Edge model's NemotronH-based config.

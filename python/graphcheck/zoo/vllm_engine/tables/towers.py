@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["EVA2CLIP", "INTERN_VIT", "SIGLIP2_NAVIT", "SIGLIP_VISION", "TINY_VIT"]
+__all__ = [
+    "EVA2CLIP",
+    "INTERN_VIT",
+    "PERCEPTION_ENCODER",
+    "SIGLIP2_NAVIT",
+    "SIGLIP_VISION",
+    "TINY_VIT",
+]
 
 #: The sizes of a ViT tower under transformers' names: one layer of width 64 over a
 #: 32-pixel image of four 16-pixel patches.
@@ -74,4 +81,24 @@ EVA2CLIP: dict[str, Any] = {
     "layer_norm_eps": 1e-6,
     "num_hidden_layers": 1,
     "scaling_factor": 8.0,
+}
+
+#: StepFun's Perception Encoder (step_vl.py:349-400, which refuses it without 2-D RoPE), as
+#: the hub's checkpoints name its fields: one layer of two 32-wide heads over a 2x2 patch grid.
+PERCEPTION_ENCODER: dict[str, Any] = {
+    "model_type": "perception_encoder",
+    "width": 64,
+    "layers": 1,
+    "heads": 2,
+    "mlp_ratio": 2.0,
+    "ls_init_value": None,
+    "patch_size": 16,
+    "image_size": 32,
+    "output_dim": None,
+    "use_rope2d": True,
+    "use_cls_token": False,
+    "use_abs_posemb": True,
+    "use_ln_pre": True,
+    "use_ln_post": False,
+    "hidden_act": "gelu",
 }
