@@ -26,7 +26,7 @@ from graphcheck.zoo.catalog import Arch
 from graphcheck.zoo.engines import ENGINES, engine
 from graphcheck.zoo.tiny_config import Sizes, shrink
 from graphcheck.zoo.vllm_engine.catalog import VARIANT_ARCHS, VARIANTS, variant_of
-from graphcheck.zoo.vllm_engine.checkpoint import _quantize_w8a8
+from graphcheck.zoo.vllm_engine.checkpoint import _quantize
 from graphcheck.zoo.vllm_engine.configs import VLLM_SIZES, fit_for_vllm, save_as
 
 
@@ -163,9 +163,9 @@ def test_save_as_renames_to_the_checkpoints_names_and_leaves_out_derived_fields(
 
 def test_w8a8_checkpoint_is_int8_with_one_scale_per_output_channel() -> None:
     weight = torch.tensor([[0.5, -1.0], [0.25, 0.125]])
-    out = _quantize_w8a8({"m.q_proj.weight": weight, "m.norm.weight": torch.ones(2),
-                          "m.embed_tokens.weight": torch.ones(4, 2),
-                          "lm_head.weight": torch.ones(4, 2)})  # fmt: skip
+    out = _quantize({"m.q_proj.weight": weight, "m.norm.weight": torch.ones(2),
+                     "m.embed_tokens.weight": torch.ones(4, 2),
+                     "lm_head.weight": torch.ones(4, 2)}, "w8a8_int8")  # fmt: skip
     q, scale = out["m.q_proj.weight"], out["m.q_proj.weight_scale"]
     assert q.dtype == torch.int8 and scale.shape == (2, 1)
     assert torch.equal(q, torch.tensor([[64, -127], [127, 64]], dtype=torch.int8))

@@ -1,10 +1,10 @@
 """The fixed subset of vLLM architectures that the test suite runs (``--engine vllm --subset``).
 
 One or more per kind of code vLLM's CPU backend runs: dense decoders (float32, bfloat16, the
-W8A8 int8 path and the AWQ int4 one), MoE, MLA, Mamba-1 and Mamba-2, hybrids (attention with Mamba-2, with
-gated delta-net; Mamba-2 and its hybrid in bfloat16 too, whose CPU paths differ by dtype),
-multimodal (language model only), embedding and classification, speculative drafts (EAGLE,
-multi-token prediction), the Transformers backend, a multimodal model served
+W8A8 int8 path and the AWQ int4 one), MoE, MLA, Mamba-1 and Mamba-2, hybrids (attention with
+Mamba-2, with gated delta-net; Mamba-2 and its hybrid in bfloat16 too, whose CPU paths differ
+by dtype), multimodal (language model only), embedding and classification, speculative
+drafts (EAGLE, multi-token prediction), the Transformers backend, a multimodal model served
 whole (its encoders, with a processor the zoo writes), architectures whose configs only the
 config tables give (a hub-only MoE, the InternVL chat config), and the architectures whose
 findings the baseline lists (ALiBi slopes, a module-level constant). 27 architectures, about
