@@ -35,6 +35,15 @@ def _gemma4_assistant(d: Dict) -> None:
         d["text_config"] = text
 
 
+_MLA_DRAFT = {
+    "num_hidden_layers": 1,
+    "qk_nope_head_dim": 32,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 32,
+    "kv_lora_rank": 512,
+    "q_lora_rank": 32,
+}
+
 TABLE: dict[str, Entry] = {
     # A Cohere 2 draft: its layer_types follow the target's (cohere_eagle.py:66-77); one
     # layer, as the drafter keeps its layers in one KV-cache group
@@ -101,6 +110,17 @@ TABLE: dict[str, Entry] = {
     ),
     "Qwen3DSparkModel": Entry(
         _M + "qwen3_dspark.py", base="qwen3", fields={"dspark_target_layer_ids": [0, 1]}
+    ),
+    # EAGLE-3 over DeepSeek: a one-layer Llama-config draft with MLA attention, whose head sizes
+    # it reads with getattr defaults of 0 (deepseek_eagle3.py:64-76): the tiny DeepSeek target's
+    # (a deepseek_v3 model type would make vLLM's EAGLEConfig name it an MTP draft instead,
+    # transformers_utils/configs/eagle.py:59).
+    "Eagle3DeepseekV2ForCausalLM": Entry(_M + "deepseek_eagle3.py", fields=_MLA_DRAFT),
+    "Eagle3DeepseekV3ForCausalLM": Entry(_M + "deepseek_eagle3.py", fields=_MLA_DRAFT),
+    # EAGLE over DeepSeek-V3: a DeepSeek-V3 decoder layer with its routed experts
+    # (deepseek_eagle.py:116 reads n_routed_experts).
+    "EagleDeepSeekMTPModel": Entry(
+        _M + "deepseek_eagle.py", base="deepseek_v3", fields={"num_hidden_layers": 1}
     ),
     "DFlashLagunaForCausalLM": Entry(
         _M + "laguna_dflash.py", base="laguna", fields={**_DFLASH, "draft_vocab_size": 512}
