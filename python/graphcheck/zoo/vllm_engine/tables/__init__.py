@@ -11,8 +11,9 @@ vLLM file the fields were read from (``config.<field>`` accesses in
 ``vllm/transformers_utils/configs/``). A field that no default gives gets the
 smallest value vLLM's shape checks accept.
 
-One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.multimodal`, :mod:`.hub_vlm`,
-:mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union, keyed by architecture name.
+One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.deepseek`, :mod:`.multimodal`,
+:mod:`.hub_vlm`, :mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union, keyed by
+architecture name.
 """
 
 from __future__ import annotations
@@ -235,10 +236,18 @@ def apply(entry: Entry, d: Dict) -> None:
 
 
 def _table() -> dict[str, Entry]:
-    from graphcheck.zoo.vllm_engine.tables import drafts, hub_vlm, moe, multimodal, pooling, text
+    from graphcheck.zoo.vllm_engine.tables import (
+        deepseek,
+        drafts,
+        hub_vlm,
+        moe,
+        multimodal,
+        pooling,
+        text,
+    )
 
     table: dict[str, Entry] = {}
-    for module in (text, moe, multimodal, hub_vlm, pooling, drafts):
+    for module in (text, moe, deepseek, multimodal, hub_vlm, pooling, drafts):
         overlap = table.keys() & module.TABLE.keys()
         if overlap:  # a programming error: one architecture, one entry
             raise RuntimeError(f"{module.__name__} repeats {sorted(overlap)}")
