@@ -106,6 +106,7 @@ BF16_ONLY = frozenset(
         "Qwen3_5MoeMTP",
         "Qwen3_5ForConditionalGeneration",
         "Qwen3_5MoeForConditionalGeneration",
+        "ColQwen3_5",
         "InternS2PreviewForConditionalGeneration",
         "InternS2MobiusForConditionalGeneration",
         "MiniCPMV4_6ForConditionalGeneration",

@@ -264,6 +264,14 @@ REASONS: tuple[Reason, ...] = (
         arch=r"^DeepseekV4ForConditionalGeneration$",
     ),
     Reason(
+        r"DeepseekV4 attention requires a CUDA device",
+        "cpu backend",
+        "vLLM's DeepSeek V4.1 package imports its NVIDIA implementation on every platform but "
+        "ROCm (models/deepseek_v41/__init__.py:13-14); its attention sizes the o_proj's FP8 "
+        "einsum from the GPU's compute capability, which the CPU platform does not have",
+        "vllm/models/deepseek_v4/nvidia/ops/o_proj.py:29",
+    ),
+    Reason(
         r"Can't load (image processor|feature extractor|processor)|tiktoken\.model not found|"
         r"tokenizer is missing special tokens|Invalid type of HuggingFace processor",
         "zoo",

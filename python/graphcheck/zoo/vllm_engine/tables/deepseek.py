@@ -56,4 +56,24 @@ _TEXT: dict[str, Any] = {
 
 TABLE: dict[str, Entry] = {
     "DeepseekV4ForCausalLM": Entry(_V4 + "cpu/model.py", base="deepseek_v4", fields=_TEXT),
+    # V4.1's class flattens the checkpoint's text_config (deepseek_v41.py:34-41), which its
+    # model reads as V4's does (models/deepseek_v41/nvidia/model.py), with its own sparse
+    # topology: ratios 0 (sliding window), 1 or 2 only, and the layers that own the
+    # compressed KV and the indexer (deepseek_v41/attention.py:310-347).
+    "DeepseekV41ForCausalLM": Entry(
+        "vllm/models/deepseek_v41/attention.py",
+        base="deepseek_v41",
+        fields={
+            "text_config": {
+                **_TEXT,
+                "compress_ratios": [0, 2],
+                "kv_source_layer_ids": [1],
+                "index_source_layer_ids": [1],
+                # Restored as rope_parameters after PreTrainedConfig's init
+                # (deepseek_v41.py:31,43-44), read by common/rope.py:17.
+                "rope_scaling": {"rope_type": "default", "rope_theta": 10000.0},
+                "rope_theta": 10000.0,
+            }
+        },
+    ),
 }

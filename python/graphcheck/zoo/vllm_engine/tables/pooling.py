@@ -88,6 +88,26 @@ TABLE: dict[str, Entry] = {
     "ColQwen3": _COLQWEN3,
     "OpsColQwen3Model": _COLQWEN3,
     "Qwen3VLNemotronEmbedModel": _COLQWEN3,
+    # ColQwen3.5: Qwen3.5's config (no class names the architecture); vLLM forces Qwen3-VL's
+    # processor (colqwen3_5.py:57-61) and its config hook asks the checkpoint's attention
+    # contract (model_executor/models/config.py:986-1003).
+    "ColQwen3_5": Entry(
+        "vllm/model_executor/models/colqwen3_5.py, config.py",
+        base="qwen3_5",
+        processor="qwen3_vl",
+        fields={"retrieval_attention_contract": "causal"},
+    ),
+    # vLLM's ColModernVBertConfig is registered under the checkpoint's model type, modernvbert
+    # (transformers_utils/config.py:85), and colmodernvbert.py:109 asks for that class, not
+    # transformers' colmodernvbert one; its processor loads Idefics3's image processor
+    # (colmodernvbert.py:179-181).
+    "ColModernVBertForRetrieval": Entry(
+        "vllm/transformers_utils/configs/colmodernvbert.py, model_executor/models/colmodernvbert.py",
+        base="modernvbert",
+        remote="ColModernVBertConfig",
+        model_type="modernvbert",
+        processor="idefics3",
+    ),
     "JinaVLForRanking": Entry("vllm/model_executor/models/jina_vl.py", base="qwen2_vl"),
     # With the image processor and feature extractor their processors load.
     "ClefOmniForJointSchema": Entry(
