@@ -102,7 +102,7 @@ TABLE: dict[str, Entry] = {
     # transformers' colmodernvbert one; its processor loads Idefics3's image processor
     # (colmodernvbert.py:179-181).
     "ColModernVBertForRetrieval": Entry(
-        "vllm/transformers_utils/configs/colmodernvbert.py, model_executor/models/colmodernvbert.py",
+        "vllm/model_executor/models/colmodernvbert.py, transformers_utils/config.py",
         base="modernvbert",
         remote="ColModernVBertConfig",
         model_type="modernvbert",
