@@ -108,6 +108,11 @@ TABLE: dict[str, Entry] = {
         model_type="modernvbert",
         processor="idefics3",
     ),
+    # ColPali runs PaliGemma's processing, which looks the newline word up in the vocabulary
+    # (paligemma.py:218): Gemma's tokenizer has it.
+    "ColPaliForRetrieval": Entry(
+        "vllm/model_executor/models/colpali.py, paligemma.py", tokens={"newline_token": "\n"}
+    ),
     "JinaVLForRanking": Entry("vllm/model_executor/models/jina_vl.py", base="qwen2_vl"),
     # With the image processor and feature extractor their processors load.
     "ClefOmniForJointSchema": Entry(
