@@ -8,7 +8,11 @@ Encoders with rotary positions (``bert_with_rope.py``) and the ColBERT heads
 
 from __future__ import annotations
 
-from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, QWEN_OMNI_TOKENS, Entry
+from typing import Any
+
+from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, QWEN_OMNI_TOKENS, Dict, Entry
+from graphcheck.zoo.vllm_engine.tables.multimodal import _intern_vl
+from graphcheck.zoo.vllm_engine.tables.towers import SIGLIP_VISION
 
 _ROPE = {"rope_type": "default", "rope_theta": 10000.0}
 _BERT_WITH_ROPE = "vllm/model_executor/models/bert_with_rope.py, config.py"
@@ -38,6 +42,37 @@ _JINA = Entry(
     model_type="xlm-roberta",
     fields={"position_embedding_type": "rotary", "rope_parameters": _ROPE, "colbert_dim": 32},
 )
+
+
+
+def _nemotron_vl(text_arch: str, **text: Any) -> Entry:
+    """Llama-Nemotron VL's embedding and reranking models (nemotron_vl.py:405-640).
+
+    The InternVL layout (the hub's config: a SigLIP tower, the chat config's tiling) over a
+    bidirectional Llama, ``text_arch``, as the checkpoints' ``llm_config`` names it; vLLM's
+    config hook asks the pooling (model_executor/models/config.py:633-668), and the model
+    the image placeholder's id (nemotron_vl.py:507): the zoo tokenizer's ``<IMG_CONTEXT>``.
+    """
+    chat = _intern_vl("llama", SIGLIP_VISION)
+
+    def fix(d: Dict) -> None:
+        from graphcheck.zoo.vllm_engine.tokenizer import PLACEHOLDERS
+
+        chat(d)
+        d["text_config"].update(architectures=[text_arch], pooling="avg", **text)
+        # The zoo tokenizer's placeholders take the top ids, in order.
+        vocab = int(d["text_config"]["vocab_size"])
+        d["img_context_token_id"] = vocab - 1 - PLACEHOLDERS.index("<IMG_CONTEXT>")
+
+    return Entry(
+        "vllm/model_executor/models/nemotron_vl.py, config.py",
+        base="llama",
+        remote="LlamaNemotronVLConfig",
+        model_type="llama_nemotron_vl",
+        fields={"pooling": "avg"},
+        fix=fix,
+    )
+
 
 _COLQWEN3 = Entry("vllm/model_executor/models/colqwen3.py", processor="qwen3_vl")
 
@@ -112,6 +147,10 @@ TABLE: dict[str, Entry] = {
     # (paligemma.py:218): Gemma's tokenizer has it.
     "ColPaliForRetrieval": Entry(
         "vllm/model_executor/models/colpali.py, paligemma.py", tokens={"newline_token": "\n"}
+    ),
+    "LlamaNemotronVLModel": _nemotron_vl("LlamaBidirectionalModel"),
+    "LlamaNemotronVLForSequenceClassification": _nemotron_vl(
+        "LlamaBidirectionalForSequenceClassification", num_labels=1
     ),
     "JinaVLForRanking": Entry("vllm/model_executor/models/jina_vl.py", base="qwen2_vl"),
     # With the image processor and feature extractor their processors load.
