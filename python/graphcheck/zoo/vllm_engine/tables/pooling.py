@@ -44,7 +44,6 @@ _JINA = Entry(
 )
 
 
-
 def _nemotron_vl(text_arch: str, **text: Any) -> Entry:
     """Llama-Nemotron VL's embedding and reranking models (nemotron_vl.py:405-640).
 
