@@ -96,7 +96,9 @@ DRAFTS: dict[str, Draft] = {
     "HYV3MTPModel": Draft("mtp", "HYV3ForCausalLM", own_config=False),
     "Step3p5MTP": Draft("mtp", "Step3p5ForCausalLM", own_config=False),
     "OpenPanguMTPModel": Draft("mtp", "PanguUltraMoEForCausalLM", own_config=False),
-    "MiniMaxM3MTP": Draft("mtp", "MiniMaxM3SparseForCausalLM", own_config=False),
+    # The MTP modules are the VL checkpoint's (config/speculative.py:1030-1047 promotes its
+    # text config to the MTP's).
+    "MiniMaxM3MTP": Draft("mtp", "MiniMaxM3SparseForConditionalGeneration", own_config=False),
     "BailingMoeV25MTPModel": Draft("mtp", "BailingMoeV2_5ForCausalLM", own_config=False),
     "BailingMoeV3MTPModel": Draft("mtp", "BailingMoeV3ForCausalLM", own_config=False),
     "LongCatFlashMTPModel": Draft("mtp", "LongcatFlashForCausalLM", own_config=False),
