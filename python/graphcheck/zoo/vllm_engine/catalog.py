@@ -109,6 +109,7 @@ BF16_ONLY = frozenset(
         "ColQwen3_5",
         "InternS2PreviewForConditionalGeneration",
         "InternS2MobiusForConditionalGeneration",
+        "InternS2MobiusMTP",
         "MiniCPMV4_6ForConditionalGeneration",
         "MiniCPMV4_7ForConditionalGeneration",
         "KimiLinearForCausalLM",

@@ -86,6 +86,7 @@ DRAFTS: dict[str, Draft] = {
     "Qwen3NextMTP": Draft("mtp", "Qwen3NextForCausalLM", own_config=False),
     "Qwen3_5MTP": Draft("mtp", "Qwen3_5ForCausalLM", own_config=False),
     "Qwen3_5MoeMTP": Draft("mtp", "Qwen3_5MoeForCausalLM", own_config=False),
+    "InternS2MobiusMTP": Draft("mtp", "InternS2MobiusForConditionalGeneration", own_config=False),
     "Glm4MoeMTPModel": Draft("mtp", "Glm4MoeForCausalLM", own_config=False),
     "Glm4MoeLiteMTPModel": Draft("mtp", "Glm4MoeLiteForCausalLM", own_config=False),
     "MiMoV2MTPModel": Draft("mtp", "MiMoV2FlashForCausalLM", own_config=False),

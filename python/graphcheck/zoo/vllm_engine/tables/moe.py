@@ -74,6 +74,16 @@ _MINIMAX_M3: dict[str, Any] = {
     "num_mtp_modules": 1,
 }
 
+#: Intern-S2-Mobius's text model (vllm/model_executor/models/interns2_mobius.py): its layers
+#: share num_blocks MoE blocks (188, 312), one; its MTP layer's experts, which vLLM makes the
+#: draft's (config/speculative.py:938-957).
+MOBIUS_TEXT: dict[str, Any] = {
+    "num_blocks": 1,
+    "mtp_num_experts": 4,
+    "mtp_num_experts_per_tok": 2,
+    "mtp_num_hidden_layers": 1,
+}
+
 _PANGU: dict[str, Any] = {
     "n_routed_experts": 4,
     "num_experts_per_tok": 2,
