@@ -12,8 +12,8 @@ vLLM file the fields were read from (``config.<field>`` accesses in
 smallest value vLLM's shape checks accept.
 
 One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.deepseek`, :mod:`.multimodal`,
-:mod:`.hub_vlm`, :mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union, keyed by
-architecture name.
+:mod:`.hcx`, :mod:`.hub_vlm`, :mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union,
+keyed by architecture name.
 """
 
 from __future__ import annotations
@@ -239,6 +239,7 @@ def _table() -> dict[str, Entry]:
     from graphcheck.zoo.vllm_engine.tables import (
         deepseek,
         drafts,
+        hcx,
         hub_vlm,
         moe,
         multimodal,
@@ -247,7 +248,7 @@ def _table() -> dict[str, Entry]:
     )
 
     table: dict[str, Entry] = {}
-    for module in (text, moe, deepseek, multimodal, hub_vlm, pooling, drafts):
+    for module in (text, moe, deepseek, multimodal, hcx, hub_vlm, pooling, drafts):
         overlap = table.keys() & module.TABLE.keys()
         if overlap:  # a programming error: one architecture, one entry
             raise RuntimeError(f"{module.__name__} repeats {sorted(overlap)}")

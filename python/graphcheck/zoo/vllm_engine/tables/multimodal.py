@@ -246,9 +246,6 @@ TABLE: dict[str, Entry] = {
         # text model's rotary embedding reads (transformers' modeling_hunyuan_vl.py:134).
         text={"rope_parameters": {"mrope_section": [4, 4, 4, 4]}},
     ),
-    "HCXVisionV2ForCausalLM": Entry(
-        _M + "hyperclovax_vision_v2.py", processor="hyperclovax_vision_v2", processor_class=True
-    ),
     "Ovis2_5": _ovis("qwen3"),
     "Ovis2_6ForCausalLM": _ovis("qwen3"),
     "Ovis2_6_MoeForCausalLM": _ovis("qwen3_moe"),

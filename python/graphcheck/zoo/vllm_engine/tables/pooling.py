@@ -55,13 +55,11 @@ def _nemotron_vl(text_arch: str, **text: Any) -> Entry:
     chat = _intern_vl("llama", SIGLIP_VISION)
 
     def fix(d: Dict) -> None:
-        from graphcheck.zoo.vllm_engine.tokenizer import PLACEHOLDERS
+        from graphcheck.zoo.vllm_engine.tokenizer import top_id
 
         chat(d)
         d["text_config"].update(architectures=[text_arch], pooling="avg", **text)
-        # The zoo tokenizer's placeholders take the top ids, in order.
-        vocab = int(d["text_config"]["vocab_size"])
-        d["img_context_token_id"] = vocab - 1 - PLACEHOLDERS.index("<IMG_CONTEXT>")
+        d["img_context_token_id"] = top_id("<IMG_CONTEXT>", d["text_config"]["vocab_size"])
 
     return Entry(
         "vllm/model_executor/models/nemotron_vl.py, config.py",
