@@ -190,9 +190,11 @@ TABLE: dict[str, Entry] = {
         processor_class=True,
         tokens=GEMMA3_TOKENS,
     ),
-    "HF_ColBERT": Entry(
-        "vllm/model_executor/models/colbert.py", base="bert", fields={"colbert_dim": 32}
-    ),
+    # The original ColBERT checkpoints (HF_ColBERT) keep the projection's width in ColBERT's
+    # own metadata, not in config.json: vLLM then builds no projection at init and makes it
+    # from the checkpoint's linear.weight while loading (colbert.py:79-85, 160-172). A config
+    # that names the width reaches colbert.py:84 before Module.__init__ (a reason of vLLM's).
+    "HF_ColBERT": Entry("vllm/model_executor/models/colbert.py", base="bert"),
     "ColBERTModernBertModel": Entry(
         "vllm/model_executor/models/colbert.py, modernbert.py",
         base="modernbert",
