@@ -254,6 +254,15 @@ REASONS: tuple[Reason, ...] = (
         frame=r"jit_warmup_triton_helper\.py",
     ),
     Reason(
+        r"'_C' object has no attribute 'convert_weight_packed'",
+        "cpu backend",
+        "DeepSeek V4's CPU attention packs wo_a with the sgl kernels' convert_weight_packed "
+        "(cpu_sparse.py:322); below AVX-512-BF16 vLLM loads its _C_AVX512 or _C_AVX2 kernel "
+        "library (platforms/cpu.py:639-657), which does not build the sgl kernels: V4's CPU "
+        "kernels are AMX-backed (platforms/cpu.py:258-262)",
+        "vllm/models/deepseek_v4/cpu/cpu_sparse.py:322",
+    ),
+    Reason(
         r"This model does not support `--runner generate`",
         "cpu backend",
         "on the CPU platform vLLM registers DeepSeek V4's vision model as a stub "
