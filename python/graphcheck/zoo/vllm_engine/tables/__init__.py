@@ -11,9 +11,9 @@ vLLM file the fields were read from (``config.<field>`` accesses in
 ``vllm/transformers_utils/configs/``). A field that no default gives gets the
 smallest value vLLM's shape checks accept.
 
-One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.multimodal`, :mod:`.hub_vlm`,
-:mod:`.composite`, :mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union, keyed by
-architecture name.
+One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.deepseek`, :mod:`.multimodal`,
+:mod:`.hcx`, :mod:`.hub_vlm`, :mod:`.composite`, :mod:`.pooling`, :mod:`.drafts`); :data:`TABLE`
+is their union, keyed by architecture name.
 """
 
 from __future__ import annotations
@@ -278,7 +278,9 @@ def apply(entry: Entry, d: Dict) -> None:
 def _table() -> dict[str, Entry]:
     from graphcheck.zoo.vllm_engine.tables import (
         composite,
+        deepseek,
         drafts,
+        hcx,
         hub_vlm,
         moe,
         multimodal,
@@ -287,7 +289,7 @@ def _table() -> dict[str, Entry]:
     )
 
     table: dict[str, Entry] = {}
-    for module in (text, moe, multimodal, hub_vlm, composite, pooling, drafts):
+    for module in (text, moe, deepseek, multimodal, hcx, hub_vlm, composite, pooling, drafts):
         overlap = table.keys() & module.TABLE.keys()
         if overlap:  # a programming error: one architecture, one entry
             raise RuntimeError(f"{module.__name__} repeats {sorted(overlap)}")

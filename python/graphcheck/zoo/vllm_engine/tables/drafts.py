@@ -122,7 +122,13 @@ TABLE: dict[str, Entry] = {
     "EagleDeepSeekMTPModel": Entry(
         _M + "deepseek_eagle.py", base="deepseek_v3", fields={"num_hidden_layers": 1}
     ),
+    # The draft's layers are dense: vLLM offsets a DFlash layer's attention prefix past the
+    # target's layers but not its MLP's (laguna_dflash.py:105-114), so a sparse draft layer's
+    # experts would take the name of the target's MoE layer of the same index
+    # (fused_moe/runner/moe_runner.py:67 refuses the duplicate).
     "DFlashLagunaForCausalLM": Entry(
-        _M + "laguna_dflash.py", base="laguna", fields={**_DFLASH, "draft_vocab_size": 512}
+        _M + "laguna_dflash.py",
+        base="laguna",
+        fields={**_DFLASH, "draft_vocab_size": 512, "mlp_layer_types": ["dense", "dense"]},
     ),
 }

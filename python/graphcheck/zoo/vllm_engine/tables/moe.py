@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphcheck.zoo.vllm_engine.tables import Dict, Entry
+from graphcheck.zoo.vllm_engine.tables.towers import TINY_VIT
 
 _M = "vllm/model_executor/models/"
 
@@ -56,6 +57,32 @@ def _dbrx(d: Dict) -> None:
     if isinstance(d.get("attn_config"), dict):
         d["attn_config"].setdefault("rope_theta", 10000.0)
 
+
+#: MiniMax-M3's text fields (models/minimax_m3/nvidia/model.py): clamped SwiGLU experts,
+#: dense layers of their own width, one MTP module.
+_MINIMAX_M3: dict[str, Any] = {
+    "rope_theta": 10000.0,
+    "partial_rotary_factor": 1.0,
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "scoring_func": "softmax",
+    "swiglu_limit": 7.0,
+    "swiglu_alpha": 1.702,
+    "swiglu_beta": 1.0,
+    "dense_intermediate_size": 128,
+    "use_gemma_norm": False,
+    "num_mtp_modules": 1,
+}
+
+#: Intern-S2-Mobius's text model (vllm/model_executor/models/interns2_mobius.py): its layers
+#: share num_blocks MoE blocks (188, 312), one; its MTP layer's experts, which vLLM makes the
+#: draft's (config/speculative.py:938-957).
+MOBIUS_TEXT: dict[str, Any] = {
+    "num_blocks": 1,
+    "mtp_num_experts": 4,
+    "mtp_num_experts_per_tok": 2,
+    "mtp_num_hidden_layers": 1,
+}
 
 _PANGU: dict[str, Any] = {
     "n_routed_experts": 4,
@@ -223,18 +250,49 @@ TABLE: dict[str, Entry] = {
         "vllm/models/minimax_m3/nvidia/model.py",
         remote="MiniMaxM3SparseConfig",
         model_type="minimax_m3",
+        fields=_MINIMAX_M3,
+    ),
+    # MiniMax-M3's VL checkpoint: vLLM's MiniMaxM3Config over its text class, whose defaults
+    # are the 60-layer checkpoint's (transformers_utils/configs/minimax_m3.py): the tiny text
+    # model with the checkpoint's layout (a dense first layer, sparse attention after it), and
+    # the vision tower's dict (models/minimax_m3/common/vision_tower.py:45-372, 621-653),
+    # read as a plain config (nvidia/model.py:1164) even when the tower is skipped.
+    "MiniMaxM3SparseForConditionalGeneration": Entry(
+        "vllm/models/minimax_m3/nvidia/model.py, common/vision_tower.py",
+        base="minimax_m3_vl",
         fields={
-            "rope_theta": 10000.0,
-            "partial_rotary_factor": 1.0,
-            "num_local_experts": 4,
-            "num_experts_per_tok": 2,
-            "scoring_func": "softmax",
-            "swiglu_limit": 7.0,
-            "swiglu_alpha": 1.702,
-            "swiglu_beta": 1.0,
-            "dense_intermediate_size": 128,
-            "use_gemma_norm": False,
-            "num_mtp_modules": 1,
+            "text_config": {
+                **_MINIMAX_M3,
+                "vocab_size": 512,
+                "hidden_size": 64,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 2,
+                "num_key_value_heads": 1,
+                "head_dim": 32,
+                "rotary_dim": 32,
+                "intermediate_size": 128,
+                "shared_intermediate_size": 128,
+                "max_position_embeddings": 128,
+                "moe_layer_freq": [0, 1],
+                "sparse_attention_config": {
+                    "use_sparse_attention": True,
+                    "sparse_index_dim": 32,
+                    "sparse_num_index_heads": 1,
+                    "sparse_topk_blocks": 2,
+                    "sparse_block_size": 128,
+                    "sparse_disable_index_value": [0, 1],
+                    "sparse_score_type": "max",
+                    "sparse_init_block": 0,
+                    "sparse_local_block": 1,
+                    "sparse_attention_freq": [0, 1],
+                },
+            },
+            "vision_config": {
+                **TINY_VIT,
+                "num_channels": 3,
+                "layer_norm_eps": 1e-6,
+                "img_token_compression_config": {"spatial_merge_size": 2, "temporal_patch_size": 2},
+            },
         },
     ),
     # Step 3 (vLLM's own Step3TextConfig): step3_text.py:251 parses moe_layers_enum as the

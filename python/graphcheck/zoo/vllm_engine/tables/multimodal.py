@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, Dict, Entry, merge, text_of
+from graphcheck.zoo.vllm_engine.tables.moe import MOBIUS_TEXT
 from graphcheck.zoo.vllm_engine.tables.text import INKLING_TOKENS
 from graphcheck.zoo.vllm_engine.tables.towers import (
     EVA2CLIP,
@@ -256,9 +257,6 @@ TABLE: dict[str, Entry] = {
         # text model's rotary embedding reads (transformers' modeling_hunyuan_vl.py:134).
         text={"rope_parameters": {"mrope_section": [4, 4, 4, 4]}},
     ),
-    "HCXVisionV2ForCausalLM": Entry(
-        _M + "hyperclovax_vision_v2.py", processor="hyperclovax_vision_v2", processor_class=True
-    ),
     "Ovis2_5": _ovis("qwen3"),
     "Ovis2_6ForCausalLM": _ovis("qwen3"),
     "Ovis2_6_MoeForCausalLM": _ovis("qwen3_moe"),
@@ -391,10 +389,14 @@ TABLE: dict[str, Entry] = {
     "InternS2PreviewForConditionalGeneration": Entry(
         _M + "interns2_preview.py", base="qwen3_5_moe"
     ),
-    # Intern-S2-Mobius subclasses the preview's model (interns2_mobius.py:467); its layers
-    # share num_blocks MoE blocks (interns2_mobius.py:188, 312): one.
+    # Intern-S2-Mobius subclasses the preview's model (interns2_mobius.py:467); the hub's class
+    # (model type interns2_mobius) is what vLLM makes its MTP's config of (speculative.py:938).
     "InternS2MobiusForConditionalGeneration": Entry(
-        _M + "interns2_mobius.py", base="qwen3_5_moe", text={"num_blocks": 1}
+        _M + "interns2_mobius.py",
+        base="qwen3_5_moe",
+        remote="InternS2MobiusConfig",
+        model_type="interns2_mobius",
+        text=MOBIUS_TEXT,
     ),
     "Llama_Nemotron_Nano_VL": _chat(
         "nemotron_vl.py", "Llama_Nemotron_Nano_VL_Config", "Llama_Nemotron_Nano_VL", "llama"

@@ -8,7 +8,11 @@ Encoders with rotary positions (``bert_with_rope.py``) and the ColBERT heads
 
 from __future__ import annotations
 
-from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, QWEN_OMNI_TOKENS, Entry
+from typing import Any
+
+from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, QWEN_OMNI_TOKENS, Dict, Entry
+from graphcheck.zoo.vllm_engine.tables.multimodal import _intern_vl
+from graphcheck.zoo.vllm_engine.tables.towers import SIGLIP_VISION
 
 _ROPE = {"rope_type": "default", "rope_theta": 10000.0}
 _BERT_WITH_ROPE = "vllm/model_executor/models/bert_with_rope.py, config.py"
@@ -38,6 +42,34 @@ _JINA = Entry(
     model_type="xlm-roberta",
     fields={"position_embedding_type": "rotary", "rope_parameters": _ROPE, "colbert_dim": 32},
 )
+
+
+def _nemotron_vl(text_arch: str, **text: Any) -> Entry:
+    """Llama-Nemotron VL's embedding and reranking models (nemotron_vl.py:405-640).
+
+    The InternVL layout (the hub's config: a SigLIP tower, the chat config's tiling) over a
+    bidirectional Llama, ``text_arch``, as the checkpoints' ``llm_config`` names it; vLLM's
+    config hook asks the pooling (model_executor/models/config.py:633-668), and the model
+    the image placeholder's id (nemotron_vl.py:507): the zoo tokenizer's ``<IMG_CONTEXT>``.
+    """
+    chat = _intern_vl("llama", SIGLIP_VISION)
+
+    def fix(d: Dict) -> None:
+        from graphcheck.zoo.vllm_engine.tokenizer import top_id
+
+        chat(d)
+        d["text_config"].update(architectures=[text_arch], pooling="avg", **text)
+        d["img_context_token_id"] = top_id("<IMG_CONTEXT>", d["text_config"]["vocab_size"])
+
+    return Entry(
+        "vllm/model_executor/models/nemotron_vl.py, config.py",
+        base="llama",
+        remote="LlamaNemotronVLConfig",
+        model_type="llama_nemotron_vl",
+        fields={"pooling": "avg"},
+        fix=fix,
+    )
+
 
 _COLQWEN3 = Entry("vllm/model_executor/models/colqwen3.py", processor="qwen3_vl")
 
@@ -88,6 +120,35 @@ TABLE: dict[str, Entry] = {
     "ColQwen3": _COLQWEN3,
     "OpsColQwen3Model": _COLQWEN3,
     "Qwen3VLNemotronEmbedModel": _COLQWEN3,
+    # ColQwen3.5: Qwen3.5's config (no class names the architecture); vLLM forces Qwen3-VL's
+    # processor (colqwen3_5.py:57-61) and its config hook asks the checkpoint's attention
+    # contract (model_executor/models/config.py:986-1003).
+    "ColQwen3_5": Entry(
+        "vllm/model_executor/models/colqwen3_5.py, config.py",
+        base="qwen3_5",
+        processor="qwen3_vl",
+        fields={"retrieval_attention_contract": "causal"},
+    ),
+    # vLLM's ColModernVBertConfig is registered under the checkpoint's model type, modernvbert
+    # (transformers_utils/config.py:85), and colmodernvbert.py:109 asks for that class, not
+    # transformers' colmodernvbert one; its processor loads Idefics3's image processor
+    # (colmodernvbert.py:179-181).
+    "ColModernVBertForRetrieval": Entry(
+        "vllm/model_executor/models/colmodernvbert.py, transformers_utils/config.py",
+        base="modernvbert",
+        remote="ColModernVBertConfig",
+        model_type="modernvbert",
+        processor="idefics3",
+    ),
+    # ColPali runs PaliGemma's processing, which looks the newline word up in the vocabulary
+    # (paligemma.py:218): Gemma's tokenizer has it.
+    "ColPaliForRetrieval": Entry(
+        "vllm/model_executor/models/colpali.py, paligemma.py", tokens={"newline_token": "\n"}
+    ),
+    "LlamaNemotronVLModel": _nemotron_vl("LlamaBidirectionalModel"),
+    "LlamaNemotronVLForSequenceClassification": _nemotron_vl(
+        "LlamaBidirectionalForSequenceClassification", num_labels=1
+    ),
     "JinaVLForRanking": Entry("vllm/model_executor/models/jina_vl.py", base="qwen2_vl"),
     # With the image processor and feature extractor their processors load.
     "ClefOmniForJointSchema": Entry(
@@ -129,9 +190,11 @@ TABLE: dict[str, Entry] = {
         processor_class=True,
         tokens=GEMMA3_TOKENS,
     ),
-    "HF_ColBERT": Entry(
-        "vllm/model_executor/models/colbert.py", base="bert", fields={"colbert_dim": 32}
-    ),
+    # The original ColBERT checkpoints (HF_ColBERT) keep the projection's width in ColBERT's
+    # own metadata, not in config.json: vLLM then builds no projection at init and makes it
+    # from the checkpoint's linear.weight while loading (colbert.py:79-85, 160-172). A config
+    # that names the width reaches colbert.py:84 before Module.__init__ (a reason of vLLM's).
+    "HF_ColBERT": Entry("vllm/model_executor/models/colbert.py", base="bert"),
     "ColBERTModernBertModel": Entry(
         "vllm/model_executor/models/colbert.py, modernbert.py",
         base="modernbert",
