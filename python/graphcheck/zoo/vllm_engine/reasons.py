@@ -191,6 +191,14 @@ REASONS: tuple[Reason, ...] = (
         "emptied to (0,) when it packed the weights (vllm/model_executor/layers/utils.py)",
     ),
     Reason(
+        r"Ernie4_5_VLRotaryEmbedding\.forward_native\(\) takes",
+        "cpu backend",
+        "on the CPU, MRotaryEmbedding.forward_cpu calls forward_native with an offsets "
+        "argument (mrope.py:522-529), which ERNIE 4.5 VL's 3-D rotary embedding's override "
+        "does not take (rotary_embedding/ernie45_vl_rope.py:13-18): its first forward fails",
+        "vllm/model_executor/layers/rotary_embedding/mrope.py:529",
+    ),
+    Reason(
         r"Tensor\.item\(\) cannot be called on meta tensors",
         "zoo",
         "run language-model-only (no processor of ours for it), the language model reads a "

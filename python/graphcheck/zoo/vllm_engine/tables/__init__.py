@@ -12,7 +12,8 @@ vLLM file the fields were read from (``config.<field>`` accesses in
 smallest value vLLM's shape checks accept.
 
 One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.multimodal`, :mod:`.hub_vlm`,
-:mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union, keyed by architecture name.
+:mod:`.vision`, :mod:`.speech`, :mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their
+union, keyed by architecture name.
 """
 
 from __future__ import annotations
@@ -86,6 +87,9 @@ class Entry:
     #: Write transformers' processor class of ``processor`` too, not its parts only: a
     #: multimodal model served language-model-only still loads it while the engine starts.
     processor_class: bool = False
+    #: The checkpoint's ``preprocessor_config.json``, written as given, where vLLM's own
+    #: image processor class reads it by ``from_pretrained`` (Kimi-K2.5's ``media_proc_cfg``).
+    preprocessor: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     #: The tokenizer attributes its processor reads (``image_token``: the checkpoint's word),
     #: written as the zoo tokenizer's extra special tokens.
     tokens: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -235,10 +239,19 @@ def apply(entry: Entry, d: Dict) -> None:
 
 
 def _table() -> dict[str, Entry]:
-    from graphcheck.zoo.vllm_engine.tables import drafts, hub_vlm, moe, multimodal, pooling, text
+    from graphcheck.zoo.vllm_engine.tables import (
+        drafts,
+        hub_vlm,
+        moe,
+        multimodal,
+        pooling,
+        speech,
+        text,
+        vision,
+    )
 
     table: dict[str, Entry] = {}
-    for module in (text, moe, multimodal, hub_vlm, pooling, drafts):
+    for module in (text, moe, multimodal, hub_vlm, vision, speech, pooling, drafts):
         overlap = table.keys() & module.TABLE.keys()
         if overlap:  # a programming error: one architecture, one entry
             raise RuntimeError(f"{module.__name__} repeats {sorted(overlap)}")
