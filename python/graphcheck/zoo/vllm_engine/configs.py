@@ -218,10 +218,12 @@ def write_config(
         save_as(written, entry.saved_as)
         path.write_text(json.dumps(written, indent=2), encoding="utf-8")
     tokenizer = write_tokenizer(folder, config, entry.tokens if entry is not None else None)
-    if entry is not None and entry.preprocessor:
-        path = folder / "preprocessor_config.json"
-        path.write_text(json.dumps(dict(entry.preprocessor), indent=2), encoding="utf-8")
-        source += "; preprocessor_config.json"
+    for name, content in (entry.files if entry is not None else {}).items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = content if isinstance(content, str) else json.dumps(dict(content), indent=2)
+        path.write_text(text, encoding="utf-8")
+        source += f"; {name}"
     # A pooling or Transformers-backend model is served whole and reads its processor; a text
     # model and a multimodal one served as its language model only do not.
     if entry is not None and entry.processor:

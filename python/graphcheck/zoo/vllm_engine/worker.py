@@ -117,8 +117,11 @@ def engine_options(arch: Arch, config: Any = None) -> dict[str, Any]:
     A model with fewer positions than :data:`ENGINE_ARGS`' ``max_model_len`` (CLIP's text
     tower: 77) is served with its own: vLLM refuses a longer one.
     """
+    from graphcheck.zoo.vllm_engine.tables import TABLE
+
     options: dict[str, Any] = {}
-    if set(arch.tasks) & _LANGUAGE_MODEL_ONLY:
+    entry = TABLE.get(arch.class_name)
+    if set(arch.tasks) & _LANGUAGE_MODEL_ONLY and not (entry is not None and entry.whole):
         options["language_model_only"] = True
     positions = _positions(config)
     if positions is not None and positions < ENGINE_ARGS["max_model_len"]:

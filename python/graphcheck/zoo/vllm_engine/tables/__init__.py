@@ -87,9 +87,16 @@ class Entry:
     #: Write transformers' processor class of ``processor`` too, not its parts only: a
     #: multimodal model served language-model-only still loads it while the engine starts.
     processor_class: bool = False
-    #: The checkpoint's ``preprocessor_config.json``, written as given, where vLLM's own
-    #: image processor class reads it by ``from_pretrained`` (Kimi-K2.5's ``media_proc_cfg``).
-    preprocessor: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: Serve the multimodal model whole (its encoders built and judged), not its language
+    #: model only: where vLLM's language-model-only build cannot construct it (MOSS-Audio's
+    #: encoder reads a tensor at construction, which the skipped stage's meta device refuses)
+    #: and vLLM's own processor needs no hub file.
+    whole: bool = False
+    #: Other files of the checkpoint that vLLM reads, by path relative to the model folder: a
+    #: mapping is written as JSON, a string as text (the ``preprocessor_config.json`` vLLM's
+    #: own processor classes load, Kimi-K2.5's ``media_proc_cfg``; Kimi-Audio's tiktoken
+    #: vocabulary and its Whisper tower's config in a subfolder).
+    files: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     #: The tokenizer attributes its processor reads (``image_token``: the checkpoint's word),
     #: written as the zoo tokenizer's extra special tokens.
     tokens: Mapping[str, str] = dataclasses.field(default_factory=dict)

@@ -200,12 +200,12 @@ TABLE: dict[str, Entry] = {
     # mm_preprocess.py:98-130).
     "KimiK25ForConditionalGeneration": Entry(
         _M + "kimi_k25.py",
-        preprocessor=_KIMI_PREPROCESSOR,
+        files={"preprocessor_config.json": _KIMI_PREPROCESSOR},
         tokens={"media_token": "<|media_pad|>"},
     ),
     "KimiK3ForConditionalGeneration": Entry(
         "vllm/models/kimi_k3/common/mm_preprocess.py",
-        preprocessor=_KIMI_PREPROCESSOR,
+        files={"preprocessor_config.json": _KIMI_PREPROCESSOR},
         tokens={"media_token": "<|media_pad|>"},
     ),
     "Molmo2ForConditionalGeneration": Entry(
