@@ -24,7 +24,13 @@ def test_every_entry_cites_the_vllm_file_it_was_read_from() -> None:
     for name, entry in TABLE.items():
         assert re.match(r"vllm/[\w/]+\.py", entry.source), (name, entry.source)
         assert (
-            entry.fields or entry.text or entry.fix or entry.base or entry.processor or entry.tokens
+            entry.fields
+            or entry.text
+            or entry.fix
+            or entry.base
+            or entry.processor
+            or entry.tokens
+            or entry.files
         ), name
 
 
@@ -157,6 +163,49 @@ def test_engine_options_keep_within_the_models_positions() -> None:
     assert engine_options(text, LlamaConfig(max_position_embeddings=4096)) == {}
     mm = Arch("X", "X", "x", "", ("multimodal",))
     assert engine_options(mm, None) == {"language_model_only": True}
+
+
+def test_a_table_entry_may_serve_a_multimodal_model_whole() -> None:
+    # MOSS-Audio's language-model-only build reads its skipped tower's meta tensor.
+    assert TABLE["MossAudioModel"].whole
+    moss = Arch("MossAudioModel", "MossAudioModel", "moss_audio", "", ("multimodal",))
+    assert engine_options(moss, None) == {}
+
+
+def test_a_table_entry_writes_the_checkpoints_other_files(tmp_path: Path) -> None:
+    import base64
+
+    from transformers import WhisperConfig
+
+    from graphcheck.zoo.vllm_engine.configs import write_files
+
+    write_files(tmp_path, TABLE["MoonshotKimiaForCausalLM"].files)
+    # tiktoken's format: a base64 token and its rank per line; the 256 bytes, ranked above the
+    # zoo tokenizer's special ids 1-4.
+    lines = (tmp_path / "tiktoken.model").read_text(encoding="utf-8").splitlines()
+    ranks = {base64.b64decode(token): int(rank) for token, rank in map(str.split, lines)}
+    assert ranks == {bytes([b]): 8 + b for b in range(256)}
+    whisper = WhisperConfig.from_pretrained(tmp_path, subfolder="whisper-large-v3")
+    assert (whisper.d_model, whisper.encoder_layers) == (64, 1)
+
+
+def test_round_four_reasons_name_vllms_source_line() -> None:
+    ernie = explain(
+        "failed: TypeError: Ernie4_5_VLRotaryEmbedding.forward_native() takes from 3 to 4 "
+        "positional arguments but 5 were given",
+        "vllm/model_executor/layers/rotary_embedding/mrope.py:529",
+    )
+    assert ernie["whose"] == "cpu backend"
+    assert ernie["source"] == "vllm/model_executor/layers/rotary_embedding/mrope.py:529"
+    kimi = explain(
+        "AttributeError: '_lib_fn_wrapper' object has no attribute 'get'",
+        "vllm/triton_utils/dispatcher.py:139",
+    )
+    assert kimi["whose"] == "cpu backend" and "llvmlite" in kimi["why"]
+    meta = "RuntimeError: Tensor.item() cannot be called on meta tensors"
+    dasheng = explain(meta, "vllm/model_executor/models/midashenglm.py:311")
+    assert dasheng["whose"] == "vllm"
+    assert explain(meta, "vllm/model_executor/models/foo.py:9")["whose"] == "zoo"
 
 
 def test_failure_groups_name_whose_reason_and_where() -> None:

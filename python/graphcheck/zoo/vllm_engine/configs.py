@@ -25,7 +25,7 @@ from graphcheck.zoo.catalog import Arch, _auto_tables, _best_model_type
 from graphcheck.zoo.tiny_config import Sizes, shrink
 from graphcheck.zoo.vllm_engine.catalog import Variant
 
-__all__ = ["VLLM_SIZES", "W8A8_INT8", "fit_for_vllm", "save_as", "write_config"]
+__all__ = ["VLLM_SIZES", "W8A8_INT8", "fit_for_vllm", "save_as", "write_config", "write_files"]
 
 #: Two heads of 32 over a width of 64, one KV head (grouped-query attention).
 VLLM_SIZES = Sizes(width=64, heads=2, kv_heads=1, ffn=128)
@@ -197,6 +197,19 @@ def tiny_config(
     return cls.from_dict(d), source
 
 
+def write_files(folder: Path, files: Mapping[str, Any]) -> None:
+    """Writes a table entry's other checkpoint files into ``folder`` (``Entry.files``).
+
+    Each key is a path relative to ``folder`` (subfolders made as needed); a mapping value is
+    written as JSON, a string as text.
+    """
+    for name, content in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = content if isinstance(content, str) else json.dumps(dict(content), indent=2)
+        path.write_text(text, encoding="utf-8")
+
+
 def write_config(
     folder: Path,
     arch: Arch,
@@ -218,12 +231,9 @@ def write_config(
         save_as(written, entry.saved_as)
         path.write_text(json.dumps(written, indent=2), encoding="utf-8")
     tokenizer = write_tokenizer(folder, config, entry.tokens if entry is not None else None)
-    for name, content in (entry.files if entry is not None else {}).items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = content if isinstance(content, str) else json.dumps(dict(content), indent=2)
-        path.write_text(text, encoding="utf-8")
-        source += f"; {name}"
+    if entry is not None and entry.files:
+        write_files(folder, entry.files)
+        source += "; " + ", ".join(entry.files)
     # A pooling or Transformers-backend model is served whole and reads its processor; a text
     # model and a multimodal one served as its language model only do not.
     if entry is not None and entry.processor:
