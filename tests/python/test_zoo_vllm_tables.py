@@ -189,6 +189,20 @@ def test_a_table_entry_writes_the_checkpoints_other_files(tmp_path: Path) -> Non
     assert (whisper.d_model, whisper.encoder_layers) == (64, 1)
 
 
+def test_moss_audios_processor_file_names_the_ids_of_the_tokenizers_audio_words(
+    tmp_path: Path,
+) -> None:
+    from graphcheck.zoo.vllm_engine.tokenizer import write_tokenizer
+
+    entry = TABLE["MossAudioModel"]
+    tokenizer = write_tokenizer(tmp_path, LlamaConfig(vocab_size=512), entry.tokens)
+    ids = entry.files["preprocessor_config.json"]
+    words = entry.tokens
+    assert tokenizer.convert_tokens_to_ids(words["audio_token"]) == ids["audio_token_id"]
+    assert tokenizer.convert_tokens_to_ids(words["audio_bos_token"]) == ids["audio_start_id"]
+    assert tokenizer.convert_tokens_to_ids(words["audio_eos_token"]) == ids["audio_end_id"]
+
+
 def test_round_four_reasons_name_vllms_source_line() -> None:
     ernie = explain(
         "failed: TypeError: Ernie4_5_VLRotaryEmbedding.forward_native() takes from 3 to 4 "
