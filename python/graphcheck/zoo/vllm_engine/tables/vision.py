@@ -92,6 +92,28 @@ def _granite4_vision(d: Dict) -> None:
     d["image_grid_pinpoints"] = [[64, 128], [128, 64], [128, 128]]
 
 
+def _kanana_v(d: Dict) -> None:
+    # Kanana-V (kanana_v.py:170-290, 596-611, 709): a Qwen2-VL vision encoder without its merger,
+    # a dynamic C-Abstractor (timm RegNet stages around a 2x2 patch merge, a learned position
+    # embedding of pos_emb_size patches, an MLP readout to the language model's width) read
+    # by attribute from projector_config, and a Llama language model as text_config.
+    vision = tiny_text("qwen2_vl_vision")
+    text = tiny_text("llama")
+    d["vision_config"] = vision
+    d["text_config"] = text
+    d["projector_config"] = {
+        "depth": 1,
+        "encoder_hidden_size": vision["embed_dim"],
+        "hidden_size": 64,
+        "output_hidden_size": text["hidden_size"],
+        "mlp_depth": 2,
+        "merge_size": 2,
+        "pos_emb": True,
+        "pos_emb_size": 16,
+        "feature_layer_index": -1,
+    }
+
+
 #: Kimi-K2.5's image processor (vLLM's KimiK25FusedVisionProcessor reads media_proc_cfg,
 #: transformers_utils/processors/kimi_k25_vision_fused.py:177-231): the checkpoint's values,
 #: its patch limits cut to the zoo's token budget.
@@ -207,6 +229,14 @@ TABLE: dict[str, Entry] = {
         "vllm/models/kimi_k3/common/mm_preprocess.py",
         files={"preprocessor_config.json": _KIMI_PREPROCESSOR},
         tokens={"media_token": "<|media_pad|>"},
+    ),
+    "KananaVForConditionalGeneration": Entry(
+        _M + "kanana_v.py",
+        base="llama",
+        remote="KananaVConfig",
+        model_type="kanana_v",
+        objects=("projector_config",),
+        fix=_kanana_v,
     ),
     "Molmo2ForConditionalGeneration": Entry(
         _M + "molmo2.py",
