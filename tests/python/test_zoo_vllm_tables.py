@@ -34,6 +34,7 @@ def test_every_entry_cites_the_vllm_file_it_was_read_from() -> None:
             or entry.tokens
             or entry.whole
             or entry.engine
+            or entry.files
         ), name
 
 
@@ -216,6 +217,63 @@ def test_mistral_common_reads_the_tekken_file(tmp_path: Path) -> None:
     instruct = MistralTokenizer.from_file(str(path)).instruct_tokenizer
     assert instruct.tokenizer.n_words == 512
     assert instruct.audio_encoder.audio_config.get_num_delay_tokens() == 6
+
+
+def test_a_table_entry_may_serve_a_multimodal_model_whole() -> None:
+    # MOSS-Audio's language-model-only build reads its skipped tower's meta tensor.
+    assert TABLE["MossAudioModel"].whole
+    moss = Arch("MossAudioModel", "MossAudioModel", "moss_audio", "", ("multimodal",))
+    assert engine_options(moss, None) == {}
+
+
+def test_a_table_entry_writes_the_checkpoints_other_files(tmp_path: Path) -> None:
+    import base64
+
+    from transformers import WhisperConfig
+
+    from graphcheck.zoo.vllm_engine.configs import write_files
+
+    write_files(tmp_path, TABLE["MoonshotKimiaForCausalLM"].files)
+    # tiktoken's format: a base64 token and its rank per line; the 256 bytes, ranked above the
+    # zoo tokenizer's special ids 1-4.
+    lines = (tmp_path / "tiktoken.model").read_text(encoding="utf-8").splitlines()
+    ranks = {base64.b64decode(token): int(rank) for token, rank in map(str.split, lines)}
+    assert ranks == {bytes([b]): 8 + b for b in range(256)}
+    whisper = WhisperConfig.from_pretrained(tmp_path, subfolder="whisper-large-v3")
+    assert (whisper.d_model, whisper.encoder_layers) == (64, 1)
+
+
+def test_moss_audios_processor_file_names_the_ids_of_the_tokenizers_audio_words(
+    tmp_path: Path,
+) -> None:
+    from graphcheck.zoo.vllm_engine.tokenizer import write_tokenizer
+
+    entry = TABLE["MossAudioModel"]
+    tokenizer = write_tokenizer(tmp_path, LlamaConfig(vocab_size=512), entry.tokens)
+    ids = entry.files["preprocessor_config.json"]
+    words = entry.tokens
+    assert tokenizer.convert_tokens_to_ids(words["audio_token"]) == ids["audio_token_id"]
+    assert tokenizer.convert_tokens_to_ids(words["audio_bos_token"]) == ids["audio_start_id"]
+    assert tokenizer.convert_tokens_to_ids(words["audio_eos_token"]) == ids["audio_end_id"]
+
+
+def test_round_four_reasons_name_vllms_source_line() -> None:
+    ernie = explain(
+        "failed: TypeError: Ernie4_5_VLRotaryEmbedding.forward_native() takes from 3 to 4 "
+        "positional arguments but 5 were given",
+        "vllm/model_executor/layers/rotary_embedding/mrope.py:529",
+    )
+    assert ernie["whose"] == "cpu backend"
+    assert ernie["source"] == "vllm/model_executor/layers/rotary_embedding/mrope.py:529"
+    kimi = explain(
+        "AttributeError: '_lib_fn_wrapper' object has no attribute 'get'",
+        "vllm/triton_utils/dispatcher.py:139",
+    )
+    assert kimi["whose"] == "cpu backend" and "llvmlite" in kimi["why"]
+    meta = "RuntimeError: Tensor.item() cannot be called on meta tensors"
+    dasheng = explain(meta, "vllm/model_executor/models/midashenglm.py:311")
+    assert dasheng["whose"] == "vllm"
+    assert explain(meta, "vllm/model_executor/models/foo.py:9")["whose"] == "zoo"
 
 
 def test_failure_groups_name_whose_reason_and_where() -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "fit_for_vllm",
     "save_as",
     "write_config",
+    "write_files",
 ]
 
 #: Two heads of 32 over a width of 64, one KV head (grouped-query attention).
@@ -237,6 +238,19 @@ def tiny_config(
     return cls.from_dict(d), source
 
 
+def write_files(folder: Path, files: Mapping[str, Any]) -> None:
+    """Writes a table entry's other checkpoint files into ``folder`` (``Entry.files``).
+
+    Each key is a path relative to ``folder`` (subfolders made as needed); a mapping value is
+    written as JSON, a string as text.
+    """
+    for name, content in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = content if isinstance(content, str) else json.dumps(dict(content), indent=2)
+        path.write_text(text, encoding="utf-8")
+
+
 def write_config(
     folder: Path,
     arch: Arch,
@@ -264,6 +278,9 @@ def write_config(
     tokenizer = write_tokenizer(folder, config, entry.tokens if entry is not None else None)
     if entry is not None and entry.tekken:
         write_tekken(folder, vocab_size(config), entry.tekken)
+    if entry is not None and entry.files:
+        write_files(folder, entry.files)
+        source += "; " + ", ".join(entry.files)
     # A pooling or Transformers-backend model is served whole and reads its processor (so is a
     # table entry served whole); a text model and a multimodal one served as its language
     # model only do not.

@@ -160,7 +160,18 @@ REASONS: tuple[Reason, ...] = (
         "a CPU op corrupts the heap or faults in the forward",
     ),  # fmt: skip
     Reason(
-        r"'_lib_fn_wrapper' object has no attribute 'get'|triton' has no attribute",
+        r"'_lib_fn_wrapper' object has no attribute 'get'",
+        "cpu backend",
+        "without Triton the CPU platform registers C++ stand-ins for Triton kernels "
+        "(platforms/cpu.py:670-700), and the dispatcher rebinds them by scanning every loaded "
+        "module's attributes with vars(value).get('kernel') (triton_utils/dispatcher.py:"
+        "125-139); llvmlite's library object, loaded with numba (Kimi-K2.5's and K3's fused "
+        "image processor imports it: kimi_k25_vision_fused.py:23), answers __dict__ through "
+        "its __getattr__ with a function wrapper, which has no .get",
+        "vllm/triton_utils/dispatcher.py:139",
+    ),
+    Reason(
+        r"triton' has no attribute",
         "cpu backend",
         "the model's linear-attention (FLA) kernels are Triton kernels, and the CPU build's "
         "Triton has no CPU backend",
@@ -197,6 +208,24 @@ REASONS: tuple[Reason, ...] = (
         "cpu backend",
         "the forward reads a dense layer's weight directly, which vLLM's CPU linear path "
         "emptied to (0,) when it packed the weights (vllm/model_executor/layers/utils.py)",
+    ),
+    Reason(
+        r"Ernie4_5_VLRotaryEmbedding\.forward_native\(\) takes",
+        "cpu backend",
+        "on the CPU, MRotaryEmbedding.forward_cpu calls forward_native with an offsets "
+        "argument (mrope.py:522-529), which ERNIE 4.5 VL's 3-D rotary embedding's override "
+        "does not take (rotary_embedding/ernie45_vl_rope.py:13-18): its first forward fails",
+        "vllm/model_executor/layers/rotary_embedding/mrope.py:529",
+    ),
+    Reason(
+        r"Tensor\.item\(\) cannot be called on meta tensors",
+        "vllm",
+        "vLLM's language-model-only build constructs the skipped audio tower on the meta "
+        "device, where its front end's mel filter bank (torchaudio's melscale_fbanks) reads a "
+        "value; served whole instead, the model needs the checkpoint's processor, which is "
+        "the hub's remote code (neither transformers nor vLLM has one for midashenglm)",
+        "vllm/model_executor/models/midashenglm.py:311",
+        frame=r"midashenglm\.py",
     ),
     Reason(
         r"Tensor\.item\(\) cannot be called on meta tensors",

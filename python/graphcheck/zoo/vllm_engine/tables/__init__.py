@@ -12,8 +12,8 @@ vLLM file the fields were read from (``config.<field>`` accesses in
 smallest value vLLM's shape checks accept.
 
 One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.deepseek`, :mod:`.multimodal`,
-:mod:`.hcx`, :mod:`.hub_vlm`, :mod:`.composite`, :mod:`.pooling`, :mod:`.drafts`); :data:`TABLE`
-is their union, keyed by architecture name.
+:mod:`.hcx`, :mod:`.hub_vlm`, :mod:`.vision`, :mod:`.speech`, :mod:`.composite`,
+:mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union, keyed by architecture name.
 """
 
 from __future__ import annotations
@@ -87,10 +87,12 @@ class Entry:
     #: Write transformers' processor class of ``processor`` too, not its parts only: a
     #: multimodal model served language-model-only still loads it while the engine starts.
     processor_class: bool = False
-    #: Served whole, its encoders built (not language-model-only), with its processor written
-    #: as a model served whole gets it: an encoder-decoder model, whose V1 scheduler asserts a
-    #: multimodal budget (v1/core/sched/scheduler.py:266), which language-model-only has not;
-    #: a model whose every forward takes the encoder's embeddings (Voxtral Realtime).
+    #: Served whole, its encoders built and judged (not language-model-only), with its
+    #: processor written as a model served whole gets it: an encoder-decoder model, whose V1
+    #: scheduler asserts a multimodal budget (v1/core/sched/scheduler.py:266), which
+    #: language-model-only has not; a model whose every forward takes the encoder's embeddings
+    #: (Voxtral Realtime); one whose encoder reads a tensor at construction, which the skipped
+    #: stage's meta device refuses (MOSS-Audio).
     whole: bool = False
     #: Engine arguments beyond the zoo's, as a user of this model on the CPU passes them
     #: (Unlimited-OCR's config hook picks FLASH_ATTN for its vision encoder unless told).
@@ -99,6 +101,11 @@ class Entry:
     #: config), for a model that reads mistral_common's tokenizer (with ``engine``'s
     #: ``tokenizer_mode="mistral"``).
     tekken: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: Other files of the checkpoint that vLLM reads, by path relative to the model folder: a
+    #: mapping is written as JSON, a string as text (the ``preprocessor_config.json`` vLLM's
+    #: own processor classes load, Kimi-K2.5's ``media_proc_cfg``; Kimi-Audio's tiktoken
+    #: vocabulary and its Whisper tower's config in a subfolder).
+    files: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     #: The tokenizer attributes its processor reads (``image_token``: the checkpoint's word),
     #: written as the zoo tokenizer's extra special tokens.
     tokens: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -285,11 +292,25 @@ def _table() -> dict[str, Entry]:
         moe,
         multimodal,
         pooling,
+        speech,
         text,
+        vision,
     )
 
     table: dict[str, Entry] = {}
-    for module in (text, moe, deepseek, multimodal, hcx, hub_vlm, composite, pooling, drafts):
+    for module in (
+        text,
+        moe,
+        deepseek,
+        multimodal,
+        hcx,
+        hub_vlm,
+        vision,
+        speech,
+        composite,
+        pooling,
+        drafts,
+    ):
         overlap = table.keys() & module.TABLE.keys()
         if overlap:  # a programming error: one architecture, one entry
             raise RuntimeError(f"{module.__name__} repeats {sorted(overlap)}")

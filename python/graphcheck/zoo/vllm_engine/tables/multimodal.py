@@ -300,14 +300,6 @@ TABLE: dict[str, Entry] = {
             }
         },
     ),
-    "Ernie4_5_VLMoeForConditionalGeneration": Entry(
-        _M + "ernie45_vl.py",
-        fields={
-            "vision_config": {"embed_dim": 64, "mlp_ratio": 4.0},
-            "pixel_hidden_size": 64,
-            "hidden_size": 64,
-        },
-    ),
     # The mel filter bank's FFT window and rate (voxtral.py:738), as Whisper's.
     "VoxtralForConditionalGeneration": Entry(
         _M + "voxtral.py",
