@@ -342,3 +342,12 @@ def test_a_processor_counts_its_tokens_with_the_tiny_towers_patch(tmp_path: Path
     processor = AutoProcessor.from_pretrained(tmp_path)
     assert processor.patch_size == 16
     assert processor.vision_feature_select_strategy == config.vision_feature_select_strategy
+
+
+def test_a_plain_subconfig_stays_the_dict_vllm_reads_by_key() -> None:
+    # Cohere ASR's convertor reads encoder["n_heads"] (model_arch_config_convertor.py:493).
+    entry = TABLE["CohereAsrForConditionalGeneration"]
+    assert entry.plain == ("encoder",)
+    config = remote_class(entry)(encoder={"n_heads": 2}, decoder={"model_type": "llama"})
+    assert config.encoder == {"n_heads": 2}
+    assert not isinstance(config.decoder, dict)  # a sub-config not kept plain: an object

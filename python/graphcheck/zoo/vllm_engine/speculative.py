@@ -96,6 +96,9 @@ DRAFTS: dict[str, Draft] = {
     "Exaone4_5_MTP": Draft("mtp", "Exaone4_5_ForConditionalGeneration", own_config=False),
     "HYV3MTPModel": Draft("mtp", "HYV3ForCausalLM", own_config=False),
     "Step3p5MTP": Draft("mtp", "Step3p5ForCausalLM", own_config=False),
+    # config/speculative.py:1000-1006 and 715-720 map the targets' model types to their MTP's.
+    "InklingMTPModel": Draft("mtp", "InklingForCausalLM", own_config=False),
+    "KimiK3MTPModel": Draft("mtp", "KimiK3ForConditionalGeneration", own_config=False),
     "OpenPanguMTPModel": Draft("mtp", "PanguUltraMoEForCausalLM", own_config=False),
     # The MTP modules are the VL checkpoint's (config/speculative.py:1030-1047 promotes its
     # text config to the MTP's).

@@ -113,6 +113,10 @@ class Entry:
     #: attribute (DeciLM's ``block_configs[i].attention.no_op``): the stand-in class of
     #: ``remote`` gives them as :class:`Fields`.
     objects: tuple[str, ...] = ()
+    #: Sub-config fields (:data:`SUBCONFIGS`) the hub's class keeps as plain dicts, which vLLM
+    #: reads by key (Cohere ASR's ``encoder["n_heads"]``,
+    #: transformers_utils/model_arch_config_convertor.py:493).
+    plain: tuple[str, ...] = ()
     fields: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     text: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     fix: Callable[[Dict], None] | None = None
@@ -247,7 +251,9 @@ def remote_class(entry: Entry) -> Any:
     def subconfig(key: str, value: Any) -> Any:
         if key in entry.objects:
             return as_fields(value)
-        return _subconfig(value) if key in SUBCONFIGS and isinstance(value, dict) else value
+        if key in entry.plain or key not in SUBCONFIGS or not isinstance(value, dict):
+            return value
+        return _subconfig(value)
 
     def subconfigs(kwargs: Dict) -> Dict:
         return {k: subconfig(k, v) for k, v in kwargs.items()}

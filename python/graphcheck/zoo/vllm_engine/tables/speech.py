@@ -179,6 +179,7 @@ TABLE: dict[str, Entry] = {
         # the scheduler asserts for encoder-decoder models (v1/core/sched/scheduler.py:
         # 257-269): served whole, with vLLM's own processor (cohere_asr.py:1870-1900).
         whole=True,
+        plain=("encoder",),
         fields=_COHERE_ASR,
     ),
     # FireRedASR2: ConformerEncoder(**audio_encoder_conf) (fireredasr2.py:121-145,
