@@ -291,6 +291,7 @@ def _table() -> dict[str, Entry]:
         hub_vlm,
         moe,
         multimodal,
+        omni,
         pooling,
         speech,
         text,
@@ -310,11 +311,21 @@ def _table() -> dict[str, Entry]:
         composite,
         pooling,
         drafts,
+        omni,
     ):
         overlap = table.keys() & module.TABLE.keys()
         if overlap:  # a programming error: one architecture, one entry
             raise RuntimeError(f"{module.__name__} repeats {sorted(overlap)}")
         table.update(module.TABLE)
+    for name, changes in omni.WHOLE.items():
+        # Served whole: the entry the architecture has elsewhere (its config's fields), with
+        # what its encoders and processor need besides.
+        base = table.get(name)
+        table[name] = (
+            dataclasses.replace(base, **changes)
+            if base is not None
+            else Entry(str(changes.get("source", "")), **{k: v for k, v in changes.items() if k != "source"})
+        )
     return table
 
 
