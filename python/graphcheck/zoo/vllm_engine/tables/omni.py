@@ -3,37 +3,79 @@
 Each architecture here is served with its vision and audio towers (not
 language-model-only, vLLM's ``--language-model-only``), so that the census, the capture
 and the reload judge the encoders' tensors too. :data:`WHOLE` names what an architecture's
-entry gets beyond the entry it has elsewhere (``whole=True``, the placeholder words its
-processor reads off the tokenizer, a processor's sizes); :data:`TABLE` holds the entries of
-architectures that had none.
+entry gets beyond the entry it has elsewhere (``whole=True``; the placeholder words its
+processor reads off the tokenizer; the model type whose processor the zoo writes, where
+vLLM loads another model type's); :data:`TABLE` holds entries of architectures that had none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from graphcheck.zoo.vllm_engine.tables import QWEN_OMNI_TOKENS, Entry
+from graphcheck.zoo.vllm_engine.tables import QWEN_OMNI_TOKENS, Dict, Entry, text_of
 
 __all__ = ["TABLE", "WHOLE"]
 
-_M = "vllm/model_executor/models/"
-
 TABLE: dict[str, Entry] = {}
+
+#: PaddleOCR-VL's image word (its processor reads it off the tokenizer).
+_PADDLE_TOKENS = {"image_token": "<|IMAGE_PLACEHOLDER|>"}
+
+
+def _image_id(tokens: Mapping[str, str]) -> Callable[[Dict], None]:
+    """A fix: the config's ``image_token_id``, the id the zoo's tokenizer gives the word."""
+
+    def fix(d: Dict) -> None:
+        from graphcheck.zoo.vllm_engine.tokenizer import top_id
+
+        vocab = int(text_of(d).get("vocab_size") or 0)
+        d["image_token_id"] = top_id(tokens["image_token"], vocab, tokens)
+
+    return fix
+
 
 #: Architecture -> the fields its entry gets to be served whole (``dataclasses.replace``).
 WHOLE: dict[str, Mapping[str, Any]] = {
+    # transformers' Qwen3-VL processor of the qwen3_5 model types (qwen3_5.py builds
+    # Qwen3-VL's tower).
     "Qwen3_5ForConditionalGeneration": {"whole": True},
     "Qwen3_5MoeForConditionalGeneration": {"whole": True},
+    # transformers' Qwen-Omni processors read the audio and vision words off the tokenizer
+    # (qwen2_5_omni_thinker.py, qwen3_omni_moe_thinker.py, qwen3_asr.py).
     "Qwen2_5OmniModel": {"whole": True, "tokens": QWEN_OMNI_TOKENS},
     "Qwen2_5OmniForConditionalGeneration": {"whole": True, "tokens": QWEN_OMNI_TOKENS},
     "Qwen3OmniMoeForConditionalGeneration": {"whole": True, "tokens": QWEN_OMNI_TOKENS},
     "Qwen3ASRForConditionalGeneration": {"whole": True, "tokens": QWEN_OMNI_TOKENS},
-    "InternS1ForConditionalGeneration": {"whole": True},
-    "H2OVLChatModel": {"whole": True},
+    # InternVL's chat layout with vLLM's own processors (transformers_utils/processors/
+    # h2ovl.py, nvlm_d.py; skyworkr1v.py, eagle2_5_vl.py), which read the image words off the
+    # zoo's placeholders. H2OVL's reads the multi-scale crop switch (h2ovl.py:52), which
+    # the checkpoints set.
+    "H2OVLChatModel": {"whole": True, "fields": {"use_msac": True}},
     "SkyworkR1VChatModel": {"whole": True},
     "NVLM_D": {"whole": True},
     "Eagle2_5_VLForConditionalGeneration": {"whole": True},
-    "OpenCUAForConditionalGeneration": {"whole": True},
-    "BeeForConditionalGeneration": {"whole": True},
+    # dots.ocr: transformers' Qwen2-VL processor over the tokenizer, its image word set by
+    # vLLM (dots_ocr.py:65, 143-151).
+    "DotsOCRForCausalLM": {
+        "whole": True,
+        "processor": "qwen2_vl",
+        "processor_class": True,
+        "tokens": {"image_token": "<|imgpad|>", "video_token": "<|video_pad|>"},
+    },
+    # GLM-OCR: GLM-4.6V's processor (glm_ocr.py subclasses vLLM's GLM-4.1V model), its
+    # default words named on the tokenizer.
+    "GlmOcrForConditionalGeneration": {
+        "whole": True,
+        "processor": "glm46v",
+        "processor_class": True,
+        "tokens": {"image_token": "<|image|>", "video_token": "<|video|>"},
+    },
+    # PaddleOCR-VL: transformers' processor; paddleocr_vl.py:294 replaces the config's image
+    # token id in the prompt, which must be the tokenizer's.
+    "PaddleOCRVLForConditionalGeneration": {
+        "whole": True,
+        "tokens": _PADDLE_TOKENS,
+        "fix": _image_id(_PADDLE_TOKENS),
+    },
 }
