@@ -78,4 +78,22 @@ WHOLE: dict[str, Mapping[str, Any]] = {
         "tokens": _PADDLE_TOKENS,
         "fix": _image_id(_PADDLE_TOKENS),
     },
+    "Moondream3ForCausalLM": {"whole": True},
+    "HfMoondream": {"whole": True},
+    "Phi4ForCausalLMV": {"whole": True},
+    "StepVLForConditionalGeneration": {"whole": True},
+    "Step3VLForConditionalGeneration": {"whole": True},
+    # transformers' processors count their audio word in the tokenizer's vocabulary
+    # (audioflamingo3.py:443, glmasr.py): the checkpoints' words.
+    "AudioFlamingo3ForConditionalGeneration": {"whole": True, "tokens": {"audio_token": "<sound>"}},
+    "GlmAsrForConditionalGeneration": {"whole": True, "tokens": {"audio_token": "<|pad|>"}},
+    "Exaone4_5_ForConditionalGeneration": {"whole": True},
+    "Cosmos3EdgeForConditionalGeneration": {"whole": True},
+    "IsaacForConditionalGeneration": {"whole": True},
+    "QianfanOCRForConditionalGeneration": {"whole": True},
+    "BagelForConditionalGeneration": {"whole": True},
+    "MiMoV2OmniForCausalLM": {"whole": True},
+    "MuseGlimmerForConditionalGeneration": {"whole": True},
+    "MiniCPMV4_6ForConditionalGeneration": {"whole": True},
+    "MiniCPMV4_7ForConditionalGeneration": {"whole": True},
 }
