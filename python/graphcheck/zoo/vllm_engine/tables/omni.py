@@ -35,6 +35,28 @@ def _image_id(tokens: Mapping[str, str]) -> Callable[[Dict], None]:
     return fix
 
 
+#: MiniCPM-V 4.6's and 4.7's words, which transformers' processors read off the tokenizer
+#: (processing_minicpmv4_6.py:53-63); the image and video ids are the config's too.
+_MINICPMV_TOKENS = {
+    "image_token": "<|image_pad|>",
+    "video_token": "<|video_pad|>",
+    "image_start_token": "<image>",
+    "image_end_token": "</image>",
+    "slice_start_token": "<slice>",
+    "slice_end_token": "</slice>",
+    "image_id_start_token": "<image_id>",
+    "image_id_end_token": "</image_id>",
+}
+
+
+def _minicpmv_ids(d: Dict) -> None:
+    from graphcheck.zoo.vllm_engine.tokenizer import top_id
+
+    vocab = int(text_of(d).get("vocab_size") or 0)
+    for key in ("image_token", "video_token"):
+        d[key + "_id"] = top_id(_MINICPMV_TOKENS[key], vocab, _MINICPMV_TOKENS)
+
+
 #: Architecture -> the fields its entry gets to be served whole (``dataclasses.replace``).
 WHOLE: dict[str, Mapping[str, Any]] = {
     # transformers' Qwen3-VL processor of the qwen3_5 model types (qwen3_5.py builds
@@ -94,6 +116,14 @@ WHOLE: dict[str, Mapping[str, Any]] = {
     "BagelForConditionalGeneration": {"whole": True},
     "MiMoV2OmniForCausalLM": {"whole": True},
     "MuseGlimmerForConditionalGeneration": {"whole": True},
-    "MiniCPMV4_6ForConditionalGeneration": {"whole": True},
-    "MiniCPMV4_7ForConditionalGeneration": {"whole": True},
+    "MiniCPMV4_6ForConditionalGeneration": {
+        "whole": True,
+        "tokens": _MINICPMV_TOKENS,
+        "fix": _minicpmv_ids,
+    },
+    "MiniCPMV4_7ForConditionalGeneration": {
+        "whole": True,
+        "tokens": _MINICPMV_TOKENS,
+        "fix": _minicpmv_ids,
+    },
 }
