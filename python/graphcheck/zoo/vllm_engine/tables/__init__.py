@@ -13,7 +13,8 @@ smallest value vLLM's shape checks accept.
 
 One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.deepseek`, :mod:`.multimodal`,
 :mod:`.hcx`, :mod:`.hub_vlm`, :mod:`.vision`, :mod:`.speech`, :mod:`.composite`,
-:mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union, keyed by architecture name.
+:mod:`.pooling`, :mod:`.drafts`, :mod:`.omni`); :data:`TABLE` is their union, keyed by
+architecture name, with :data:`.omni.WHOLE`'s multimodal entries served whole.
 """
 
 from __future__ import annotations
@@ -318,14 +319,9 @@ def _table() -> dict[str, Entry]:
             raise RuntimeError(f"{module.__name__} repeats {sorted(overlap)}")
         table.update(module.TABLE)
     for name, changes in omni.WHOLE.items():
-        # Served whole: the entry the architecture has elsewhere (its config's fields), with
-        # what its encoders and processor need besides.
-        base = table.get(name)
-        table[name] = (
-            dataclasses.replace(base, **changes)
-            if base is not None
-            else Entry(str(changes.get("source", "")), **{k: v for k, v in changes.items() if k != "source"})
-        )
+        # Served whole: the entry of its family's module (its config's fields), with what
+        # its encoders and processor need besides.
+        table[name] = dataclasses.replace(table[name], **changes)
     return table
 
 

@@ -17,7 +17,7 @@ from graphcheck.zoo.vllm_engine.tables import QWEN_OMNI_TOKENS, Dict, Entry, tex
 
 __all__ = ["TABLE", "WHOLE"]
 
-TABLE: dict[str, Entry] = {}
+_M = "vllm/model_executor/models/"
 
 #: PaddleOCR-VL's image word (its processor reads it off the tokenizer).
 _PADDLE_TOKENS = {"image_token": "<|IMAGE_PLACEHOLDER|>"}
@@ -57,22 +57,66 @@ def _minicpmv_ids(d: Dict) -> None:
         d[key + "_id"] = top_id(_MINICPMV_TOKENS[key], vocab, _MINICPMV_TOKENS)
 
 
-#: Architecture -> the fields its entry gets to be served whole (``dataclasses.replace``).
-WHOLE: dict[str, Mapping[str, Any]] = {
+#: Multimodal architectures without an entry elsewhere, served whole.
+TABLE: dict[str, Entry] = {
     # transformers' Qwen3-VL processor of the qwen3_5 model types (qwen3_5.py builds
     # Qwen3-VL's tower).
-    "Qwen3_5ForConditionalGeneration": {"whole": True},
-    "Qwen3_5MoeForConditionalGeneration": {"whole": True},
-    # transformers' Qwen-Omni processors read the audio and vision words off the tokenizer
-    # (qwen2_5_omni_thinker.py, qwen3_omni_moe_thinker.py, qwen3_asr.py).
+    "Qwen3_5ForConditionalGeneration": Entry(_M + "qwen3_5.py", whole=True),
+    "Qwen3_5MoeForConditionalGeneration": Entry(_M + "qwen3_5.py", whole=True),
+    # transformers' Qwen-Omni and Qwen3-ASR processors read the audio and vision words off
+    # the tokenizer.
+    "Qwen2_5OmniForConditionalGeneration": Entry(
+        _M + "qwen2_5_omni_thinker.py", whole=True, tokens=QWEN_OMNI_TOKENS
+    ),
+    "Qwen3ASRForConditionalGeneration": Entry(
+        _M + "qwen3_asr.py", whole=True, tokens=QWEN_OMNI_TOKENS
+    ),
+    # GLM-OCR: GLM-4.6V's processor (glm_ocr.py subclasses vLLM's GLM-4.1V model), its
+    # default words named on the tokenizer.
+    "GlmOcrForConditionalGeneration": Entry(
+        _M + "glm_ocr.py",
+        whole=True,
+        processor="glm46v",
+        processor_class=True,
+        tokens={"image_token": "<|image|>", "video_token": "<|video|>"},
+    ),
+    # PaddleOCR-VL: transformers' processor; paddleocr_vl.py:294 replaces the config's image
+    # token id in the prompt, which must be the tokenizer's.
+    "PaddleOCRVLForConditionalGeneration": Entry(
+        _M + "paddleocr_vl.py", whole=True, tokens=_PADDLE_TOKENS, fix=_image_id(_PADDLE_TOKENS)
+    ),
+    # transformers' processors count their audio word in the tokenizer's vocabulary
+    # (audioflamingo3.py:443; glmasr.py): the checkpoints' words.
+    "AudioFlamingo3ForConditionalGeneration": Entry(
+        _M + "audioflamingo3.py", whole=True, tokens={"audio_token": "<sound>"}
+    ),
+    "GlmAsrForConditionalGeneration": Entry(
+        _M + "glmasr.py", whole=True, tokens={"audio_token": "<|pad|>"}
+    ),
+    # vLLM's own processors (transformers_utils/processors/cosmos3_edge.py, isaac.py,
+    # bagel.py; qianfan_ocr.py's InternVL-style one) over the zoo's placeholders.
+    "Cosmos3EdgeForConditionalGeneration": Entry(_M + "cosmos3_edge.py", whole=True),
+    "IsaacForConditionalGeneration": Entry(_M + "isaac.py", whole=True),
+    "QianfanOCRForConditionalGeneration": Entry(_M + "qianfan_ocr.py", whole=True),
+    "BagelForConditionalGeneration": Entry(_M + "bagel.py", whole=True),
+    # transformers' MiniCPM-V 4.6 and 4.7 processors: their eight words on the tokenizer.
+    "MiniCPMV4_6ForConditionalGeneration": Entry(
+        _M + "minicpmv4_6.py", whole=True, tokens=_MINICPMV_TOKENS, fix=_minicpmv_ids
+    ),
+    "MiniCPMV4_7ForConditionalGeneration": Entry(
+        _M + "minicpmv4_7.py", whole=True, tokens=_MINICPMV_TOKENS, fix=_minicpmv_ids
+    ),
+}
+
+#: Architecture -> what its entry in its family's module gets to be served whole
+#: (``dataclasses.replace``: a field named here replaces the entry's).
+WHOLE: dict[str, Mapping[str, Any]] = {
     "Qwen2_5OmniModel": {"whole": True, "tokens": QWEN_OMNI_TOKENS},
-    "Qwen2_5OmniForConditionalGeneration": {"whole": True, "tokens": QWEN_OMNI_TOKENS},
     "Qwen3OmniMoeForConditionalGeneration": {"whole": True, "tokens": QWEN_OMNI_TOKENS},
-    "Qwen3ASRForConditionalGeneration": {"whole": True, "tokens": QWEN_OMNI_TOKENS},
     # InternVL's chat layout with vLLM's own processors (transformers_utils/processors/
     # h2ovl.py, nvlm_d.py; skyworkr1v.py, eagle2_5_vl.py), which read the image words off the
     # zoo's placeholders. H2OVL's reads the multi-scale crop switch (h2ovl.py:52), which
-    # the checkpoints set.
+    # the checkpoints set (the entry has no fields of its own to replace).
     "H2OVLChatModel": {"whole": True, "fields": {"use_msac": True}},
     "SkyworkR1VChatModel": {"whole": True},
     "NVLM_D": {"whole": True},
@@ -85,45 +129,14 @@ WHOLE: dict[str, Mapping[str, Any]] = {
         "processor_class": True,
         "tokens": {"image_token": "<|imgpad|>", "video_token": "<|video_pad|>"},
     },
-    # GLM-OCR: GLM-4.6V's processor (glm_ocr.py subclasses vLLM's GLM-4.1V model), its
-    # default words named on the tokenizer.
-    "GlmOcrForConditionalGeneration": {
-        "whole": True,
-        "processor": "glm46v",
-        "processor_class": True,
-        "tokens": {"image_token": "<|image|>", "video_token": "<|video|>"},
-    },
-    # PaddleOCR-VL: transformers' processor; paddleocr_vl.py:294 replaces the config's image
-    # token id in the prompt, which must be the tokenizer's.
-    "PaddleOCRVLForConditionalGeneration": {
-        "whole": True,
-        "tokens": _PADDLE_TOKENS,
-        "fix": _image_id(_PADDLE_TOKENS),
-    },
+    # vLLM's own processors (transformers_utils/processors/moondream3.py, step3_vl.py,
+    # mimo_v2_omni.py, muse_glimmer.py) or transformers' of the entry's model type.
     "Moondream3ForCausalLM": {"whole": True},
     "HfMoondream": {"whole": True},
     "Phi4ForCausalLMV": {"whole": True},
     "StepVLForConditionalGeneration": {"whole": True},
     "Step3VLForConditionalGeneration": {"whole": True},
-    # transformers' processors count their audio word in the tokenizer's vocabulary
-    # (audioflamingo3.py:443, glmasr.py): the checkpoints' words.
-    "AudioFlamingo3ForConditionalGeneration": {"whole": True, "tokens": {"audio_token": "<sound>"}},
-    "GlmAsrForConditionalGeneration": {"whole": True, "tokens": {"audio_token": "<|pad|>"}},
     "Exaone4_5_ForConditionalGeneration": {"whole": True},
-    "Cosmos3EdgeForConditionalGeneration": {"whole": True},
-    "IsaacForConditionalGeneration": {"whole": True},
-    "QianfanOCRForConditionalGeneration": {"whole": True},
-    "BagelForConditionalGeneration": {"whole": True},
     "MiMoV2OmniForCausalLM": {"whole": True},
     "MuseGlimmerForConditionalGeneration": {"whole": True},
-    "MiniCPMV4_6ForConditionalGeneration": {
-        "whole": True,
-        "tokens": _MINICPMV_TOKENS,
-        "fix": _minicpmv_ids,
-    },
-    "MiniCPMV4_7ForConditionalGeneration": {
-        "whole": True,
-        "tokens": _MINICPMV_TOKENS,
-        "fix": _minicpmv_ids,
-    },
 }
