@@ -354,7 +354,8 @@ def test_a_multimodal_model_served_whole_keeps_its_familys_entry() -> None:
     h2ovl = TABLE["H2OVLChatModel"]
     assert (h2ovl.remote, h2ovl.fix) == (family.remote, family.fix) and not family.whole
     assert h2ovl.fields == {"use_msac": True}
-    qwen = Arch("Qwen3_5ForConditionalGeneration", "", "qwen3_5", "", ("multimodal",))
+    name = "Qwen3_5ForConditionalGeneration"
+    qwen = Arch(name, name, "qwen3_5", "", ("multimodal",))
     assert "language_model_only" not in engine_options(qwen, None)
 
 
