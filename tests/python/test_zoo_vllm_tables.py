@@ -351,3 +351,36 @@ def test_a_plain_subconfig_stays_the_dict_vllm_reads_by_key() -> None:
     config = remote_class(entry)(encoder={"n_heads": 2}, decoder={"model_type": "llama"})
     assert config.encoder == {"n_heads": 2}
     assert not isinstance(config.decoder, dict)  # a sub-config not kept plain: an object
+
+
+def test_a_multimodal_model_served_whole_keeps_its_familys_entry() -> None:
+    from graphcheck.zoo.vllm_engine.tables import multimodal, omni
+
+    for name in omni.WHOLE:
+        assert TABLE[name].whole, name
+    # H2OVL keeps the InternVL chat layout of its family's entry, with the crop switch added.
+    family = multimodal.TABLE["H2OVLChatModel"]
+    h2ovl = TABLE["H2OVLChatModel"]
+    assert (h2ovl.remote, h2ovl.fix) == (family.remote, family.fix) and not family.whole
+    assert h2ovl.fields == {"use_msac": True}
+    name = "Qwen3_5ForConditionalGeneration"
+    qwen = Arch(name, name, "qwen3_5", "", ("multimodal",))
+    assert "language_model_only" not in engine_options(qwen, None)
+
+
+@pytest.mark.parametrize(
+    "name", ["PaddleOCRVLForConditionalGeneration", "MiniCPMV4_6ForConditionalGeneration"]
+)
+def test_a_whole_models_image_id_is_the_tokenizers(name: str, tmp_path: Path) -> None:
+    # vLLM's prompt replacement searches the config's image id: the tokenizer's must match.
+    from transformers import AutoTokenizer
+
+    from graphcheck.zoo.vllm_engine.tokenizer import write_tokenizer
+
+    entry = TABLE[name]
+    d: dict[str, Any] = {"vocab_size": 96}
+    apply(entry, d)
+    write_tokenizer(tmp_path, LlamaConfig(vocab_size=96), entry.tokens)
+    again = AutoTokenizer.from_pretrained(tmp_path)
+    assert d["image_token_id"] == again.convert_tokens_to_ids(entry.tokens["image_token"])
+    assert d["image_token_id"] != again.unk_token_id

@@ -13,7 +13,8 @@ smallest value vLLM's shape checks accept.
 
 One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.deepseek`, :mod:`.multimodal`,
 :mod:`.hcx`, :mod:`.hub_vlm`, :mod:`.vision`, :mod:`.speech`, :mod:`.composite`,
-:mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union, keyed by architecture name.
+:mod:`.pooling`, :mod:`.drafts`, :mod:`.omni`); :data:`TABLE` is their union, keyed by
+architecture name, with :data:`.omni.WHOLE`'s multimodal entries served whole.
 """
 
 from __future__ import annotations
@@ -297,6 +298,7 @@ def _table() -> dict[str, Entry]:
         hub_vlm,
         moe,
         multimodal,
+        omni,
         pooling,
         speech,
         text,
@@ -316,11 +318,16 @@ def _table() -> dict[str, Entry]:
         composite,
         pooling,
         drafts,
+        omni,
     ):
         overlap = table.keys() & module.TABLE.keys()
         if overlap:  # a programming error: one architecture, one entry
             raise RuntimeError(f"{module.__name__} repeats {sorted(overlap)}")
         table.update(module.TABLE)
+    for name, changes in omni.WHOLE.items():
+        # Served whole: the entry of its family's module (its config's fields), with what
+        # its encoders and processor need besides.
+        table[name] = dataclasses.replace(table[name], **changes)
     return table
 
 

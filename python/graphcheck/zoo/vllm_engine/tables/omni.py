@@ -1,0 +1,142 @@
+"""Multimodal models served whole: their encoders built, a processor of the zoo's written.
+
+Each architecture here is served with its vision and audio towers (not
+language-model-only, vLLM's ``--language-model-only``), so that the census, the capture
+and the reload judge the encoders' tensors too. :data:`WHOLE` names what an architecture's
+entry gets beyond the entry it has elsewhere (``whole=True``; the placeholder words its
+processor reads off the tokenizer; the model type whose processor the zoo writes, where
+vLLM loads another model type's); :data:`TABLE` holds entries of architectures that had none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from graphcheck.zoo.vllm_engine.tables import QWEN_OMNI_TOKENS, Dict, Entry, text_of
+
+__all__ = ["TABLE", "WHOLE"]
+
+_M = "vllm/model_executor/models/"
+
+#: PaddleOCR-VL's image word (its processor reads it off the tokenizer).
+_PADDLE_TOKENS = {"image_token": "<|IMAGE_PLACEHOLDER|>"}
+
+
+def _image_id(tokens: Mapping[str, str]) -> Callable[[Dict], None]:
+    """A fix: the config's ``image_token_id``, the id the zoo's tokenizer gives the word."""
+
+    def fix(d: Dict) -> None:
+        from graphcheck.zoo.vllm_engine.tokenizer import top_id
+
+        vocab = int(text_of(d).get("vocab_size") or 0)
+        d["image_token_id"] = top_id(tokens["image_token"], vocab, tokens)
+
+    return fix
+
+
+#: MiniCPM-V 4.6's and 4.7's words, which transformers' processors read off the tokenizer
+#: (processing_minicpmv4_6.py:53-63); the image and video ids are the config's too.
+_MINICPMV_TOKENS = {
+    "image_token": "<|image_pad|>",
+    "video_token": "<|video_pad|>",
+    "image_start_token": "<image>",
+    "image_end_token": "</image>",
+    "slice_start_token": "<slice>",
+    "slice_end_token": "</slice>",
+    "image_id_start_token": "<image_id>",
+    "image_id_end_token": "</image_id>",
+}
+
+
+def _minicpmv_ids(d: Dict) -> None:
+    from graphcheck.zoo.vllm_engine.tokenizer import top_id
+
+    vocab = int(text_of(d).get("vocab_size") or 0)
+    for key in ("image_token", "video_token"):
+        d[key + "_id"] = top_id(_MINICPMV_TOKENS[key], vocab, _MINICPMV_TOKENS)
+
+
+#: Multimodal architectures without an entry elsewhere, served whole.
+TABLE: dict[str, Entry] = {
+    # transformers' Qwen3-VL processor of the qwen3_5 model types (qwen3_5.py builds
+    # Qwen3-VL's tower).
+    "Qwen3_5ForConditionalGeneration": Entry(_M + "qwen3_5.py", whole=True),
+    "Qwen3_5MoeForConditionalGeneration": Entry(_M + "qwen3_5.py", whole=True),
+    # transformers' Qwen-Omni and Qwen3-ASR processors read the audio and vision words off
+    # the tokenizer.
+    "Qwen2_5OmniForConditionalGeneration": Entry(
+        _M + "qwen2_5_omni_thinker.py", whole=True, tokens=QWEN_OMNI_TOKENS
+    ),
+    "Qwen3ASRForConditionalGeneration": Entry(
+        _M + "qwen3_asr.py", whole=True, tokens=QWEN_OMNI_TOKENS
+    ),
+    # GLM-OCR: GLM-4.6V's processor (glm_ocr.py subclasses vLLM's GLM-4.1V model), its
+    # default words named on the tokenizer.
+    "GlmOcrForConditionalGeneration": Entry(
+        _M + "glm_ocr.py",
+        whole=True,
+        processor="glm46v",
+        processor_class=True,
+        tokens={"image_token": "<|image|>", "video_token": "<|video|>"},
+    ),
+    # PaddleOCR-VL: transformers' processor; paddleocr_vl.py:294 replaces the config's image
+    # token id in the prompt, which must be the tokenizer's.
+    "PaddleOCRVLForConditionalGeneration": Entry(
+        _M + "paddleocr_vl.py", whole=True, tokens=_PADDLE_TOKENS, fix=_image_id(_PADDLE_TOKENS)
+    ),
+    # transformers' processors count their audio word in the tokenizer's vocabulary
+    # (audioflamingo3.py:443; glmasr.py): the checkpoints' words.
+    "AudioFlamingo3ForConditionalGeneration": Entry(
+        _M + "audioflamingo3.py", whole=True, tokens={"audio_token": "<sound>"}
+    ),
+    "GlmAsrForConditionalGeneration": Entry(
+        _M + "glmasr.py", whole=True, tokens={"audio_token": "<|pad|>"}
+    ),
+    # vLLM's own processors (transformers_utils/processors/cosmos3_edge.py, isaac.py,
+    # bagel.py; qianfan_ocr.py's InternVL-style one) over the zoo's placeholders.
+    "Cosmos3EdgeForConditionalGeneration": Entry(_M + "cosmos3_edge.py", whole=True),
+    "IsaacForConditionalGeneration": Entry(_M + "isaac.py", whole=True),
+    "QianfanOCRForConditionalGeneration": Entry(_M + "qianfan_ocr.py", whole=True),
+    "BagelForConditionalGeneration": Entry(_M + "bagel.py", whole=True),
+    # transformers' MiniCPM-V 4.6 and 4.7 processors: their eight words on the tokenizer.
+    "MiniCPMV4_6ForConditionalGeneration": Entry(
+        _M + "minicpmv4_6.py", whole=True, tokens=_MINICPMV_TOKENS, fix=_minicpmv_ids
+    ),
+    "MiniCPMV4_7ForConditionalGeneration": Entry(
+        _M + "minicpmv4_7.py", whole=True, tokens=_MINICPMV_TOKENS, fix=_minicpmv_ids
+    ),
+}
+
+#: Architecture -> what its entry in its family's module gets to be served whole
+#: (``dataclasses.replace``: a field named here replaces the entry's).
+WHOLE: dict[str, Mapping[str, Any]] = {
+    "Qwen2_5OmniModel": {"whole": True, "tokens": QWEN_OMNI_TOKENS},
+    "Qwen3OmniMoeForConditionalGeneration": {"whole": True, "tokens": QWEN_OMNI_TOKENS},
+    # InternVL's chat layout with vLLM's own processors (transformers_utils/processors/
+    # h2ovl.py, nvlm_d.py; skyworkr1v.py, eagle2_5_vl.py), which read the image words off the
+    # zoo's placeholders. H2OVL's reads the multi-scale crop switch (h2ovl.py:52), which
+    # the checkpoints set (the entry has no fields of its own to replace).
+    "H2OVLChatModel": {"whole": True, "fields": {"use_msac": True}},
+    "SkyworkR1VChatModel": {"whole": True},
+    "NVLM_D": {"whole": True},
+    "Eagle2_5_VLForConditionalGeneration": {"whole": True},
+    # dots.ocr: transformers' Qwen2-VL processor over the tokenizer, its image word set by
+    # vLLM (dots_ocr.py:65, 143-151).
+    "DotsOCRForCausalLM": {
+        "whole": True,
+        "processor": "qwen2_vl",
+        "processor_class": True,
+        "tokens": {"image_token": "<|imgpad|>", "video_token": "<|video_pad|>"},
+    },
+    # vLLM's own processors (transformers_utils/processors/moondream3.py, step3_vl.py,
+    # mimo_v2_omni.py, muse_glimmer.py) or transformers' of the entry's model type.
+    "Moondream3ForCausalLM": {"whole": True},
+    "HfMoondream": {"whole": True},
+    "Phi4ForCausalLMV": {"whole": True},
+    "StepVLForConditionalGeneration": {"whole": True},
+    "Step3VLForConditionalGeneration": {"whole": True},
+    "Exaone4_5_ForConditionalGeneration": {"whole": True},
+    "MiMoV2OmniForCausalLM": {"whole": True},
+    "MuseGlimmerForConditionalGeneration": {"whole": True},
+}
