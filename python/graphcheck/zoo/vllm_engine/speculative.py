@@ -37,6 +37,9 @@ class Draft:
     own_config: bool = True
     #: More ``speculative_config`` entries (the hidden-states extractor's layers).
     spec: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: Fields the target's config gets when it serves this draft, beside an MTP draft's
+    #: ``num_nextn_predict_layers`` (Inkling's ``mtp_config``).
+    target_fields: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 DRAFTS: dict[str, Draft] = {
@@ -97,7 +100,13 @@ DRAFTS: dict[str, Draft] = {
     "HYV3MTPModel": Draft("mtp", "HYV3ForCausalLM", own_config=False),
     "Step3p5MTP": Draft("mtp", "Step3p5ForCausalLM", own_config=False),
     # config/speculative.py:1000-1006 and 715-720 map the targets' model types to their MTP's.
-    "InklingMTPModel": Draft("mtp", "InklingForCausalLM", own_config=False),
+    # Inkling's checkpoint counts its MTP layers in mtp_config (config/speculative.py:1000-1004).
+    "InklingMTPModel": Draft(
+        "mtp",
+        "InklingForCausalLM",
+        own_config=False,
+        target_fields={"mtp_config": {"num_nextn_predict_layers": 1}},
+    ),
     "KimiK3MTPModel": Draft("mtp", "KimiK3ForConditionalGeneration", own_config=False),
     "OpenPanguMTPModel": Draft("mtp", "PanguUltraMoEForCausalLM", own_config=False),
     # The MTP modules are the VL checkpoint's (config/speculative.py:1030-1047 promotes its

@@ -173,8 +173,8 @@ def write_served(folder: Path, arch: Arch) -> Served:
         config, source = write_config(folder, arch, variant)
         return Served(config, arch.class_name, source, engine_options(arch, config))
     target = Arch(draft.target, draft.target, "", arch.variant, (category(draft.target),))
-    mtp = {"num_nextn_predict_layers": 1} if draft.method == "mtp" else None
-    config, source = write_config(folder, target, variant, extra=mtp)
+    extra = {"num_nextn_predict_layers": 1} if draft.method == "mtp" else {}
+    config, source = write_config(folder, target, variant, extra={**extra, **draft.target_fields})
     spec: dict[str, Any] = {"method": draft.method, "num_speculative_tokens": 1, **draft.spec}
     options = engine_options(target, config)
     if draft.own_config:
