@@ -38,17 +38,27 @@ def _vision_size(config: Any) -> tuple[int | None, int | None]:
     return (size if isinstance(size, int) else None, patch if isinstance(patch, int) else None)
 
 
+def _size_keys(size: Any) -> set[str] | None:
+    """The keys a processor's ``size`` sets: a dict's, or a ``SizeDict``'s not None (5.x)."""
+    if isinstance(size, dict):
+        return set(size)
+    fields = getattr(size, "__dataclass_fields__", None)
+    if fields is None:
+        return None
+    return {k for k in fields if getattr(size, k, None) is not None}
+
+
 def _image_processor(cls: Any, config: Any) -> Any:
     """``cls()`` sized for the tiny vision tower (its image size, else its defaults)."""
     processor = cls()
     size, patch = _vision_size(config)
-    current = getattr(processor, "size", None)
-    if size is not None and isinstance(current, dict):
+    current = _size_keys(getattr(processor, "size", None))
+    if size is not None and current is not None:
         if "height" in current:
             processor.size = {"height": size, "width": size}
         elif "shortest_edge" in current and "longest_edge" not in current:
             processor.size = {"shortest_edge": size}
-        if isinstance(getattr(processor, "crop_size", None), dict):
+        if _size_keys(getattr(processor, "crop_size", None)) is not None:
             processor.crop_size = {"height": size, "width": size}
     if patch is not None and hasattr(processor, "patch_size"):
         processor.patch_size = patch

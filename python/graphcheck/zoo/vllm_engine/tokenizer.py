@@ -54,7 +54,7 @@ def write_tokenizer(folder: Path, config: Any, named: Mapping[str, str] | None =
     ``boi_token``) to their words, which get top ids like the placeholders and are saved as
     the tokenizer's ``extra_special_tokens``.
     """
-    from tokenizers import Tokenizer, models, pre_tokenizers
+    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     size = max(vocab_size(config), 8)
@@ -71,6 +71,9 @@ def write_tokenizer(folder: Path, config: Any, named: Mapping[str, str] | None =
             words[word] = size - 1 - i
     tokenizer = Tokenizer(models.WordLevel(words, unk_token="t4"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    # Added tokens, as a checkpoint's tokenizer has its placeholders: matched before the
+    # whitespace split, so that a processor's run of them ("<image><image>") is one id each.
+    tokenizer.add_tokens([AddedToken(w, normalized=False) for w in top if w in words])
     # transformers leaves PreTrainedTokenizerFast's constructor (TokenizersBackend's) unannotated.
     fast = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=tokenizer,

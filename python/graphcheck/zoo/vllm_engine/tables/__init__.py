@@ -12,7 +12,7 @@ vLLM file the fields were read from (``config.<field>`` accesses in
 smallest value vLLM's shape checks accept.
 
 One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.multimodal`, :mod:`.hub_vlm`,
-:mod:`.composite`, :mod:`.pooling`, :mod:`.drafts`); :data:`TABLE` is their union, keyed by
+:mod:`.composite`, :mod:`.pooling`, :mod:`.drafts`, :mod:`.whole`); :data:`TABLE` is their union, keyed by
 architecture name.
 """
 
@@ -284,10 +284,11 @@ def _table() -> dict[str, Entry]:
         multimodal,
         pooling,
         text,
+        whole,
     )
 
     table: dict[str, Entry] = {}
-    for module in (text, moe, multimodal, hub_vlm, composite, pooling, drafts):
+    for module in (text, moe, multimodal, hub_vlm, composite, pooling, drafts, whole):
         overlap = table.keys() & module.TABLE.keys()
         if overlap:  # a programming error: one architecture, one entry
             raise RuntimeError(f"{module.__name__} repeats {sorted(overlap)}")

@@ -291,7 +291,7 @@ TABLE: dict[str, Entry] = {
         _M + "glm4_1v.py, glm4_moe.py", text={"use_qk_norm": False}
     ),
     "Qwen3VLMoeForConditionalGeneration": Entry(
-        _M + "qwen3_vl_moe.py", text={"norm_topk_prob": True}
+        _M + "qwen3_vl_moe.py", text={"norm_topk_prob": True}, whole=True
     ),
     "Qwen3OmniMoeForConditionalGeneration": Entry(
         _M + "qwen3_omni_moe_thinker.py",
