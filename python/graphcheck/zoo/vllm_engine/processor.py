@@ -74,13 +74,16 @@ def _image_processor(cls: Any, config: Any) -> Any:
 def _processor_fields(config: Any, wanted: Any) -> dict[str, Any]:
     """What a processor counts its placeholder tokens with, from the tiny config.
 
-    A checkpoint's processor carries them (LLaVA's ``patch_size`` and feature selection);
+    A checkpoint's processor carries them (LLaVA's ``patch_size`` and feature selection, LLaVA-OneVision's tokens per tile);
     the processor's defaults leave them None, and its token count fails without them.
     """
-    _, patch = _vision_size(config)
+    size, patch = _vision_size(config)
     fields: dict[str, Any] = {}
     if "patch_size" in wanted and patch is not None:
         fields["patch_size"] = patch
+    if "num_image_tokens" in wanted and size is not None and patch is not None:
+        # LLaVA-OneVision's tokens per tile: the tower's patch grid.
+        fields["num_image_tokens"] = (size // patch) ** 2
     strategy = getattr(config, "vision_feature_select_strategy", None)
     if "vision_feature_select_strategy" in wanted and isinstance(strategy, str):
         fields["vision_feature_select_strategy"] = strategy

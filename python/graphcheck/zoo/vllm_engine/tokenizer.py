@@ -10,7 +10,7 @@ top ids named as multimodal placeholders (:data:`PLACEHOLDERS`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +47,18 @@ def vocab_size(config: Any) -> int:
     return best or _DEFAULT_VOCAB
 
 
-def write_tokenizer(folder: Path, config: Any, named: Mapping[str, str] | None = None) -> Any:
+def write_tokenizer(
+    folder: Path,
+    config: Any,
+    named: Mapping[str, str] | None = None,
+    looked_up: Sequence[str] = (),
+) -> Any:
     """Writes ``tokenizer.json`` and ``tokenizer_config.json`` for ``config``; returns it.
 
     ``named`` maps the tokenizer attributes a checkpoint's processor reads (``image_token``,
     ``boi_token``) to their words, which get top ids like the placeholders and are saved as
-    the tokenizer's ``extra_special_tokens``.
+    the tokenizer's ``extra_special_tokens``; ``looked_up`` words get top ids too (the model's code
+    looks them up in the vocabulary).
     """
     from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
@@ -64,7 +70,7 @@ def write_tokenizer(folder: Path, config: Any, named: Mapping[str, str] | None =
     # The top ids are the placeholder words multimodal processors look up by name (DeepSeek-VL2's
     # "<image>"): a checkpoint's tokenizer has them.
     named = dict(named or {})
-    top = list(dict.fromkeys([*PLACEHOLDERS, *named.values()]))
+    top = list(dict.fromkeys([*PLACEHOLDERS, *named.values(), *looked_up]))
     for i, word in enumerate(top):
         if size - 1 - i > 8:
             del words[f"t{size - 1 - i}"]

@@ -291,7 +291,11 @@ TABLE: dict[str, Entry] = {
         _M + "glm4_1v.py, glm4_moe.py", text={"use_qk_norm": False}
     ),
     "Qwen3VLMoeForConditionalGeneration": Entry(
-        _M + "qwen3_vl_moe.py", text={"norm_topk_prob": True}, whole=True
+        _M + "qwen3_vl_moe.py",
+        text={"norm_topk_prob": True},
+        whole=True,
+        processor="qwen3_vl",  # transformers names none for qwen3_vl_moe
+        processor_class=True,
     ),
     "Qwen3OmniMoeForConditionalGeneration": Entry(
         _M + "qwen3_omni_moe_thinker.py",

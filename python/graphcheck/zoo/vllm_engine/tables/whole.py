@@ -22,5 +22,34 @@ TABLE: dict[str, Entry] = {
     "LlavaForConditionalGeneration": Entry(_M + "llava.py", whole=True),
     "LlavaNextForConditionalGeneration": Entry(_M + "llava_next.py", whole=True),
     "LlavaOnevisionForConditionalGeneration": Entry(_M + "llava_onevision.py", whole=True),
-    "Gemma3ForConditionalGeneration": Entry(_M + "gemma3_mm.py", whole=True, tokens=GEMMA3_TOKENS),
+    # Pixtral's processor writes [IMG], [IMG_BREAK] and [IMG_END] (mistral3.py:324 reads the
+    # break's id off the vocabulary, the image's off the config).
+    "Mistral3ForConditionalGeneration": Entry(
+        _M + "mistral3.py, pixtral.py",
+        whole=True,
+        words=("[IMG_BREAK]", "[IMG_END]"),
+        token_ids={"image_token_index": "[IMG]"},
+    ),
+    "Idefics3ForConditionalGeneration": Entry(_M + "idefics3.py", whole=True),
+    "SmolVLMForConditionalGeneration": Entry(_M + "smolvlm.py, idefics3.py", whole=True),
+    "PaliGemmaForConditionalGeneration": Entry(_M + "paligemma.py", whole=True),
+    # Its processor reads the image words off the tokenizer (as InternVL3-1B-hf's has them).
+    "InternVLForConditionalGeneration": Entry(
+        _M + "interns1.py",
+        whole=True,
+        tokens={
+            "start_image_token": "<img>",
+            "end_image_token": "</img>",
+            "context_image_token": "<IMG_CONTEXT>",
+            "video_token": "<video>",
+        },
+        token_ids={"image_token_id": "<IMG_CONTEXT>"},
+    ),
+    # Its prompt update merges newline runs by their ids (gemma3_mm.py:349).
+    "Gemma3ForConditionalGeneration": Entry(
+        _M + "gemma3_mm.py",
+        whole=True,
+        tokens=GEMMA3_TOKENS,
+        words=("\n", "\n\n", "\n\n\n", "\n\n\n\n"),
+    ),
 }
