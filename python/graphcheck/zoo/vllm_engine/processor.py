@@ -62,6 +62,9 @@ def _image_processor(cls: Any, config: Any) -> Any:
             processor.crop_size = {"height": size, "width": size}
     if patch is not None and hasattr(processor, "patch_size"):
         processor.patch_size = patch
+    if size is not None and patch is not None and hasattr(processor, "image_seq_length"):
+        # PaliGemma's processor counts its image tokens by it (the tower's patch grid).
+        processor.image_seq_length = (size // patch) ** 2
     merge = getattr(processor, "merge_size", None)
     if isinstance(merge, int) and isinstance(processor.patch_size, int):
         # Qwen2-VL's kind bounds an image by its pixel count (shortest_edge, longest_edge):
@@ -74,7 +77,8 @@ def _image_processor(cls: Any, config: Any) -> Any:
 def _processor_fields(config: Any, wanted: Any) -> dict[str, Any]:
     """What a processor counts its placeholder tokens with, from the tiny config.
 
-    A checkpoint's processor carries them (LLaVA's ``patch_size`` and feature selection, LLaVA-OneVision's tokens per tile);
+    A checkpoint's processor carries them (LLaVA's ``patch_size`` and feature selection,
+    LLaVA-OneVision's tokens per tile);
     the processor's defaults leave them None, and its token count fails without them.
     """
     size, patch = _vision_size(config)

@@ -32,7 +32,8 @@ TABLE: dict[str, Entry] = {
     ),
     "Idefics3ForConditionalGeneration": Entry(_M + "idefics3.py", whole=True),
     "SmolVLMForConditionalGeneration": Entry(_M + "smolvlm.py, idefics3.py", whole=True),
-    "PaliGemmaForConditionalGeneration": Entry(_M + "paligemma.py", whole=True),
+    # Its processor appends "\n" after the prompt, a word of the checkpoint's vocabulary.
+    "PaliGemmaForConditionalGeneration": Entry(_M + "paligemma.py", whole=True, words=("\n",)),
     # Its processor reads the image words off the tokenizer (as InternVL3-1B-hf's has them).
     "InternVLForConditionalGeneration": Entry(
         _M + "interns1.py",
@@ -45,6 +46,22 @@ TABLE: dict[str, Entry] = {
         },
         token_ids={"image_token_id": "<IMG_CONTEXT>"},
     ),
+    # Llama4Processor's image words (its defaults, the checkpoint's special tokens); the
+    # config's image token is the patch word (mllama4.py:690 matches the processor's).
+    "Llama4ForConditionalGeneration": Entry(
+        _M + "mllama4.py",
+        whole=True,
+        words=(
+            "<|image|>",
+            "<|image_start|>",
+            "<|image_end|>",
+            "<|tile_x_separator|>",
+            "<|tile_y_separator|>",
+        ),
+        token_ids={"image_token_index": "<|patch|>"},
+    ),
+    "Glm4vForConditionalGeneration": Entry(_M + "glm4_1v.py", whole=True),
+    "Qwen2AudioForConditionalGeneration": Entry(_M + "qwen2_audio.py", whole=True),
     # Its prompt update merges newline runs by their ids (gemma3_mm.py:349).
     "Gemma3ForConditionalGeneration": Entry(
         _M + "gemma3_mm.py",
