@@ -16,6 +16,7 @@ from typing import Any
 
 from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, Dict, Entry, merge, text_of
 from graphcheck.zoo.vllm_engine.tables.text import INKLING_TOKENS
+from graphcheck.zoo.vllm_engine.tables.whole import GLM4V_TOKEN_IDS
 from graphcheck.zoo.vllm_engine.tables.towers import (
     EVA2CLIP,
     INTERN_VIT,
@@ -288,7 +289,12 @@ TABLE: dict[str, Entry] = {
     ),
     # Fields the language-model-only build reads that transformers' defaults leave out.
     "Glm4vMoeForConditionalGeneration": Entry(
-        _M + "glm4_1v.py, glm4_moe.py", text={"use_qk_norm": False}
+        _M + "glm4_1v.py, glm4_moe.py",
+        text={"use_qk_norm": False},
+        whole=True,
+        processor="glm4v",  # transformers names none for glm4v_moe
+        processor_class=True,
+        token_ids=GLM4V_TOKEN_IDS,
     ),
     "Qwen3VLMoeForConditionalGeneration": Entry(
         _M + "qwen3_vl_moe.py",
@@ -319,6 +325,21 @@ TABLE: dict[str, Entry] = {
         _M + "voxtral.py",
         fields={
             "audio_config": {"downsample_factor": 4, "window_size": 400, "sampling_rate": 16000}
+        },
+        whole=True,
+        # Served whole, vLLM's processor is mistral_common's (voxtral.py): its tekken file's
+        # audio config, the encoder's 16 kHz and 128 mel bins (Whisper's).
+        engine={"tokenizer_mode": "mistral"},
+        tekken={
+            "audio": {
+                "sampling_rate": 16000,
+                "frame_rate": 12.5,
+                "audio_encoding_config": {
+                    "num_mel_bins": 128,
+                    "hop_length": 160,
+                    "window_size": 400,
+                },
+            }
         },
     ),
     # EXAONE 4.5's MTP layers read the vocabulary off the composite's top level

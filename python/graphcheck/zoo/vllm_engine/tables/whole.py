@@ -14,6 +14,17 @@ from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, Entry
 
 _M = "vllm/model_executor/models/"
 
+#: GLM-4.1V's image and video words (Glm4vProcessor's defaults, the checkpoint's special
+#: tokens) by the config fields that hold their ids (glm4_1v.py matches the processor's by them).
+GLM4V_TOKEN_IDS = {
+    "image_token_id": "<|image|>",
+    "video_token_id": "<|video|>",
+    "image_start_token_id": "<|begin_of_image|>",
+    "image_end_token_id": "<|end_of_image|>",
+    "video_start_token_id": "<|begin_of_video|>",
+    "video_end_token_id": "<|end_of_video|>",
+}
+
 #: Architecture name -> its entry.
 TABLE: dict[str, Entry] = {
     "Qwen2VLForConditionalGeneration": Entry(_M + "qwen2_vl.py", whole=True),
@@ -60,7 +71,11 @@ TABLE: dict[str, Entry] = {
         ),
         token_ids={"image_token_index": "<|patch|>"},
     ),
-    "Glm4vForConditionalGeneration": Entry(_M + "glm4_1v.py", whole=True),
+    "Glm4vForConditionalGeneration": Entry(
+        _M + "glm4_1v.py",
+        whole=True,
+        token_ids=GLM4V_TOKEN_IDS,
+    ),
     "Qwen2AudioForConditionalGeneration": Entry(_M + "qwen2_audio.py", whole=True),
     # Its prompt update merges newline runs by their ids (gemma3_mm.py:349).
     "Gemma3ForConditionalGeneration": Entry(
