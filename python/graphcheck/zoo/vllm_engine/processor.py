@@ -130,6 +130,9 @@ def write_processor(
             return ", ".join(type(p).__name__ for p in parts.values())
         wanted = inspect.signature(cls.__init__).parameters
         args = {k: v for k, v in parts.items() if k in wanted}
+        if "audio_processor" in wanted and "feature_extractor" in parts:
+            # Granite Speech's processor takes its feature extractor by this name.
+            args["audio_processor"] = parts["feature_extractor"]
         if "tokenizer" in wanted:
             args["tokenizer"] = tokenizer
         args.update(_processor_fields(config, wanted))

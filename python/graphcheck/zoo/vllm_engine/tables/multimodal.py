@@ -353,7 +353,9 @@ TABLE: dict[str, Entry] = {
         _M + "funaudiochat.py, vllm/transformers_utils/configs/funaudiochat.py",
         fields={"audio_config": {"codebook_size": 64, "pad_token_id": 0, "output_dim": 64}},
     ),
-    "Lfm2VlForConditionalGeneration": Entry(_M + "lfm2_vl.py", text={"block_dim": 64}),
+    "Lfm2VlForConditionalGeneration": Entry(
+        _M + "lfm2_vl.py", text={"block_dim": 64}, whole=True
+    ),
     # vLLM's UltravoxConfig keeps its language model as wrapped_model_config and reads the
     # checkpoints' text_config (transformers_utils/configs/ultravox.py): saved under that name.
     "UltravoxModel": Entry(

@@ -77,6 +77,30 @@ TABLE: dict[str, Entry] = {
         token_ids=GLM4V_TOKEN_IDS,
     ),
     "Qwen2AudioForConditionalGeneration": Entry(_M + "qwen2_audio.py", whole=True),
+    "LlavaNextVideoForConditionalGeneration": Entry(_M + "llava_next_video.py", whole=True),
+    # The processors below read their image or audio words off the tokenizer (or default
+    # them), and vLLM matches their output by the config's id of the word.
+    "AriaForConditionalGeneration": Entry(
+        _M + "aria.py",
+        whole=True,
+        tokens={"image_token": "<|img|>"},
+        token_ids={"image_token_index": "<|img|>"},
+    ),
+    "Blip2ForConditionalGeneration": Entry(_M + "blip2.py", whole=True),
+    "Cohere2VisionForConditionalGeneration": Entry(
+        _M + "cohere2_vision.py",
+        whole=True,
+        tokens={
+            "boi_token": "<|START_OF_IMG|>",
+            "eoi_token": "<|END_OF_IMG|>",
+            "image_token": "<|IMG_PATCH|>",
+            "img_line_break_token": "<|IMG_LINE_BREAK|>",
+        },
+        token_ids={"image_token_id": "<|IMG_PATCH|>"},
+    ),
+    "GraniteSpeechForConditionalGeneration": Entry(
+        _M + "granite_speech.py", whole=True, token_ids={"audio_token_index": "<|audio|>"}
+    ),
     # Its prompt update merges newline runs by their ids (gemma3_mm.py:349).
     "Gemma3ForConditionalGeneration": Entry(
         _M + "gemma3_mm.py",
