@@ -16,7 +16,7 @@ from typing import Any
 
 from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, Dict, Entry, merge, text_of
 from graphcheck.zoo.vllm_engine.tables.text import INKLING_TOKENS
-from graphcheck.zoo.vllm_engine.tables.whole import GLM4V_TOKEN_IDS
+from graphcheck.zoo.vllm_engine.tables.whole import GEMMA4_TOKENS, GLM4V_TOKEN_IDS
 from graphcheck.zoo.vllm_engine.tables.towers import (
     EVA2CLIP,
     INTERN_VIT,
@@ -80,7 +80,12 @@ def _language_config(d: Dict) -> None:
 
 
 def _chat(
-    source: str, remote: str, model_type: str, text_type: str = "qwen2", vision: Dict | None = None
+    source: str,
+    remote: str,
+    model_type: str,
+    text_type: str = "qwen2",
+    vision: Dict | None = None,
+    whole: bool = False,
 ) -> Entry:
     return Entry(
         _M + source,
@@ -88,6 +93,7 @@ def _chat(
         remote=remote,
         model_type=model_type,
         fix=_intern_vl(text_type, vision),
+        whole=whole,
     )
 
 
@@ -122,6 +128,14 @@ def _emu3_vocabulary(d: Dict) -> None:
     codes = int((d.get("vq_config") or {}).get("codebook_size") or 64)
     mapping = {f"<|visual token {i:06d}|>": vocab - 128 + i for i in range(codes)}
     d["vocabulary_map"] = {**mapping, "<|extra_200|>": vocab - 129, "<image>": vocab - 1}
+
+
+def _gemma4(d: Dict) -> None:
+    # Served whole: 70 soft tokens an image, the least its processor supports (gemma4_mm.py:
+    # 102-257 reads the tower's default_output_length, which the checkpoints' configs carry
+    # and transformers' class leaves out).
+    _towers(vision_config="gemma4_vision", audio_config="gemma4_audio")(d)
+    d["vision_config"]["default_output_length"] = 70
 
 
 def _towers_always(**types: str) -> Any:
@@ -281,7 +295,20 @@ TABLE: dict[str, Entry] = {
     ),
     # Gemma 4's default config has no vision or audio config; the checkpoints have both.
     "Gemma4ForConditionalGeneration": Entry(
-        _M + "gemma4_mm.py", fix=_towers(vision_config="gemma4_vision", audio_config="gemma4_audio")
+        _M + "gemma4_mm.py",
+        fix=_gemma4,
+        engine={"mm_processor_kwargs": {"max_soft_tokens": 70}},
+        whole=True,
+        tokens=GEMMA4_TOKENS,
+        token_ids={
+            "image_token_id": GEMMA4_TOKENS["image_token"],
+            "boi_token_id": GEMMA4_TOKENS["boi_token"],
+            "eoi_token_id": GEMMA4_TOKENS["eoi_token"],
+            "audio_token_id": GEMMA4_TOKENS["audio_token"],
+            "boa_token_id": GEMMA4_TOKENS["boa_token"],
+            "eoa_token_index": GEMMA4_TOKENS["eoa_token"],
+            "video_token_id": "<|video|>",
+        },
     ),
     "Gemma4UnifiedForConditionalGeneration": Entry(
         _M + "gemma4_unified.py",
@@ -366,7 +393,8 @@ TABLE: dict[str, Entry] = {
     "Qwen2_5OmniModel": Entry(_M + "qwen2_5_omni_thinker.py", base="qwen2_5_omni"),
     "MuseGlimmerForCausalLM": _MUSE_GLIMMER,
     "MuseGlimmerForConditionalGeneration": _MUSE_GLIMMER,
-    "InternVLChatModel": _chat("internvl.py", "InternVLChatConfig", "internvl_chat"),
+    # Served whole: vLLM's own processor (internvl.py), the tokenizer's <img> words.
+    "InternVLChatModel": _chat("internvl.py", "InternVLChatConfig", "internvl_chat", whole=True),
     "H2OVLChatModel": _chat("h2ovl.py", "H2OVLChatConfig", "h2ovl_chat", "llama"),
     "SkyworkR1VChatModel": _chat("skyworkr1v.py", "SkyworkChatConfig", "skywork_chat"),
     "NVLM_D": _chat("nvlm_d.py", "NVLM_D_Config", "NVLM_D", "qwen2"),

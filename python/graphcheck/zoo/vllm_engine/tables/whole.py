@@ -25,6 +25,17 @@ GLM4V_TOKEN_IDS = {
     "video_end_token_id": "<|end_of_video|>",
 }
 
+#: Gemma 4's image and audio words, which Gemma4Processor reads off the tokenizer
+#: (processing_gemma4.py: ``tokenizer.image_token``, ``boi_token``, ``audio_token``...).
+GEMMA4_TOKENS = {
+    "image_token": "<|image|>",
+    "boi_token": "<|image>",
+    "eoi_token": "<image|>",
+    "audio_token": "<|audio|>",
+    "boa_token": "<|audio>",
+    "eoa_token": "<audio|>",
+}
+
 #: Architecture name -> its entry.
 TABLE: dict[str, Entry] = {
     "Qwen2VLForConditionalGeneration": Entry(_M + "qwen2_vl.py", whole=True),
