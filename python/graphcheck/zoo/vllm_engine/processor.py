@@ -62,8 +62,10 @@ def _image_processor(cls: Any, config: Any) -> Any:
             processor.crop_size = {"height": size, "width": size}
     if patch is not None and hasattr(processor, "patch_size"):
         processor.patch_size = patch
-    if size is not None and patch is not None and hasattr(processor, "image_seq_length"):
-        # PaliGemma's processor counts its image tokens by it (the tower's patch grid).
+    if getattr(processor, "image_seq_length", 0) is None and size and patch:
+        # A processor that repeats the image token a fixed number of times (PaliGemma's,
+        # ColPali's) reads it off its image processor, which a checkpoint's
+        # preprocessor_config.json sets: one token per patch of the tower.
         processor.image_seq_length = (size // patch) ** 2
     merge = getattr(processor, "merge_size", None)
     if isinstance(merge, int) and isinstance(processor.patch_size, int):

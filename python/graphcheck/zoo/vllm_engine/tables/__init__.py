@@ -12,8 +12,8 @@ vLLM file the fields were read from (``config.<field>`` accesses in
 smallest value vLLM's shape checks accept.
 
 One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.multimodal`, :mod:`.hub_vlm`,
-:mod:`.composite`, :mod:`.pooling`, :mod:`.drafts`, :mod:`.whole`); :data:`TABLE` is their union, keyed by
-architecture name.
+:mod:`.composite`, :mod:`.pooling`, :mod:`.drafts`, :mod:`.whole`); :data:`TABLE` is their
+union, keyed by architecture name.
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ from typing import Any
 
 from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, Dict, Entry, merge, text_of
 from graphcheck.zoo.vllm_engine.tables.text import INKLING_TOKENS
-from graphcheck.zoo.vllm_engine.tables.whole import GEMMA4_TOKENS, GLM4V_TOKEN_IDS
 from graphcheck.zoo.vllm_engine.tables.towers import (
     EVA2CLIP,
     INTERN_VIT,
@@ -128,14 +127,6 @@ def _emu3_vocabulary(d: Dict) -> None:
     codes = int((d.get("vq_config") or {}).get("codebook_size") or 64)
     mapping = {f"<|visual token {i:06d}|>": vocab - 128 + i for i in range(codes)}
     d["vocabulary_map"] = {**mapping, "<|extra_200|>": vocab - 129, "<image>": vocab - 1}
-
-
-def _gemma4(d: Dict) -> None:
-    # Served whole: 70 soft tokens an image, the least its processor supports (gemma4_mm.py:
-    # 102-257 reads the tower's default_output_length, which the checkpoints' configs carry
-    # and transformers' class leaves out).
-    _towers(vision_config="gemma4_vision", audio_config="gemma4_audio")(d)
-    d["vision_config"]["default_output_length"] = 70
 
 
 def _towers_always(**types: str) -> Any:
@@ -294,41 +285,9 @@ TABLE: dict[str, Entry] = {
         tokens=GEMMA3_TOKENS,
     ),
     # Gemma 4's default config has no vision or audio config; the checkpoints have both.
-    "Gemma4ForConditionalGeneration": Entry(
-        _M + "gemma4_mm.py",
-        fix=_gemma4,
-        engine={"mm_processor_kwargs": {"max_soft_tokens": 70}},
-        whole=True,
-        tokens=GEMMA4_TOKENS,
-        token_ids={
-            "image_token_id": GEMMA4_TOKENS["image_token"],
-            "boi_token_id": GEMMA4_TOKENS["boi_token"],
-            "eoi_token_id": GEMMA4_TOKENS["eoi_token"],
-            "audio_token_id": GEMMA4_TOKENS["audio_token"],
-            "boa_token_id": GEMMA4_TOKENS["boa_token"],
-            "eoa_token_index": GEMMA4_TOKENS["eoa_token"],
-            "video_token_id": "<|video|>",
-        },
-    ),
     "Gemma4UnifiedForConditionalGeneration": Entry(
         _M + "gemma4_unified.py",
         fix=_towers(vision_config="gemma4_unified_vision", audio_config="gemma4_unified_audio"),
-    ),
-    # Fields the language-model-only build reads that transformers' defaults leave out.
-    "Glm4vMoeForConditionalGeneration": Entry(
-        _M + "glm4_1v.py, glm4_moe.py",
-        text={"use_qk_norm": False},
-        whole=True,
-        processor="glm4v",  # transformers names none for glm4v_moe
-        processor_class=True,
-        token_ids=GLM4V_TOKEN_IDS,
-    ),
-    "Qwen3VLMoeForConditionalGeneration": Entry(
-        _M + "qwen3_vl_moe.py",
-        text={"norm_topk_prob": True},
-        whole=True,
-        processor="qwen3_vl",  # transformers names none for qwen3_vl_moe
-        processor_class=True,
     ),
     "Qwen3OmniMoeForConditionalGeneration": Entry(
         _M + "qwen3_omni_moe_thinker.py",
@@ -347,28 +306,6 @@ TABLE: dict[str, Entry] = {
             "hidden_size": 64,
         },
     ),
-    # The mel filter bank's FFT window and rate (voxtral.py:738), as Whisper's.
-    "VoxtralForConditionalGeneration": Entry(
-        _M + "voxtral.py",
-        fields={
-            "audio_config": {"downsample_factor": 4, "window_size": 400, "sampling_rate": 16000}
-        },
-        whole=True,
-        # Served whole, vLLM's processor is mistral_common's (voxtral.py): its tekken file's
-        # audio config, the encoder's 16 kHz and 128 mel bins (Whisper's).
-        engine={"tokenizer_mode": "mistral"},
-        tekken={
-            "audio": {
-                "sampling_rate": 16000,
-                "frame_rate": 12.5,
-                "audio_encoding_config": {
-                    "num_mel_bins": 128,
-                    "hop_length": 160,
-                    "window_size": 400,
-                },
-            }
-        },
-    ),
     # EXAONE 4.5's MTP layers read the vocabulary off the composite's top level
     # (exaone4_5_mtp.py:55), where transformers' class keeps none: the text model's.
     "Exaone4_5_ForConditionalGeneration": Entry(
@@ -379,9 +316,6 @@ TABLE: dict[str, Entry] = {
     "FunAudioChatForConditionalGeneration": Entry(
         _M + "funaudiochat.py, vllm/transformers_utils/configs/funaudiochat.py",
         fields={"audio_config": {"codebook_size": 64, "pad_token_id": 0, "output_dim": 64}},
-    ),
-    "Lfm2VlForConditionalGeneration": Entry(
-        _M + "lfm2_vl.py", text={"block_dim": 64}, whole=True
     ),
     # vLLM's UltravoxConfig keeps its language model as wrapped_model_config and reads the
     # checkpoints' text_config (transformers_utils/configs/ultravox.py): saved under that name.

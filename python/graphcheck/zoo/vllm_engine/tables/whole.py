@@ -10,7 +10,8 @@ judge the encoder's tensors too. Each entry cites the vLLM file its model is bui
 
 from __future__ import annotations
 
-from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, Entry
+from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, Dict, Entry
+from graphcheck.zoo.vllm_engine.tables.multimodal import _towers
 
 _M = "vllm/model_executor/models/"
 
@@ -35,6 +36,15 @@ GEMMA4_TOKENS = {
     "boa_token": "<|audio>",
     "eoa_token": "<audio|>",
 }
+
+
+def _gemma4(d: Dict) -> None:
+    # Served whole: 70 soft tokens an image, the least its processor supports (gemma4_mm.py:
+    # 102-257 reads the tower's default_output_length, which the checkpoints' configs carry
+    # and transformers' class leaves out).
+    _towers(vision_config="gemma4_vision", audio_config="gemma4_audio")(d)
+    d["vision_config"]["default_output_length"] = 70
+
 
 #: Architecture name -> its entry.
 TABLE: dict[str, Entry] = {
@@ -112,6 +122,63 @@ TABLE: dict[str, Entry] = {
     "GraniteSpeechForConditionalGeneration": Entry(
         _M + "granite_speech.py", whole=True, token_ids={"audio_token_index": "<|audio|>"}
     ),
+    # Gemma 4's default config has no vision or audio config; the checkpoints have both.
+    "Gemma4ForConditionalGeneration": Entry(
+        _M + "gemma4_mm.py",
+        fix=_gemma4,
+        engine={"mm_processor_kwargs": {"max_soft_tokens": 70}},
+        whole=True,
+        tokens=GEMMA4_TOKENS,
+        token_ids={
+            "image_token_id": GEMMA4_TOKENS["image_token"],
+            "boi_token_id": GEMMA4_TOKENS["boi_token"],
+            "eoi_token_id": GEMMA4_TOKENS["eoi_token"],
+            "audio_token_id": GEMMA4_TOKENS["audio_token"],
+            "boa_token_id": GEMMA4_TOKENS["boa_token"],
+            "eoa_token_index": GEMMA4_TOKENS["eoa_token"],
+            "video_token_id": "<|video|>",
+        },
+    ),
+    # The language-model-only build's fields that transformers' defaults leave out, and the
+    # processor of the dense model (transformers names none for the MoE model types).
+    "Glm4vMoeForConditionalGeneration": Entry(
+        _M + "glm4_1v.py, glm4_moe.py",
+        text={"use_qk_norm": False},
+        whole=True,
+        processor="glm4v",  # transformers names none for glm4v_moe
+        processor_class=True,
+        token_ids=GLM4V_TOKEN_IDS,
+    ),
+    "Qwen3VLMoeForConditionalGeneration": Entry(
+        _M + "qwen3_vl_moe.py",
+        text={"norm_topk_prob": True},
+        whole=True,
+        processor="qwen3_vl",  # transformers names none for qwen3_vl_moe
+        processor_class=True,
+    ),
+    # The mel filter bank's FFT window and rate (voxtral.py:738), as Whisper's.
+    "VoxtralForConditionalGeneration": Entry(
+        _M + "voxtral.py",
+        fields={
+            "audio_config": {"downsample_factor": 4, "window_size": 400, "sampling_rate": 16000}
+        },
+        whole=True,
+        # Served whole, vLLM's processor is mistral_common's (voxtral.py): its tekken file's
+        # audio config, the encoder's 16 kHz and 128 mel bins (Whisper's).
+        engine={"tokenizer_mode": "mistral"},
+        tekken={
+            "audio": {
+                "sampling_rate": 16000,
+                "frame_rate": 12.5,
+                "audio_encoding_config": {
+                    "num_mel_bins": 128,
+                    "hop_length": 160,
+                    "window_size": 400,
+                },
+            }
+        },
+    ),
+    "Lfm2VlForConditionalGeneration": Entry(_M + "lfm2_vl.py", text={"block_dim": 64}, whole=True),
     # Its prompt update merges newline runs by their ids (gemma3_mm.py:349).
     "Gemma3ForConditionalGeneration": Entry(
         _M + "gemma3_mm.py",
