@@ -330,8 +330,8 @@ TABLE: dict[str, Entry] = {
     # Served whole: vLLM's own processor (internvl.py), the tokenizer's <img> words.
     "InternVLChatModel": _chat("internvl.py", "InternVLChatConfig", "internvl_chat", whole=True),
     "H2OVLChatModel": _chat("h2ovl.py", "H2OVLChatConfig", "h2ovl_chat", "llama"),
-    "SkyworkR1VChatModel": _chat("skyworkr1v.py", "SkyworkChatConfig", "skywork_chat"),
-    "NVLM_D": _chat("nvlm_d.py", "NVLM_D_Config", "NVLM_D", "qwen2"),
+    "SkyworkR1VChatModel": _chat("skyworkr1v.py", "SkyworkChatConfig", "skywork_chat", whole=True),
+    "NVLM_D": _chat("nvlm_d.py", "NVLM_D_Config", "NVLM_D", "qwen2", whole=True),
     # vLLM's own config classes, under a model type the registry's module name does not give.
     "DeepseekVLV2ForCausalLM": _deepseek_vl2("deepseek_vl2.py"),
     "DeepseekOCRForCausalLM": _deepseek_vl2("deepseek_ocr.py"),

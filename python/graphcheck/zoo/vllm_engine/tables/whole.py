@@ -10,7 +10,7 @@ judge the encoder's tensors too. Each entry cites the vLLM file its model is bui
 
 from __future__ import annotations
 
-from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, Dict, Entry
+from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, QWEN_OMNI_TOKENS, Dict, Entry
 from graphcheck.zoo.vllm_engine.tables.multimodal import _towers
 
 _M = "vllm/model_executor/models/"
@@ -179,6 +179,15 @@ TABLE: dict[str, Entry] = {
         },
     ),
     "Lfm2VlForConditionalGeneration": Entry(_M + "lfm2_vl.py", text={"block_dim": 64}, whole=True),
+    "Qwen3_5ForConditionalGeneration": Entry(_M + "qwen3_5.py", whole=True),
+    "Qwen3_5MoeForConditionalGeneration": Entry(_M + "qwen3_5.py", whole=True),
+    "Qwen2_5OmniForConditionalGeneration": Entry(
+        _M + "qwen2_5_omni_thinker.py",
+        whole=True,
+        processor="qwen2_5_omni",
+        processor_class=True,
+        tokens=QWEN_OMNI_TOKENS,
+    ),
     # Its prompt update merges newline runs by their ids (gemma3_mm.py:349).
     "Gemma3ForConditionalGeneration": Entry(
         _M + "gemma3_mm.py",
