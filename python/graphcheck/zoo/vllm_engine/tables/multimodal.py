@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, Dict, Entry, merge, text_of
+from graphcheck.zoo.vllm_engine.tables import (
+    GEMMA3_TOKENS,
+    QWEN_OMNI_TOKENS,
+    Dict,
+    Entry,
+    merge,
+    text_of,
+)
 from graphcheck.zoo.vllm_engine.tables.text import INKLING_TOKENS
 from graphcheck.zoo.vllm_engine.tables.towers import (
     EVA2CLIP,
@@ -127,6 +134,15 @@ def _emu3_vocabulary(d: Dict) -> None:
     codes = int((d.get("vq_config") or {}).get("codebook_size") or 64)
     mapping = {f"<|visual token {i:06d}|>": vocab - 128 + i for i in range(codes)}
     d["vocabulary_map"] = {**mapping, "<|extra_200|>": vocab - 129, "<image>": vocab - 1}
+
+
+def _omni(processor: str) -> dict[str, Any]:
+    """An Entry's arguments: served whole, with transformers' ``processor`` and Qwen's words.
+
+    transformers names no processor for the thinker's own model type.
+    """
+    return {"whole": True, "processor": processor, "processor_class": True,
+            "tokens": QWEN_OMNI_TOKENS}  # fmt: skip
 
 
 def _towers_always(**types: str) -> Any:
@@ -297,6 +313,7 @@ TABLE: dict[str, Entry] = {
                 "text_config": {"tie_word_embeddings": False},
             }
         },
+        **_omni("qwen3_omni_moe"),
     ),
     "Ernie4_5_VLMoeForConditionalGeneration": Entry(
         _M + "ernie45_vl.py",
@@ -324,7 +341,9 @@ TABLE: dict[str, Entry] = {
         fields={"vocab_size": 512},
         saved_as={"wrapped_model_config": "text_config"},
     ),
-    "Qwen2_5OmniModel": Entry(_M + "qwen2_5_omni_thinker.py", base="qwen2_5_omni"),
+    "Qwen2_5OmniModel": Entry(
+        _M + "qwen2_5_omni_thinker.py", base="qwen2_5_omni", **_omni("qwen2_5_omni")
+    ),
     "MuseGlimmerForCausalLM": _MUSE_GLIMMER,
     "MuseGlimmerForConditionalGeneration": _MUSE_GLIMMER,
     # Served whole: vLLM's own processor (internvl.py), the tokenizer's <img> words.
@@ -369,11 +388,11 @@ TABLE: dict[str, Entry] = {
     "InternS1ForConditionalGeneration": Entry(_M + "interns1.py", base="internvl"),
     # Eagle 2.5: InternVL's chat layout over a SigLIP tower (eagle2_5_vl.py:158-226).
     "Eagle2_5_VLForConditionalGeneration": _chat(
-        "eagle2_5_vl.py", "Eagle2_5_VLConfig", "eagle_2_5_vl", "qwen2", SIGLIP_VISION
+        "eagle2_5_vl.py", "Eagle2_5_VLConfig", "eagle_2_5_vl", "qwen2", SIGLIP_VISION, whole=True
     ),
     # LLaVA-OneVision's layout (bee.py, rvl.py subclass vLLM's LLaVA-OneVision model).
-    "BeeForConditionalGeneration": Entry(_M + "bee.py", base="llava_onevision"),
-    "RForConditionalGeneration": Entry(_M + "rvl.py", base="llava_onevision"),
+    "BeeForConditionalGeneration": Entry(_M + "bee.py", base="llava_onevision", whole=True),
+    "RForConditionalGeneration": Entry(_M + "rvl.py", base="llava_onevision", whole=True),
     # Qwen3-VL-MoE's and Qwen3.5-MoE's layouts (interns1_pro.py builds Qwen3-VL's tower
     # over Qwen3-MoE; interns2_preview.py subclasses Qwen3.5-MoE's model).
     "InternS1ProForConditionalGeneration": Entry(_M + "interns1_pro.py", base="qwen3_vl_moe"),
