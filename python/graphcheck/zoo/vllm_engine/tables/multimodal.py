@@ -326,7 +326,9 @@ TABLE: dict[str, Entry] = {
     # EXAONE 4.5's MTP layers read the vocabulary off the composite's top level
     # (exaone4_5_mtp.py:55), where transformers' class keeps none: the text model's.
     "Exaone4_5_ForConditionalGeneration": Entry(
-        _M + "exaone4_5_mtp.py", fix=lambda d: d.update(vocab_size=text_of(d)["vocab_size"])
+        _M + "exaone4_5_mtp.py",
+        fix=lambda d: d.update(vocab_size=text_of(d)["vocab_size"]),
+        whole=True,
     ),
     # Fun-Audio-Chat's discrete audio tower embeds codebook_size codes of the language model's
     # width, padded with pad_token_id (funaudiochat.py:248-461); the class leaves both unset.
@@ -395,9 +397,15 @@ TABLE: dict[str, Entry] = {
     "RForConditionalGeneration": Entry(_M + "rvl.py", base="llava_onevision", whole=True),
     # Qwen3-VL-MoE's and Qwen3.5-MoE's layouts (interns1_pro.py builds Qwen3-VL's tower
     # over Qwen3-MoE; interns2_preview.py subclasses Qwen3.5-MoE's model).
-    "InternS1ProForConditionalGeneration": Entry(_M + "interns1_pro.py", base="qwen3_vl_moe"),
+    "InternS1ProForConditionalGeneration": Entry(
+        _M + "interns1_pro.py",
+        base="qwen3_vl_moe",
+        whole=True,
+        processor="qwen3_vl",  # transformers names none for qwen3_vl_moe
+        processor_class=True,
+    ),
     "InternS2PreviewForConditionalGeneration": Entry(
-        _M + "interns2_preview.py", base="qwen3_5_moe"
+        _M + "interns2_preview.py", base="qwen3_5_moe", whole=True
     ),
     # Intern-S2-Mobius subclasses the preview's model (interns2_mobius.py:467); its layers
     # share num_blocks MoE blocks (interns2_mobius.py:188, 312): one.
