@@ -397,13 +397,7 @@ TABLE: dict[str, Entry] = {
     "RForConditionalGeneration": Entry(_M + "rvl.py", base="llava_onevision", whole=True),
     # Qwen3-VL-MoE's and Qwen3.5-MoE's layouts (interns1_pro.py builds Qwen3-VL's tower
     # over Qwen3-MoE; interns2_preview.py subclasses Qwen3.5-MoE's model).
-    "InternS1ProForConditionalGeneration": Entry(
-        _M + "interns1_pro.py",
-        base="qwen3_vl_moe",
-        whole=True,
-        processor="qwen3_vl",  # transformers names none for qwen3_vl_moe
-        processor_class=True,
-    ),
+    "InternS1ProForConditionalGeneration": Entry(_M + "interns1_pro.py", base="qwen3_vl_moe"),
     "InternS2PreviewForConditionalGeneration": Entry(
         _M + "interns2_preview.py", base="qwen3_5_moe", whole=True
     ),
