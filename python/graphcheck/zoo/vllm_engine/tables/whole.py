@@ -63,7 +63,6 @@ TABLE: dict[str, Entry] = {
         token_ids={"image_token_index": "[IMG]"},
     ),
     "Idefics3ForConditionalGeneration": Entry(_M + "idefics3.py", whole=True),
-    "SmolVLMForConditionalGeneration": Entry(_M + "smolvlm.py, idefics3.py", whole=True),
     # Its processor appends "\n" after the prompt, a word of the checkpoint's vocabulary.
     "PaliGemmaForConditionalGeneration": Entry(_M + "paligemma.py", whole=True, words=("\n",)),
     # Its processor reads the image words off the tokenizer (as InternVL3-1B-hf's has them).
