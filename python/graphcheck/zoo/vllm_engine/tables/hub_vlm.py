@@ -122,6 +122,7 @@ TABLE: dict[str, Entry] = {
                 "use_sink": False,
             },
         },
+        whole=True,
     ),
     # dots.ocr: dots_ocr.py:124 checks the config class by name (the hub's DotsOCRConfig,
     # vLLM's copy in transformers_utils/configs/dotsocr.py is registered under no model

@@ -366,7 +366,7 @@ TABLE: dict[str, Entry] = {
     "DeepseekOCR2ForCausalLM": _deepseek_vl2("deepseek_ocr2.py"),
     # Cosmos3 is Qwen3-VL over transformers' Cosmos3OmniConfig (cosmos3.py:5,17-19), not the
     # Edge model's NemotronH-based config.
-    "Cosmos3ForConditionalGeneration": Entry(_M + "cosmos3.py", base="cosmos3_omni"),
+    "Cosmos3ForConditionalGeneration": Entry(_M + "cosmos3.py", base="cosmos3_omni", whole=True),
     "Qwen3ASRRealtimeGeneration": Entry(
         "vllm/transformers_utils/configs/qwen3_asr.py", base="qwen3_asr"
     ),
