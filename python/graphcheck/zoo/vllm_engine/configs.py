@@ -251,6 +251,16 @@ def write_files(folder: Path, files: Mapping[str, Any]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
+def _set_token_ids(folder: Path, config: Any, tokenizer: Any, fields: Mapping[str, str]) -> None:
+    """Sets each config field of ``fields`` to its word's id, in ``config`` and its file."""
+    path = folder / "config.json"
+    written = json.loads(path.read_text(encoding="utf-8"))
+    for key, word in fields.items():
+        written[key] = int(tokenizer.convert_tokens_to_ids(word))
+        setattr(config, key, written[key])
+    path.write_text(json.dumps(written, indent=2), encoding="utf-8")
+
+
 def write_config(
     folder: Path,
     arch: Arch,
@@ -275,7 +285,14 @@ def write_config(
         written = json.loads(path.read_text(encoding="utf-8"))
         save_as(written, entry.saved_as)
         path.write_text(json.dumps(written, indent=2), encoding="utf-8")
-    tokenizer = write_tokenizer(folder, config, entry.tokens if entry is not None else None)
+    tokenizer = write_tokenizer(
+        folder,
+        config,
+        entry.tokens if entry is not None else None,
+        (*entry.words, *entry.token_ids.values()) if entry is not None else (),
+    )
+    if entry is not None and entry.token_ids:
+        _set_token_ids(folder, config, tokenizer, entry.token_ids)
     if entry is not None and entry.tekken:
         write_tekken(folder, vocab_size(config), entry.tekken)
     if entry is not None and entry.files:

@@ -38,17 +38,27 @@ def _vision_size(config: Any) -> tuple[int | None, int | None]:
     return (size if isinstance(size, int) else None, patch if isinstance(patch, int) else None)
 
 
+def _size_keys(size: Any) -> set[str] | None:
+    """The keys a processor's ``size`` sets: a dict's, or a ``SizeDict``'s not None (5.x)."""
+    if isinstance(size, dict):
+        return set(size)
+    fields = getattr(size, "__dataclass_fields__", None)
+    if fields is None:
+        return None
+    return {k for k in fields if getattr(size, k, None) is not None}
+
+
 def _image_processor(cls: Any, config: Any) -> Any:
     """``cls()`` sized for the tiny vision tower (its image size, else its defaults)."""
     processor = cls()
     size, patch = _vision_size(config)
-    current = getattr(processor, "size", None)
-    if size is not None and isinstance(current, dict):
+    current = _size_keys(getattr(processor, "size", None))
+    if size is not None and current is not None:
         if "height" in current:
             processor.size = {"height": size, "width": size}
         elif "shortest_edge" in current and "longest_edge" not in current:
             processor.size = {"shortest_edge": size}
-        if isinstance(getattr(processor, "crop_size", None), dict):
+        if _size_keys(getattr(processor, "crop_size", None)) is not None:
             processor.crop_size = {"height": size, "width": size}
     if patch is not None and hasattr(processor, "patch_size"):
         processor.patch_size = patch
@@ -69,13 +79,17 @@ def _image_processor(cls: Any, config: Any) -> Any:
 def _processor_fields(config: Any, wanted: Any) -> dict[str, Any]:
     """What a processor counts its placeholder tokens with, from the tiny config.
 
-    A checkpoint's processor carries them (LLaVA's ``patch_size`` and feature selection);
+    A checkpoint's processor carries them (LLaVA's ``patch_size`` and feature selection,
+    LLaVA-OneVision's tokens per tile);
     the processor's defaults leave them None, and its token count fails without them.
     """
-    _, patch = _vision_size(config)
+    size, patch = _vision_size(config)
     fields: dict[str, Any] = {}
     if "patch_size" in wanted and patch is not None:
         fields["patch_size"] = patch
+    if "num_image_tokens" in wanted and size is not None and patch is not None:
+        # LLaVA-OneVision's tokens per tile: the tower's patch grid.
+        fields["num_image_tokens"] = (size // patch) ** 2
     strategy = getattr(config, "vision_feature_select_strategy", None)
     if "vision_feature_select_strategy" in wanted and isinstance(strategy, str):
         fields["vision_feature_select_strategy"] = strategy
@@ -118,6 +132,9 @@ def write_processor(
             return ", ".join(type(p).__name__ for p in parts.values())
         wanted = inspect.signature(cls.__init__).parameters
         args = {k: v for k, v in parts.items() if k in wanted}
+        if "audio_processor" in wanted and "feature_extractor" in parts:
+            # Granite Speech's processor takes its feature extractor by this name.
+            args["audio_processor"] = parts["feature_extractor"]
         if "tokenizer" in wanted:
             args["tokenizer"] = tokenizer
         args.update(_processor_fields(config, wanted))

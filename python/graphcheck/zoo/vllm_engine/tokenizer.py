@@ -10,7 +10,7 @@ top ids named as multimodal placeholders (:data:`PLACEHOLDERS`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +47,11 @@ def vocab_size(config: Any) -> int:
     return best or _DEFAULT_VOCAB
 
 
-def _top_words(named: Mapping[str, str]) -> list[str]:
+def _top_words(named: Mapping[str, str], looked_up: Sequence[str] = ()) -> list[str]:
     # The top ids are the placeholder words multimodal processors look up by name (DeepSeek-VL2's
-    # "<image>"): a checkpoint's tokenizer has them.
-    return list(dict.fromkeys([*PLACEHOLDERS, *named.values()]))
+    # "<image>"), then the words the model code looks up (Entry.words): a checkpoint's
+    # tokenizer has them.
+    return list(dict.fromkeys([*PLACEHOLDERS, *named.values(), *looked_up]))
 
 
 def top_id(word: str, size: int, named: Mapping[str, str] | None = None) -> int:
@@ -62,14 +63,20 @@ def top_id(word: str, size: int, named: Mapping[str, str] | None = None) -> int:
     return size - 1 - _top_words(dict(named or {})).index(word)
 
 
-def write_tokenizer(folder: Path, config: Any, named: Mapping[str, str] | None = None) -> Any:
+def write_tokenizer(
+    folder: Path,
+    config: Any,
+    named: Mapping[str, str] | None = None,
+    looked_up: Sequence[str] = (),
+) -> Any:
     """Writes ``tokenizer.json`` and ``tokenizer_config.json`` for ``config``; returns it.
 
     ``named`` maps the tokenizer attributes a checkpoint's processor reads (``image_token``,
     ``boi_token``) to their words, which get top ids like the placeholders and are saved as
-    the tokenizer's ``extra_special_tokens``.
+    the tokenizer's ``extra_special_tokens``; ``looked_up`` words get top ids too (the model's code
+    looks them up in the vocabulary).
     """
-    from tokenizers import Tokenizer, models, pre_tokenizers
+    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     size = max(vocab_size(config), 8)
@@ -77,12 +84,16 @@ def write_tokenizer(folder: Path, config: Any, named: Mapping[str, str] | None =
     # that it is no special token (vllm/model_executor/models/clip.py:228).
     words = {f"t{i}": i for i in range(size)}
     named = dict(named or {})
-    for i, word in enumerate(_top_words(named)):
+    top = _top_words(named, looked_up)
+    for i, word in enumerate(top):
         if size - 1 - i > 8:
             del words[f"t{size - 1 - i}"]
             words[word] = size - 1 - i
     tokenizer = Tokenizer(models.WordLevel(words, unk_token="t4"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    # Added tokens, as a checkpoint's tokenizer has its placeholders: matched before the
+    # whitespace split, so that a processor's run of them ("<image><image>") is one id each.
+    tokenizer.add_tokens([AddedToken(w, normalized=False) for w in top if w in words])
     # transformers leaves PreTrainedTokenizerFast's constructor (TokenizersBackend's) unannotated.
     fast = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=tokenizer,

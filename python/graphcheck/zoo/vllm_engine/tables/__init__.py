@@ -13,8 +13,8 @@ smallest value vLLM's shape checks accept.
 
 One module per family group (:mod:`.text`, :mod:`.moe`, :mod:`.deepseek`, :mod:`.multimodal`,
 :mod:`.hcx`, :mod:`.hub_vlm`, :mod:`.vision`, :mod:`.speech`, :mod:`.composite`,
-:mod:`.pooling`, :mod:`.drafts`, :mod:`.omni`); :data:`TABLE` is their union, keyed by
-architecture name, with :data:`.omni.WHOLE`'s multimodal entries served whole.
+:mod:`.pooling`, :mod:`.drafts`, :mod:`.whole`, :mod:`.omni`); :data:`TABLE` is their union,
+keyed by architecture name, with :data:`.omni.WHOLE`'s multimodal entries served whole.
 """
 
 from __future__ import annotations
@@ -110,6 +110,12 @@ class Entry:
     #: The tokenizer attributes its processor reads (``image_token``: the checkpoint's word),
     #: written as the zoo tokenizer's extra special tokens.
     tokens: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: Words its model code looks up in the vocabulary (Gemma 3's newline runs,
+    #: gemma3_mm.py:349), given top ids in the zoo tokenizer as a checkpoint's has them.
+    words: tuple[str, ...] = ()
+    #: Config fields that hold a word's id (Mistral 3's ``image_token_index``: the id of
+    #: ``[IMG]``, the word its processor writes), set to the zoo tokenizer's id of the word.
+    token_ids: Mapping[str, str] = dataclasses.field(default_factory=dict)
     #: Fields of the hub's config whose dicts its class turns into objects that vLLM reads by
     #: attribute (DeciLM's ``block_configs[i].attention.no_op``): the stand-in class of
     #: ``remote`` gives them as :class:`Fields`.
@@ -303,6 +309,7 @@ def _table() -> dict[str, Entry]:
         speech,
         text,
         vision,
+        whole,
     )
 
     table: dict[str, Entry] = {}
@@ -318,6 +325,7 @@ def _table() -> dict[str, Entry]:
         composite,
         pooling,
         drafts,
+        whole,
         omni,
     ):
         overlap = table.keys() & module.TABLE.keys()

@@ -88,6 +88,7 @@ TABLE: dict[str, Entry] = {
         model_type="step_vl",
         fields={"projector_bias": False, "image_token_id": 510},
         fix=_step_vl,
+        whole=True,
     ),
     "KeyeForConditionalGeneration": _keye("keye.py"),
     "KeyeVL1_5ForConditionalGeneration": _keye("keye_vl1_5.py, keye.py"),
@@ -96,6 +97,7 @@ TABLE: dict[str, Entry] = {
     "Step3VLForConditionalGeneration": Entry(
         _M + "step3_vl.py, vllm/transformers_utils/configs/step3_vl.py",
         text={**MOE["Step3TextForCausalLM"].fields, "architectures": ["Step3TextForCausalLM"]},
+        whole=True,
     ),
     # MiMo-V2-Omni: MiMo-V2-Flash's language model at the top level (mimo_v2_omni.py:1286)
     # beside the vision tower's dict, which vLLM parses (Mimo_VLVisionConfig,
@@ -120,6 +122,7 @@ TABLE: dict[str, Entry] = {
                 "use_sink": False,
             },
         },
+        whole=True,
     ),
     # dots.ocr: dots_ocr.py:124 checks the config class by name (the hub's DotsOCRConfig,
     # vLLM's copy in transformers_utils/configs/dotsocr.py is registered under no model

@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, Dict, Entry, merge, text_of
+from graphcheck.zoo.vllm_engine.tables import (
+    GEMMA3_TOKENS,
+    QWEN_OMNI_TOKENS,
+    Dict,
+    Entry,
+    merge,
+    text_of,
+)
 from graphcheck.zoo.vllm_engine.tables.moe import MOBIUS_TEXT
 from graphcheck.zoo.vllm_engine.tables.text import INKLING_TOKENS
 from graphcheck.zoo.vllm_engine.tables.towers import (
@@ -80,7 +87,12 @@ def _language_config(d: Dict) -> None:
 
 
 def _chat(
-    source: str, remote: str, model_type: str, text_type: str = "qwen2", vision: Dict | None = None
+    source: str,
+    remote: str,
+    model_type: str,
+    text_type: str = "qwen2",
+    vision: Dict | None = None,
+    whole: bool = False,
 ) -> Entry:
     return Entry(
         _M + source,
@@ -88,6 +100,7 @@ def _chat(
         remote=remote,
         model_type=model_type,
         fix=_intern_vl(text_type, vision),
+        whole=whole,
     )
 
 
@@ -122,6 +135,15 @@ def _emu3_vocabulary(d: Dict) -> None:
     codes = int((d.get("vq_config") or {}).get("codebook_size") or 64)
     mapping = {f"<|visual token {i:06d}|>": vocab - 128 + i for i in range(codes)}
     d["vocabulary_map"] = {**mapping, "<|extra_200|>": vocab - 129, "<image>": vocab - 1}
+
+
+def _omni(processor: str) -> dict[str, Any]:
+    """An Entry's arguments: served whole, with transformers' ``processor`` and Qwen's words.
+
+    transformers names no processor for the thinker's own model type.
+    """
+    return {"whole": True, "processor": processor, "processor_class": True,
+            "tokens": QWEN_OMNI_TOKENS}  # fmt: skip
 
 
 def _towers_always(**types: str) -> Any:
@@ -277,19 +299,9 @@ TABLE: dict[str, Entry] = {
         tokens=GEMMA3_TOKENS,
     ),
     # Gemma 4's default config has no vision or audio config; the checkpoints have both.
-    "Gemma4ForConditionalGeneration": Entry(
-        _M + "gemma4_mm.py", fix=_towers(vision_config="gemma4_vision", audio_config="gemma4_audio")
-    ),
     "Gemma4UnifiedForConditionalGeneration": Entry(
         _M + "gemma4_unified.py",
         fix=_towers(vision_config="gemma4_unified_vision", audio_config="gemma4_unified_audio"),
-    ),
-    # Fields the language-model-only build reads that transformers' defaults leave out.
-    "Glm4vMoeForConditionalGeneration": Entry(
-        _M + "glm4_1v.py, glm4_moe.py", text={"use_qk_norm": False}
-    ),
-    "Qwen3VLMoeForConditionalGeneration": Entry(
-        _M + "qwen3_vl_moe.py", text={"norm_topk_prob": True}
     ),
     "Qwen3OmniMoeForConditionalGeneration": Entry(
         _M + "qwen3_omni_moe_thinker.py",
@@ -299,18 +311,14 @@ TABLE: dict[str, Entry] = {
                 "text_config": {"tie_word_embeddings": False},
             }
         },
-    ),
-    # The mel filter bank's FFT window and rate (voxtral.py:738), as Whisper's.
-    "VoxtralForConditionalGeneration": Entry(
-        _M + "voxtral.py",
-        fields={
-            "audio_config": {"downsample_factor": 4, "window_size": 400, "sampling_rate": 16000}
-        },
+        **_omni("qwen3_omni_moe"),
     ),
     # EXAONE 4.5's MTP layers read the vocabulary off the composite's top level
     # (exaone4_5_mtp.py:55), where transformers' class keeps none: the text model's.
     "Exaone4_5_ForConditionalGeneration": Entry(
-        _M + "exaone4_5_mtp.py", fix=lambda d: d.update(vocab_size=text_of(d)["vocab_size"])
+        _M + "exaone4_5_mtp.py",
+        fix=lambda d: d.update(vocab_size=text_of(d)["vocab_size"]),
+        whole=True,
     ),
     # Fun-Audio-Chat's discrete audio tower embeds codebook_size codes of the language model's
     # width, padded with pad_token_id (funaudiochat.py:248-461); the class leaves both unset.
@@ -318,7 +326,6 @@ TABLE: dict[str, Entry] = {
         _M + "funaudiochat.py, vllm/transformers_utils/configs/funaudiochat.py",
         fields={"audio_config": {"codebook_size": 64, "pad_token_id": 0, "output_dim": 64}},
     ),
-    "Lfm2VlForConditionalGeneration": Entry(_M + "lfm2_vl.py", text={"block_dim": 64}),
     # vLLM's UltravoxConfig keeps its language model as wrapped_model_config and reads the
     # checkpoints' text_config (transformers_utils/configs/ultravox.py): saved under that name.
     "UltravoxModel": Entry(
@@ -326,13 +333,16 @@ TABLE: dict[str, Entry] = {
         fields={"vocab_size": 512},
         saved_as={"wrapped_model_config": "text_config"},
     ),
-    "Qwen2_5OmniModel": Entry(_M + "qwen2_5_omni_thinker.py", base="qwen2_5_omni"),
+    "Qwen2_5OmniModel": Entry(
+        _M + "qwen2_5_omni_thinker.py", base="qwen2_5_omni", **_omni("qwen2_5_omni")
+    ),
     "MuseGlimmerForCausalLM": _MUSE_GLIMMER,
     "MuseGlimmerForConditionalGeneration": _MUSE_GLIMMER,
-    "InternVLChatModel": _chat("internvl.py", "InternVLChatConfig", "internvl_chat"),
+    # Served whole: vLLM's own processor (internvl.py), the tokenizer's <img> words.
+    "InternVLChatModel": _chat("internvl.py", "InternVLChatConfig", "internvl_chat", whole=True),
     "H2OVLChatModel": _chat("h2ovl.py", "H2OVLChatConfig", "h2ovl_chat", "llama"),
-    "SkyworkR1VChatModel": _chat("skyworkr1v.py", "SkyworkChatConfig", "skywork_chat"),
-    "NVLM_D": _chat("nvlm_d.py", "NVLM_D_Config", "NVLM_D", "qwen2"),
+    "SkyworkR1VChatModel": _chat("skyworkr1v.py", "SkyworkChatConfig", "skywork_chat", whole=True),
+    "NVLM_D": _chat("nvlm_d.py", "NVLM_D_Config", "NVLM_D", "qwen2", whole=True),
     # vLLM's own config classes, under a model type the registry's module name does not give.
     "DeepseekVLV2ForCausalLM": _deepseek_vl2("deepseek_vl2.py"),
     "DeepseekOCRForCausalLM": _deepseek_vl2("deepseek_ocr.py"),
@@ -346,7 +356,7 @@ TABLE: dict[str, Entry] = {
     "DeepseekOCR2ForCausalLM": _deepseek_vl2("deepseek_ocr2.py"),
     # Cosmos3 is Qwen3-VL over transformers' Cosmos3OmniConfig (cosmos3.py:5,17-19), not the
     # Edge model's NemotronH-based config.
-    "Cosmos3ForConditionalGeneration": Entry(_M + "cosmos3.py", base="cosmos3_omni"),
+    "Cosmos3ForConditionalGeneration": Entry(_M + "cosmos3.py", base="cosmos3_omni", whole=True),
     "Qwen3ASRRealtimeGeneration": Entry(
         "vllm/transformers_utils/configs/qwen3_asr.py", base="qwen3_asr"
     ),
@@ -370,16 +380,16 @@ TABLE: dict[str, Entry] = {
     "InternS1ForConditionalGeneration": Entry(_M + "interns1.py", base="internvl"),
     # Eagle 2.5: InternVL's chat layout over a SigLIP tower (eagle2_5_vl.py:158-226).
     "Eagle2_5_VLForConditionalGeneration": _chat(
-        "eagle2_5_vl.py", "Eagle2_5_VLConfig", "eagle_2_5_vl", "qwen2", SIGLIP_VISION
+        "eagle2_5_vl.py", "Eagle2_5_VLConfig", "eagle_2_5_vl", "qwen2", SIGLIP_VISION, whole=True
     ),
     # LLaVA-OneVision's layout (bee.py, rvl.py subclass vLLM's LLaVA-OneVision model).
-    "BeeForConditionalGeneration": Entry(_M + "bee.py", base="llava_onevision"),
-    "RForConditionalGeneration": Entry(_M + "rvl.py", base="llava_onevision"),
+    "BeeForConditionalGeneration": Entry(_M + "bee.py", base="llava_onevision", whole=True),
+    "RForConditionalGeneration": Entry(_M + "rvl.py", base="llava_onevision", whole=True),
     # Qwen3-VL-MoE's and Qwen3.5-MoE's layouts (interns1_pro.py builds Qwen3-VL's tower
     # over Qwen3-MoE; interns2_preview.py subclasses Qwen3.5-MoE's model).
     "InternS1ProForConditionalGeneration": Entry(_M + "interns1_pro.py", base="qwen3_vl_moe"),
     "InternS2PreviewForConditionalGeneration": Entry(
-        _M + "interns2_preview.py", base="qwen3_5_moe"
+        _M + "interns2_preview.py", base="qwen3_5_moe", whole=True
     ),
     # Intern-S2-Mobius subclasses the preview's model (interns2_mobius.py:467); the hub's class
     # (model type interns2_mobius) is what vLLM makes its MTP's config of (speculative.py:938).

@@ -59,15 +59,9 @@ def _minicpmv_ids(d: Dict) -> None:
 
 #: Multimodal architectures without an entry elsewhere, served whole.
 TABLE: dict[str, Entry] = {
-    # transformers' Qwen3-VL processor of the qwen3_5 model types (qwen3_5.py builds
-    # Qwen3-VL's tower).
-    "Qwen3_5ForConditionalGeneration": Entry(_M + "qwen3_5.py", whole=True),
-    "Qwen3_5MoeForConditionalGeneration": Entry(_M + "qwen3_5.py", whole=True),
-    # transformers' Qwen-Omni and Qwen3-ASR processors read the audio and vision words off
+    # Qwen3.5 (dense and MoE) and Qwen2.5-Omni's conditional-generation class are served whole
+    # by tables/whole.py. transformers' Qwen3-ASR processor reads the audio and vision words off
     # the tokenizer.
-    "Qwen2_5OmniForConditionalGeneration": Entry(
-        _M + "qwen2_5_omni_thinker.py", whole=True, tokens=QWEN_OMNI_TOKENS
-    ),
     "Qwen3ASRForConditionalGeneration": Entry(
         _M + "qwen3_asr.py", whole=True, tokens=QWEN_OMNI_TOKENS
     ),
