@@ -59,8 +59,9 @@ def check_every_kind(doc: dict[str, Any], table: str, level: str) -> None:
             assert r["status"] != "built" and build in r["error"], (name, level, r["error"])
             continue
         assert r["status"] == "built", (name, level, r["error"], table)
-        if name in CAPTURE_LIMITS:
-            assert CAPTURE_LIMITS[name] in r["capture_status"], (name, r["capture_status"])
+        capture = limit(CAPTURE_LIMITS, name, level)
+        if capture:
+            assert capture in r["capture_status"], (name, level, r["capture_status"])
             continue
         assert r["capture_status"] == "ran", (name, r["capture_status"], table)
         assert r["steps"][0]["label"] == "capture", name

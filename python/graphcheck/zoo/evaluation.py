@@ -12,12 +12,12 @@ What a run is judged on, per built architecture:
   whose bytes a sleep discarded is the known site itself, as the checker rules).
 
 An entry applies to the architectures its ``Arch`` glob matches among those that ran, and to
-their variants, on the CPUs its condition names. It is *stale* when a row its glob names
-itself built (a class's entry: the class's own row, not only a variant's), nothing matched
-it, and it could have matched (a fixed site must leave the baseline); otherwise an unmatched
-entry is *unverified* (nothing to compare with): a bfloat16 pass, whose rows are all
-``Arch@bf16``, verifies the sites its class entries share with float32 and leaves the
-float32-only ones unverified.
+their variants, on the CPUs its condition names. It is *stale* when one of them built,
+nothing matched it, and it could have matched (a fixed site must leave the baseline);
+otherwise an unmatched entry is *unverified* (nothing to compare with). A row in another
+dtype (``Arch@bf16``: other kernels) requires only the entries that name it: a bfloat16 pass
+verifies the sites its class entries share with float32 and leaves the float32-only ones
+unverified.
 """
 
 from __future__ import annotations
@@ -83,6 +83,9 @@ def later_owners(result: Result) -> Iterator[tuple[str, str, str]]:
 
 _Compiled = tuple[int, AllowEntry, re.Pattern[str]]
 
+#: Variants that run a class in another dtype (graphcheck.zoo.vllm_engine.catalog's bf16).
+_OTHER_DTYPES = frozenset({"bf16"})
+
 
 def _judge(mine: list[_Compiled], names: Sequence[str], verdict: str, used: set[int]) -> bool:
     """Whether an entry of ``mine`` allows one of ``names`` judged ``verdict`` ("" at capture)."""
@@ -125,10 +128,13 @@ def evaluate(
         ran = _capture_ran(result)
         later = list(later_owners(result))
         judged_later = any("owners" in s for s in (result.get("steps") or [])[1:])
+        # A row in another dtype (the bfloat16 pass's Arch@bf16) runs other kernels: it
+        # verifies the class's entries it matches, and requires only its own.
+        other_dtype = name.partition("@")[2] in _OTHER_DTYPES
         could_match.update(
             i
             for i, e, _ in mine
-            if fnmatch.fnmatchcase(name, e.arch)
+            if (fnmatch.fnmatchcase(name, e.arch) or not other_dtype)
             and (judged_later if e.verdict else ran or not is_allocation_label(e.path))
         )
         ev.allowed[name], ev.new[name] = [], []

