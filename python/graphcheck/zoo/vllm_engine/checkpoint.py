@@ -6,7 +6,11 @@ which its loader fuses into ``qkv_proj``). The zoo makes them the way a
 checkpoint is made: the transformers class of the same name, built from the
 same tiny config with fresh random values, saved with ``save_pretrained`` (which
 writes the checkpoint layout: transformers 5 keeps MoE experts fused in memory
-and splits them per expert on save) and read back from the safetensors. For the
+and splits them per expert on save) and read back from the safetensors. What
+transformers 5 renames on load inside a nested model and does not rename back on
+save (a CLIP or SigLIP tower's ``vision_model.`` prefix inside LLaVA, Gemma 3,
+PaliGemma, ...) is renamed back here, so the names are the hub checkpoints' that
+vLLM's name mappers read (:func:`_nested_prefixes`). For the
 W8A8 variant each linear weight is quantized the way a compressed-tensors
 checkpoint stores it (int8 ``weight`` and a per-channel ``weight_scale``).
 An architecture transformers has no class for gets no checkpoint (the reason is
@@ -154,4 +158,60 @@ def _saved(model: Any) -> dict[str, torch.Tensor]:
             weights.update(load_file(shard))
     if not weights:
         raise NoCheckpoint(f"{type(model).__name__}.save_pretrained wrote no safetensors")
-    return weights
+    return _nested_prefixes(model, weights)
+
+
+def _removed_prefixes(submodule: Any) -> list[str]:
+    """The prefixes transformers removes on load from the checkpoint names of ``submodule``.
+
+    Its conversion table's ``PrefixChange(prefix_to_remove=...)`` entries without a
+    model prefix (``CLIPVisionModel`` and the towers aliased to it: ``vision_model``).
+    """
+    try:
+        from transformers.conversion_mapping import extract_weight_conversions_for_model
+        from transformers.core_model_loading import PrefixChange
+    except ImportError:  # a transformers without conversion tables renames nothing
+        return []
+    conversions = extract_weight_conversions_for_model(submodule) or []
+    return [
+        str(c.prefix_to_remove)
+        for c in conversions
+        if isinstance(c, PrefixChange) and c.prefix_to_remove and not c.model_prefix
+    ]
+
+
+def _nested_prefixes(model: Any, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``weights`` with the prefixes of nested models that ``save_pretrained`` did not restore.
+
+    transformers 5.19 and 5.24 reverse on save the root model's renames but not a
+    nested model's scoped ``PrefixChange`` (a LLaVA's CLIP tower is saved as
+    ``vision_tower.embeddings.*``; the hub's checkpoints, and vLLM's loaders, have
+    ``vision_tower.vision_model.embeddings.*``). For each nested model whose
+    conversion removes a prefix, the saved names of its tensors (its own names under
+    the prefix the root's renames gave it, found as the saved prefix under which
+    most of them are) get the prefix back; names that already have it are kept.
+    """
+    from transformers import PreTrainedModel
+
+    own = list(model.state_dict())
+    renamed = dict.fromkeys(weights)
+    for path, submodule in model.named_modules():
+        if not path or not isinstance(submodule, PreTrainedModel):
+            continue
+        for prefix in _removed_prefixes(submodule):
+            rests = [k[len(path) + 1 :] for k in own if k.startswith(path + ".")]
+            heads: dict[str, int] = {}
+            for rest in rests:
+                for name in weights:
+                    if name == rest or name.endswith("." + rest):
+                        head = name[: len(name) - len(rest)]
+                        heads[head] = heads.get(head, 0) + 1
+            if not heads:
+                continue
+            head = max(heads, key=lambda h: (heads[h], -len(h)))
+            if head.endswith(prefix + ".") or head == prefix + ".":
+                continue
+            for rest in rests:
+                if head + rest in renamed:
+                    renamed[head + rest] = f"{head}{prefix}.{rest}"
+    return {renamed[name] or name: value for name, value in weights.items()}

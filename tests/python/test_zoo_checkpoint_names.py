@@ -1,0 +1,74 @@
+"""The vLLM zoo's reload checkpoints carry the hub's names for nested towers.
+
+transformers 5 loads a LLaVA-style checkpoint's CLIP or SigLIP tower
+(``vision_tower.vision_model.*``) into a tower without that level and, on save,
+restores the root's renames but not the tower's: the names it writes
+(``vision_tower.embeddings.*``) are none that vLLM's loaders map
+(``vllm/model_executor/models/llava.py``'s ``hf_to_vllm_mapper``, then
+``CLIPVisionModel.vision_model``). graphcheck.zoo.vllm_engine.checkpoint puts
+the level back; these tests build the tiny models with transformers itself.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from graphcheck.zoo.vllm_engine import checkpoint as ck  # noqa: E402
+
+_TOWER = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "image_size": 28,
+    "patch_size": 14,
+}
+_TEXT = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "vocab_size": 128,
+}
+
+
+def _llava(tower: str) -> object:
+    vision = getattr(transformers, tower)(**_TOWER)
+    text = transformers.LlamaConfig(**_TEXT)
+    return transformers.LlavaConfig(vision_config=vision, text_config=text)
+
+
+@pytest.mark.parametrize("tower", ["CLIPVisionConfig", "SiglipVisionConfig"])
+def test_a_llava_towers_checkpoint_names_have_the_hubs_vision_model_level(tower: str) -> None:
+    weights = ck.checkpoint_weights(_llava(tower), "LlavaForConditionalGeneration", seed=0)
+    vision = sorted(n for n in weights if "vision_tower" in n)
+    assert vision, sorted(weights)
+    assert all(n.startswith("vision_tower.vision_model.") for n in vision), vision
+    assert "vision_tower.vision_model.embeddings.patch_embedding.weight" in weights
+    # The other parts keep the names transformers writes (the root's renames reversed).
+    assert any(n.startswith("language_model.") or n.startswith("model.") for n in weights)
+    assert "multi_modal_projector.linear_1.weight" in weights
+
+
+def test_a_towers_own_checkpoint_is_not_given_the_level_twice() -> None:
+    # SiglipModel's tower sits at vision_model already: the hub writes vision_model.* once.
+    config = transformers.SiglipConfig(
+        vision_config=_TOWER, text_config={**_TEXT, "max_position_embeddings": 16}
+    )
+    weights = ck.checkpoint_weights(config, "SiglipModel", seed=0)
+    assert "vision_model.embeddings.patch_embedding.weight" in weights
+    assert not any(n.startswith("vision_model.vision_model.") for n in weights)
+
+
+def test_the_renamed_checkpoint_holds_the_same_tensors() -> None:
+    torch.manual_seed(0)
+    model = transformers.LlavaForConditionalGeneration._from_config(_llava("CLIPVisionConfig"))
+    saved = ck._saved(model)
+    own = model.state_dict()
+    assert len(saved) == len(own)
+    tower = own["model.vision_tower.embeddings.patch_embedding.weight"]
+    assert torch.equal(saved["vision_tower.vision_model.embeddings.patch_embedding.weight"], tower)
