@@ -384,3 +384,21 @@ def test_a_whole_models_image_id_is_the_tokenizers(name: str, tmp_path: Path) ->
     again = AutoTokenizer.from_pretrained(tmp_path)
     assert d["image_token_id"] == again.convert_tokens_to_ids(entry.tokens["image_token"])
     assert d["image_token_id"] != again.unk_token_id
+
+
+def test_hybrid_mla_models_are_served_without_prefix_caching_and_name_the_cpu_mla_refusal() -> None:
+    # Without it, vLLM's CPU platform turns prefix caching off for MLA (platforms/cpu.py:516-526)
+    # after the Mamba block was sized for it, and its own validator refuses the engine.
+    glm = Arch("Glm5NextForCausalLM", "Glm5NextForCausalLM", "", "", ("text",))
+    assert engine_options(glm, None) == {"enable_prefix_caching": False}
+    ling = Arch("BailingMoeV3VLForConditionalGeneration", "BailingMoeV3VLForConditionalGeneration",
+                "", "", ("multimodal",))  # fmt: skip
+    assert engine_options(ling, None)["enable_prefix_caching"] is False
+    aligned = explain(
+        "ValueError: Aligned KV cache block size 128 is not supported by attention backend(s): "
+        "CPU_MLA.",
+        "vllm/platforms/interface.py:820",
+    )
+    assert aligned["whose"] == "cpu backend"
+    assert aligned["source"] == "vllm/platforms/interface.py:820"
+    assert "multiple of 128" in aligned["why"]

@@ -65,6 +65,13 @@ REASONS: tuple[Reason, ...] = (
         "sparse (DSA) attention has no CPU backend",
     ),  # fmt: skip
     Reason(
+        r"Aligned KV cache block size \d+ is not supported by attention backend\(s\): CPU_MLA",
+        "cpu backend",
+        "a hybrid of MLA and Mamba-style layers gets a KV block aligned to a multiple of 128 "
+        "(vllm/platforms/interface.py:1078-1082), which vLLM's CPU MLA backend does not take",
+        "vllm/platforms/interface.py:820",
+    ),
+    Reason(
         r"use_alibi_sqrt is not supported by backend CPU_ATTN",
         "cpu backend",
         "the CPU attention backend has no ALiBi-sqrt, which Step1's attention always asks for "

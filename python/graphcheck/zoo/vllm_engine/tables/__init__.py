@@ -59,6 +59,12 @@ QWEN_OMNI_TOKENS = {
     "audio_eos_token": "<|audio_end|>",
 }
 
+#: Engine arguments of a hybrid MLA model on a CPU without AMX MLA: vLLM's CPU platform turns
+#: prefix caching off for MLA there (platforms/cpu.py:516-526), after the hybrid config hook
+#: sized the Mamba block for it (models/config.py:685-701), and its validator then refuses the
+#: engine (config/vllm.py:3304-3316); a CPU user passes --no-enable-prefix-caching.
+NO_PREFIX_CACHING: Mapping[str, Any] = {"enable_prefix_caching": False}
+
 
 @dataclasses.dataclass(frozen=True)
 class Entry:

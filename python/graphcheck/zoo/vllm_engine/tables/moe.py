@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphcheck.zoo.vllm_engine.tables import Dict, Entry
+from graphcheck.zoo.vllm_engine.tables import NO_PREFIX_CACHING, Dict, Entry
 from graphcheck.zoo.vllm_engine.tables.towers import TINY_VIT
 
 _M = "vllm/model_executor/models/"
@@ -152,13 +152,15 @@ TABLE: dict[str, Entry] = {
         _M + "config.py, deepseek_v2.py",
         fields={"index_topk": 64, "index_n_heads": 2, "index_head_dim": 64},
     ),
+    # GLM-5 Next: MLA and Mamba layers, served without prefix caching (NO_PREFIX_CACHING).
     "Glm5NextForCausalLM": Entry(
         "vllm/models/glm5next/common/model.py",
         base="glm5_next_text",
         fields=_GLM5_NEXT,
+        engine=NO_PREFIX_CACHING,
     ),
     "Glm5NextForConditionalGeneration": Entry(
-        "vllm/models/glm5next/common/model.py", text=_GLM5_NEXT
+        "vllm/models/glm5next/common/model.py", text=_GLM5_NEXT, engine=NO_PREFIX_CACHING
     ),
     "Glm4MoeLiteForCausalLM": Entry(_M + "glm4_moe_lite.py", fields={"first_k_dense_replace": 1}),
     # K2-Horizon: a routed MoE beside a "MoVA" expert mixture, per-group norms, a gated

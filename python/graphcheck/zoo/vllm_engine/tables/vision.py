@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphcheck.zoo.vllm_engine.tables import Dict, Entry, text_of
+from graphcheck.zoo.vllm_engine.tables import NO_PREFIX_CACHING, Dict, Entry, text_of
 from graphcheck.zoo.vllm_engine.tables.moe import TABLE as MOE
 from graphcheck.zoo.vllm_engine.tables.multimodal import tiny_text
 
@@ -202,6 +202,7 @@ TABLE: dict[str, Entry] = {
         _M + "bailing_moe_v3_vl.py, vllm/transformers_utils/configs/bailing_moe_v3_vl.py",
         text=MOE["BailingMoeV3ForCausalLM"].fields,
         fix=_bailing_v3_vl,
+        engine=NO_PREFIX_CACHING,  # a hybrid of MLA and linear attention
     ),
     # Cohere Compass ties its LM head to the embeddings and asserts it (cohere_compass.py:2326).
     "CohereCompassForConditionalGeneration": Entry(
