@@ -1,8 +1,8 @@
 """The vLLM zoo's reload checkpoints carry the hub's names for nested towers.
 
 transformers 5 loads a LLaVA-style checkpoint's CLIP or SigLIP tower
-(``vision_tower.vision_model.*``) into a tower without that level and, on save,
-restores the root's renames but not the tower's: the names it writes
+(``vision_tower.vision_model.*``) into a tower without that level and, saving a
+model it did not load, restores its renames but not that prefix: the names it writes
 (``vision_tower.embeddings.*``) are none that vLLM's loaders map
 (``vllm/model_executor/models/llava.py``'s ``hf_to_vllm_mapper``, then
 ``CLIPVisionModel.vision_model``). graphcheck.zoo.vllm_engine.checkpoint puts

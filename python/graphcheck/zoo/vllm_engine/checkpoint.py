@@ -183,10 +183,12 @@ def _removed_prefixes(submodule: Any) -> list[str]:
 def _nested_prefixes(model: Any, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """``weights`` with the prefixes of nested models that ``save_pretrained`` did not restore.
 
-    transformers 5.19 and 5.24 reverse on save the root model's renames but not a
-    nested model's scoped ``PrefixChange`` (a LLaVA's CLIP tower is saved as
-    ``vision_tower.embeddings.*``; the hub's checkpoints, and vLLM's loaders, have
-    ``vision_tower.vision_model.embeddings.*``). For each nested model whose
+    transformers 5.19 and 5.24 reverse a model's renames on save but drop every
+    ``PrefixChange`` of a model not loaded by ``from_pretrained``
+    (``core_model_loading.revert_weight_conversion``: it cannot tell whether the
+    prefix was there), so a LLaVA's CLIP tower is saved as ``vision_tower.embeddings.*``
+    where the hub's checkpoints, and vLLM's loaders, have
+    ``vision_tower.vision_model.embeddings.*``. For each nested model whose
     conversion removes a prefix, the saved names of its tensors (its own names under
     the prefix the root's renames gave it, found as the saved prefix under which
     most of them are) get the prefix back; names that already have it are kept.
@@ -209,7 +211,7 @@ def _nested_prefixes(model: Any, weights: dict[str, torch.Tensor]) -> dict[str, 
             if not heads:
                 continue
             head = max(heads, key=lambda h: (heads[h], -len(h)))
-            if head.endswith(prefix + ".") or head == prefix + ".":
+            if head.endswith(prefix + "."):
                 continue
             for rest in rests:
                 if head + rest in renamed:
