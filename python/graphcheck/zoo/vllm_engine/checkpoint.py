@@ -9,8 +9,10 @@ writes the checkpoint layout: transformers 5 keeps MoE experts fused in memory
 and splits them per expert on save) and read back from the safetensors. What
 transformers 5 renames on load inside a nested model and does not rename back on
 save (a CLIP or SigLIP tower's ``vision_model.`` prefix inside LLaVA, Gemma 3,
-PaliGemma, ...) is renamed back here, so the names are the hub checkpoints' that
-vLLM's name mappers read (:func:`_nested_prefixes`). For the
+PaliGemma, ...) is renamed back here, and a level transformers 5.19 writes twice
+(Qwen2-Audio's ``language_model.model.model.*``) once, so the names are the hub
+checkpoints' that vLLM's name mappers read (:func:`_nested_prefixes`,
+:func:`_single_levels`). For the
 W8A8 variant each linear weight is quantized the way a compressed-tensors
 checkpoint stores it (int8 ``weight`` and a per-channel ``weight_scale``).
 An architecture transformers has no class for gets no checkpoint (the reason is
@@ -158,7 +160,7 @@ def _saved(model: Any) -> dict[str, torch.Tensor]:
             weights.update(load_file(shard))
     if not weights:
         raise NoCheckpoint(f"{type(model).__name__}.save_pretrained wrote no safetensors")
-    return _nested_prefixes(model, weights)
+    return _single_levels(model, _nested_prefixes(model, weights))
 
 
 def _removed_prefixes(submodule: Any) -> list[str]:
@@ -217,3 +219,52 @@ def _nested_prefixes(model: Any, weights: dict[str, torch.Tensor]) -> dict[str, 
                 if head + rest in renamed:
                     renamed[head + rest] = f"{head}{prefix}.{rest}"
     return {renamed[name] or name: value for name, value in weights.items()}
+
+
+def _doubled(parts: list[str], level: str) -> bool:
+    return any(a == b == level for a, b in zip(parts, parts[1:], strict=False))
+
+
+def _single_levels(model: Any, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``weights`` with a level that ``save_pretrained`` wrote twice written once.
+
+    For Qwen2-Audio's kind (Qwen2-Audio, Voxtral, AudioFlamingo 3, GLM-ASR, Granite Speech)
+    transformers 5.19 reverses both the root's ``language_model.model`` rename and its
+    nested model's, and writes ``language_model.model.model.*`` where the hub's
+    checkpoints, and vLLM's loaders, have ``language_model.model.*``. A name is changed
+    only where transformers itself loads both spellings into the same tensor of the model
+    (its load-time renames, ``rename_source_key``) and the model's own name has no such
+    doubled level; every other name is kept.
+    """
+    try:
+        from transformers.conversion_mapping import get_model_conversion_mapping
+        from transformers.core_model_loading import (
+            WeightConverter,
+            WeightRenaming,
+            rename_source_key,
+        )
+    except ImportError:  # a transformers without conversion tables renames nothing
+        return weights
+    conversions = get_model_conversion_mapping(model)
+    renamings = [c for c in conversions if isinstance(c, WeightRenaming)]
+    converters = [c for c in conversions if isinstance(c, WeightConverter)]
+    own = set(model.state_dict())
+
+    def loaded(name: str) -> str:
+        return str(rename_source_key(name, renamings, converters)[0])
+
+    out: dict[str, torch.Tensor] = {}
+    for name, value in weights.items():
+        parts = name.split(".")
+        target = loaded(name)
+        for i in range(len(parts) - 1):
+            if parts[i] != parts[i + 1] or target not in own:
+                continue
+            single = ".".join(parts[:i] + parts[i + 1 :])
+            if _doubled(target.split("."), parts[i]) or single in weights:
+                continue
+            if loaded(single) == target:
+                name = single
+                break
+        out[name] = value
+    return out
