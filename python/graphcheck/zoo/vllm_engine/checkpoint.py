@@ -160,7 +160,8 @@ def _saved(model: Any) -> dict[str, torch.Tensor]:
             weights.update(load_file(shard))
     if not weights:
         raise NoCheckpoint(f"{type(model).__name__}.save_pretrained wrote no safetensors")
-    return _single_levels(model, _nested_prefixes(model, weights))
+    own = list(model.state_dict())
+    return _single_levels(model, own, _nested_prefixes(model, own, weights))
 
 
 def _removed_prefixes(submodule: Any) -> list[str]:
@@ -182,7 +183,9 @@ def _removed_prefixes(submodule: Any) -> list[str]:
     ]
 
 
-def _nested_prefixes(model: Any, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def _nested_prefixes(
+    model: Any, own: list[str], weights: dict[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
     """``weights`` with the prefixes of nested models that ``save_pretrained`` did not restore.
 
     transformers 5.19 and 5.24 reverse a model's renames on save but drop every
@@ -197,7 +200,6 @@ def _nested_prefixes(model: Any, weights: dict[str, torch.Tensor]) -> dict[str, 
     """
     from transformers import PreTrainedModel
 
-    own = list(model.state_dict())
     renamed = dict.fromkeys(weights)
     for path, submodule in model.named_modules():
         if not path or not isinstance(submodule, PreTrainedModel):
@@ -225,7 +227,9 @@ def _doubled(parts: list[str], level: str) -> bool:
     return any(a == b == level for a, b in zip(parts, parts[1:], strict=False))
 
 
-def _single_levels(model: Any, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def _single_levels(
+    model: Any, own: list[str], weights: dict[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
     """``weights`` with a level that ``save_pretrained`` wrote twice written once.
 
     For Qwen2-Audio's kind (Qwen2-Audio, Voxtral, AudioFlamingo 3, GLM-ASR, Granite Speech)
@@ -248,7 +252,7 @@ def _single_levels(model: Any, weights: dict[str, torch.Tensor]) -> dict[str, to
     conversions = get_model_conversion_mapping(model)
     renamings = [c for c in conversions if isinstance(c, WeightRenaming)]
     converters = [c for c in conversions if isinstance(c, WeightConverter)]
-    own = set(model.state_dict())
+    names = set(own)
 
     def loaded(name: str) -> str:
         return str(rename_source_key(name, renamings, converters)[0])
@@ -256,9 +260,11 @@ def _single_levels(model: Any, weights: dict[str, torch.Tensor]) -> dict[str, to
     out: dict[str, torch.Tensor] = {}
     for name, value in weights.items():
         parts = name.split(".")
+        # Every name goes through the renames, in order, as transformers' loader does: a
+        # grouped rename is activated by an earlier name.
         target = loaded(name)
         for i in range(len(parts) - 1):
-            if parts[i] != parts[i + 1] or target not in own:
+            if parts[i] != parts[i + 1] or target not in names:
                 continue
             single = ".".join(parts[:i] + parts[i + 1 :])
             if _doubled(target.split("."), parts[i]) or single in weights:
