@@ -179,6 +179,15 @@ def test_engine_options_keep_within_the_models_positions() -> None:
     assert engine_options(mm, None) == {"language_model_only": True}
 
 
+def test_an_embedding_architecture_is_served_with_the_pooling_runner() -> None:
+    # vLLM's default runner would serve LlamaModel as LlamaForCausalLM, which cannot read a
+    # LlamaModel checkpoint (its names have no "model." prefix).
+    base = Arch("LlamaModel", "LlamaModel", "llama", "", ("embedding",))
+    assert engine_options(base, None) == {"runner": "pooling"}
+    text = Arch("LlamaForCausalLM", "LlamaForCausalLM", "llama", "", ("text",))
+    assert "runner" not in engine_options(text, None)
+
+
 def test_an_entry_served_whole_keeps_its_encoders_and_adds_its_engine_arguments() -> None:
     # Whisper (encoder-decoder) is served whole: no language_model_only.
     whisper = Arch("WhisperForConditionalGeneration", "WhisperForConditionalGeneration",

@@ -95,6 +95,20 @@ def run_steps(
     _reload(engine, arch, served, seed, forward, capture, result)
 
 
+def _engine_config(engine: Any) -> Any:
+    """The engine's vLLM config made current, for building transformers' class of the model.
+
+    vLLM's Transformers backend (``TransformersForCausalLM``: Glm, Phi, OLMo, Starcoder2 and
+    the others its registry maps to it) decorates transformers' own decoder class in place
+    (``support_torch_compile`` in ``vllm/model_executor/models/transformers/base.py``), so
+    that class's ``__init__`` now asks for the current vLLM config and fails outside one.
+    The engine's config has ``enforce_eager``: the decorated ``__init__`` compiles nothing.
+    """
+    from vllm.config import set_current_vllm_config
+
+    return set_current_vllm_config(engine.runner.vllm_config)
+
+
 def _reload(
     engine: Any,
     arch: Arch,
@@ -110,9 +124,10 @@ def _reload(
     variant = variant_of(arch)
     t0 = time.perf_counter()
     try:
-        weights = checkpoint_weights(
-            served.config, served.class_name, seed + 1, quantization=variant.quantization
-        )
+        with _engine_config(engine):
+            weights = checkpoint_weights(
+                served.config, served.class_name, seed + 1, quantization=variant.quantization
+            )
     except NoCheckpoint as exc:
         result["reload"] = {"status": f"not run: {exc}"}
         return

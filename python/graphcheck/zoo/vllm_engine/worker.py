@@ -45,6 +45,13 @@ ENGINE_ARGS: dict[str, Any] = {
 # language model only (vLLM's --language-model-only; their encoders are not built).
 _LANGUAGE_MODEL_ONLY = {"multimodal"}
 
+# vLLM's registry lists these as embedding models, but its default runner serves a base
+# model (LlamaModel, MistralModel, Qwen2Model, Gemma2Model) as its *ForCausalLM, which cannot
+# read that model's own checkpoint (names without ``model.``); a hub checkpoint's
+# sentence-transformers files, or ``--runner pooling``, make vLLM serve it as the embedding
+# model whose loader does. Served with the pooling runner, as a user serves one.
+_POOLING_RUNNER = {"embedding"}
+
 
 def new_result(arch: Arch) -> Result:
     """The result skeleton of ``arch``: the transformers zoo's fields, plus vLLM's."""
@@ -114,6 +121,7 @@ def build_engine(folder: Path, dtype: str, kv_cache_dtype: str, **extra: Any) ->
 def engine_options(arch: Arch, config: Any = None) -> dict[str, Any]:
     """Arguments beyond :data:`ENGINE_ARGS` that ``arch``'s category and ``config`` need.
 
+    An embedding architecture is served with the pooling runner.
     A table entry served ``whole`` keeps its encoders; its ``engine`` arguments are added.
     A model with fewer positions than :data:`ENGINE_ARGS`' ``max_model_len`` (CLIP's text
     tower: 77) is served with its own: vLLM refuses a longer one.
@@ -124,6 +132,8 @@ def engine_options(arch: Arch, config: Any = None) -> dict[str, Any]:
     entry = TABLE.get(arch.class_name)
     if set(arch.tasks) & _LANGUAGE_MODEL_ONLY and not (entry is not None and entry.whole):
         options["language_model_only"] = True
+    if set(arch.tasks) & _POOLING_RUNNER:
+        options["runner"] = "pooling"
     if entry is not None:
         options.update(entry.engine)
     positions = _positions(config)
