@@ -206,10 +206,17 @@ TABLE: dict[str, Entry] = {
         model_type="pangu_ultra_moe",
         fields={**_PANGU, "rope_theta": 10000.0},
     ),  # fmt: skip
-    # HunYuan 3 (hy_v3.py:391 refuses a config without first_k_dense_replace).
+    # HunYuan 3 (hy_v3.py:391 refuses a config without first_k_dense_replace). Its attention
+    # normalizes q and k (transformers' HYV3Attention always does); vLLM builds those norms
+    # only with qk_norm (hy_v3.py:260), else the reload finds no k_norm to load.
     "HYV3ForCausalLM": Entry(
         _M + "hy_v3.py",
-        fields={"first_k_dense_replace": 1, "expert_hidden_dim": 128, "route_norm": True},
+        fields={
+            "first_k_dense_replace": 1,
+            "expert_hidden_dim": 128,
+            "route_norm": True,
+            "qk_norm": True,
+        },
     ),
     "SarvamMLAForCausalLM": Entry(
         _M + "sarvam.py",

@@ -95,6 +95,10 @@ TABLE: dict[str, Entry] = {
         fields={"n_layer": 2, "n_head": 2, "ffn_hidden_size": 128, "layer_norm_epsilon": 1e-6},
     ),
     "TeleFLMForCausalLM": Entry(_M + "teleflm.py", fields={"use_mup": False}),
+    # vLLM's Falcon MLP is 4 x hidden wide whatever ffn_hidden_size says (falcon.py:235-248), as
+    # the checkpoints' are (transformers' default); the tiny config's narrower one would build
+    # from dummy weights and fail the reload of transformers' checkpoint.
+    "FalconForCausalLM": Entry(_M + "falcon.py", fields={"ffn_hidden_size": 256}),
     "Lfm2ForCausalLM": Entry(_M + "lfm2.py", fields={"block_dim": 64}),
     # MiniCPM scales the residual and the logits by the width over dim_model_base, the
     # embeddings by scale_emb (minicpm.py:444) and the residual by scale_depth (minicpm.py:386);

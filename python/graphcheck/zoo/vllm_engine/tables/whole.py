@@ -177,7 +177,14 @@ TABLE: dict[str, Entry] = {
             }
         },
     ),
-    "Lfm2VlForConditionalGeneration": Entry(_M + "lfm2_vl.py", text={"block_dim": 64}, whole=True),
+    # LFM2-VL's SigLIP2 tower has no pooling head (its checkpoints' vision_use_head is false;
+    # vLLM's tower builds none, lfm2_vl.py), where transformers' class defaults to one.
+    "Lfm2VlForConditionalGeneration": Entry(
+        _M + "lfm2_vl.py",
+        fields={"vision_config": {"vision_use_head": False}},
+        text={"block_dim": 64},
+        whole=True,
+    ),
     "Qwen3_5ForConditionalGeneration": Entry(_M + "qwen3_5.py", whole=True),
     "Qwen3_5MoeForConditionalGeneration": Entry(_M + "qwen3_5.py", whole=True),
     "Qwen2_5OmniForConditionalGeneration": Entry(
