@@ -72,3 +72,44 @@ def test_the_renamed_checkpoint_holds_the_same_tensors() -> None:
     assert len(saved) == len(own)
     tower = own["model.vision_tower.embeddings.patch_embedding.weight"]
     assert torch.equal(saved["vision_tower.vision_model.embeddings.patch_embedding.weight"], tower)
+
+
+def test_a_text_class_is_built_from_the_composites_text_config() -> None:
+    # vLLM serves Qwen3.5's text-only class from the composite config; transformers' class
+    # takes the text config inside it.
+    if not hasattr(transformers, "Qwen3_5ForCausalLM"):
+        pytest.skip(f"transformers {transformers.__version__} has no Qwen3.5")
+    composite = transformers.Qwen3_5Config(text_config=_TEXT)
+    taken, defaulted = ck._config_for(transformers.Qwen3_5ForCausalLM, composite)
+    assert isinstance(taken, transformers.Qwen3_5TextConfig)
+    assert defaulted == []
+    assert taken.vocab_size == 128
+
+
+def test_another_class_of_the_model_type_is_made_transformers_own() -> None:
+    # vLLM ships its own config classes of some model types; transformers' model reads its own
+    # class, made from the same fields (its defaults for the fields the other leaves out).
+    class ServedLlama(transformers.PretrainedConfig):
+        model_type = "llama"
+
+    served = ServedLlama(**_TEXT)
+    taken, defaulted = ck._config_for(transformers.LlamaForCausalLM, served)
+    assert type(taken) is transformers.LlamaConfig
+    assert (taken.hidden_size, taken.vocab_size) == (32, 128)
+    assert taken.rms_norm_eps == transformers.LlamaConfig().rms_norm_eps
+    # The fields it took transformers' defaults for are named, for the reload's record.
+    assert "rms_norm_eps" in defaulted and "hidden_size" not in defaulted
+    same = transformers.LlamaConfig(**_TEXT)
+    assert ck._config_for(transformers.LlamaForCausalLM, same) == (same, [])
+
+
+def test_a_checkpoint_made_with_defaults_says_which() -> None:
+    class ServedLlama(transformers.PretrainedConfig):
+        model_type = "llama"
+
+    notes: list[str] = []
+    weights = ck.checkpoint_weights(ServedLlama(**_TEXT), "LlamaForCausalLM", 0, notes=notes)
+    assert "model.embed_tokens.weight" in weights
+    assert len(notes) == 1
+    assert notes[0].startswith("the checkpoint's config is transformers' LlamaConfig made from")
+    assert "rms_norm_eps" in notes[0]

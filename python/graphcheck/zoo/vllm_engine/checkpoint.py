@@ -22,7 +22,7 @@ reported; the step is not faked).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -122,13 +122,21 @@ def _quantize(weights: dict[str, torch.Tensor], quantization: str) -> dict[str, 
 
 
 def checkpoint_weights(
-    config: Any, class_name: str, seed: int, *, quantization: str = ""
+    config: Any,
+    class_name: str,
+    seed: int,
+    *,
+    quantization: str = "",
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """``state_dict()`` of transformers' ``class_name`` built from ``config``, new values.
 
     ``quantization`` (a variant's: ``w8a8_int8``, ``awq``, ``gptq``; "" for none) stores
     the linear weights as that checkpoint does. Raises :class:`NoCheckpoint` when
-    transformers has no such class or cannot build it from this config.
+    transformers has no such class or cannot build it from this config. Where the class
+    was built from a config that took transformers' defaults for fields the served one
+    lacks, a line saying which is appended to ``notes``: a reload that then fails may fail
+    for those values, not for vLLM.
     """
     import transformers
 
@@ -137,14 +145,53 @@ def checkpoint_weights(
         raise NoCheckpoint(f"transformers {transformers.__version__} has no class {class_name}")
     torch.manual_seed(seed)
     try:
-        model = cls._from_config(config, dtype=torch.float32)
+        taken, defaulted = _config_for(cls, config)
+        model = cls._from_config(taken, dtype=torch.float32)
     except Exception as exc:
         raise NoCheckpoint(
             f"transformers' {class_name} cannot be built from the tiny config: "
             f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         ) from exc
+    if defaulted and notes is not None:
+        notes.append(
+            f"the checkpoint's config is transformers' {type(taken).__name__} made from the "
+            f"served {type(config).__name__}, with transformers' defaults for "
+            + ", ".join(defaulted)
+        )
     weights = _saved(model)
     return _quantize(weights, quantization) if quantization else weights
+
+
+def _config_for(cls: Any, config: Any) -> tuple[Any, list[str]]:
+    """``config`` as transformers' ``cls`` takes it, and the fields given defaults.
+
+    The served config may be a composite whose text model ``cls`` is (Qwen3.5's
+    ``Qwen3_5ForCausalLM`` takes the ``Qwen3_5TextConfig``), or vLLM's own class of the
+    model type (``vllm/transformers_utils/configs/``), which transformers' model does not
+    read: then transformers' class of it is made from the same fields, its defaults filling
+    what the served one leaves out (top-level fields and those of its sub-configs, named
+    ``sub.field``).
+    """
+    wanted = getattr(cls, "config_class", None)
+    if not isinstance(wanted, type) or isinstance(config, wanted):
+        return config, []
+    text = config.get_text_config()
+    if isinstance(text, wanted):
+        return text, []
+    served = config.to_dict()
+    made: Any = cast(Any, wanted).from_dict(served)  # a transformers config class
+    return made, _defaulted(made.to_dict(), served)
+
+
+def _defaulted(made: dict[str, Any], served: dict[str, Any], prefix: str = "") -> list[str]:
+    """The fields of ``made`` that ``served`` does not have, sub-config dicts included."""
+    out: list[str] = []
+    for key, value in made.items():
+        if key not in served:
+            out.append(prefix + key)
+        elif isinstance(value, dict) and isinstance(served[key], dict):
+            out += _defaulted(value, served[key], f"{prefix}{key}.")
+    return sorted(out)
 
 
 def _saved(model: Any) -> dict[str, torch.Tensor]:

@@ -123,15 +123,22 @@ def _reload(
 
     variant = variant_of(arch)
     t0 = time.perf_counter()
+    notes: list[str] = []
     try:
         with _engine_config(engine):
             weights = checkpoint_weights(
-                served.config, served.class_name, seed + 1, quantization=variant.quantization
+                served.config,
+                served.class_name,
+                seed + 1,
+                quantization=variant.quantization,
+                notes=notes,
             )
     except NoCheckpoint as exc:
         result["reload"] = {"status": f"not run: {exc}"}
         return
     reload: dict[str, Any] = {"status": "", "weights": len(weights)}
+    if notes:
+        reload["checkpoint_notes"] = notes
     result["reload"] = reload
     try:
         before = forward.eager()
@@ -150,6 +157,6 @@ def _reload(
         reload["eager_changed"] = step["eager_changed"]
         result["steps"].append(step)
     except Exception as exc:
-        reload["status"] = f"failed: {error_line(exc)}"
+        reload["status"] = f"failed: {error_line(exc)}" + "".join(f" ({n})" for n in notes)
     finally:
         result["seconds"]["steps"] = time.perf_counter() - t0
