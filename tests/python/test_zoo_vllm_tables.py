@@ -294,6 +294,14 @@ def test_failure_groups_name_whose_reason_and_where() -> None:
     assert rep._failure_group(plain) == "KeyError: '…'"
 
 
+def test_reload_reasons_that_name_the_architectures_class_are_one_group() -> None:
+    a = rep._reason("not run: transformers 5.19.0 has no class ChatGLMModel")
+    b = rep._reason("not run: transformers 5.19.0 has no class Ovis2_5")
+    assert a == b == "not run: transformers N.N.N has no class of the architecture"
+    c = rep._reason("not run: transformers' ColPaliForRetrieval cannot be built from the tiny")
+    assert c == "not run: transformers' class cannot be built from the tiny"
+
+
 def test_the_tokenizer_names_placeholders_and_keeps_id_0_ordinary(tmp_path: Path) -> None:
     from graphcheck.zoo.vllm_engine.tokenizer import PLACEHOLDERS, write_tokenizer
 
