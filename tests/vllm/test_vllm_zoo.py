@@ -250,3 +250,31 @@ def test_the_bfloat16_pass_runs_each_class_once_as_its_bf16_row() -> None:
     assert [n for n in rows if "@" not in n] == [c for c in classes if c in BF16_ONLY]
     assert all(n.endswith("@bf16") for n in rows if "@" in n)
     assert _listed("--dtype", "bfloat16", "--only", "LlamaForCausalLM") == ["LlamaForCausalLM@bf16"]
+
+
+_SERVED_CONFIGS = """
+import sys, tempfile
+from pathlib import Path
+from graphcheck.zoo.vllm_engine.catalog import enumerate_architectures
+from graphcheck.zoo.vllm_engine.worker import write_served
+rows = {a.name: a for a in enumerate_architectures(with_variants=False)}
+with tempfile.TemporaryDirectory() as folder:
+    for name in sys.argv[1:]:
+        served = write_served(Path(folder) / name, rows[name])
+        print(name, type(served.config).__name__, served.class_name)
+"""
+
+
+def test_a_drafts_target_is_served_from_the_config_of_its_own_row() -> None:
+    # Kimi-K3's config is one only vLLM's registry module names (vllm/models/kimi_k3): its MTP
+    # draft's target is written from it too, not from the Llama config the zoo falls back to.
+    names = ["KimiK3ForConditionalGeneration", "KimiK3MTPModel"]
+    proc = subprocess.run(
+        [sys.executable, "-c", _SERVED_CONFIGS, *names],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    lines = [line.split() for line in proc.stdout.splitlines() if line.startswith("Kimi")]
+    assert lines == [
+        ["KimiK3ForConditionalGeneration", "KimiK3Config", "KimiK3ForConditionalGeneration"],
+        ["KimiK3MTPModel", "KimiK3Config", "KimiK3ForConditionalGeneration"],
+    ], proc.stdout + proc.stderr

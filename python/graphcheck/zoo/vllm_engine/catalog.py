@@ -174,6 +174,18 @@ def category(name: str) -> str:
     return _categories().get(name, "other")
 
 
+def registry_module(name: str) -> str:
+    """The last part of the module vLLM's registry builds ``name`` from (``llama``, ``kimi_k3``).
+
+    Where no config class names the architecture, its config's model type is looked up by it
+    (:mod:`~graphcheck.zoo.vllm_engine.configs`); "" for a name the registry does not list.
+    """
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    model = ModelRegistry.models.get(name)
+    return str(getattr(model, "module_name", "") or "").rsplit(".", 1)[-1]
+
+
 def enumerate_architectures(*, with_variants: bool = True, dtype: str = "float32") -> list[Arch]:
     """Every architecture of vLLM's registry, in registry order, variants after their class.
 
@@ -193,8 +205,7 @@ def enumerate_architectures(*, with_variants: bool = True, dtype: str = "float32
     categories = _categories()
     archs: list[Arch] = []
     for name in ModelRegistry.get_supported_archs():
-        model = ModelRegistry.models.get(name)
-        module = str(getattr(model, "module_name", "") or "").rsplit(".", 1)[-1]
+        module = registry_module(name)
         task = (categories.get(name, "other"),)
         if pass_variant:
             own = "" if name in BF16_ONLY else pass_variant

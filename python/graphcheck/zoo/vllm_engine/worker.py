@@ -173,7 +173,7 @@ def write_served(folder: Path, arch: Arch) -> Served:
     is served by its target: the target's folder is the model, the draft's (or
     the target's own MTP layers) the ``speculative_config``.
     """
-    from graphcheck.zoo.vllm_engine.catalog import category
+    from graphcheck.zoo.vllm_engine.catalog import category, registry_module
     from graphcheck.zoo.vllm_engine.configs import write_config
     from graphcheck.zoo.vllm_engine.speculative import DRAFTS
 
@@ -182,7 +182,11 @@ def write_served(folder: Path, arch: Arch) -> Served:
     if draft is None:
         config, source = write_config(folder, arch, variant)
         return Served(config, arch.class_name, source, engine_options(arch, config))
-    target = Arch(draft.target, draft.target, "", arch.variant, (category(draft.target),))
+    # The target's row as the catalog lists it (its registry module too, by which a config
+    # only vLLM's registry module names is found: Kimi-K3's), so that the draft's target is
+    # served from the config its own row is.
+    module = registry_module(draft.target)
+    target = Arch(draft.target, draft.target, module, arch.variant, (category(draft.target),))
     extra = {"num_nextn_predict_layers": 1} if draft.method == "mtp" else {}
     config, source = write_config(folder, target, variant, extra={**extra, **draft.target_fields})
     spec: dict[str, Any] = {"method": draft.method, "num_speculative_tokens": 1, **draft.spec}
