@@ -86,12 +86,15 @@ def test_a_text_class_is_built_from_the_composites_text_config() -> None:
     assert taken.vocab_size == 128
 
 
+class ServedLlama(transformers.PretrainedConfig):
+    """A config class of the llama model type that is not transformers' (as vLLM ships some)."""
+
+    model_type = "llama"
+
+
 def test_another_class_of_the_model_type_is_made_transformers_own() -> None:
     # vLLM ships its own config classes of some model types; transformers' model reads its own
     # class, made from the same fields (its defaults for the fields the other leaves out).
-    class ServedLlama(transformers.PretrainedConfig):
-        model_type = "llama"
-
     served = ServedLlama(**_TEXT)
     taken, defaulted = ck._config_for(transformers.LlamaForCausalLM, served)
     assert type(taken) is transformers.LlamaConfig
@@ -104,9 +107,6 @@ def test_another_class_of_the_model_type_is_made_transformers_own() -> None:
 
 
 def test_a_checkpoint_made_with_defaults_says_which() -> None:
-    class ServedLlama(transformers.PretrainedConfig):
-        model_type = "llama"
-
     notes: list[str] = []
     weights = ck.checkpoint_weights(ServedLlama(**_TEXT), "LlamaForCausalLM", 0, notes=notes)
     assert "model.embed_tokens.weight" in weights
