@@ -92,6 +92,8 @@ void bind_arena(pybind11::module_& module);
 
 /// Binds CaptureWindow and CaptureRecord (python/torch_capture.cc). Needs bind_arena first.
 void bind_capture(pybind11::module_& module);
+/// Binds `registered_fingerprint` (python/torch_fingerprint.cc).
+void bind_fingerprint(pybind11::module_& module);
 
 }  // namespace graphcheck::detail
 

@@ -69,8 +69,11 @@ const std::string* census_label(const LabelRanges& labels, Address begin, Addres
 
 class PyRecord {
  public:
-  PyRecord(libtorch::CaptureRecord record, std::shared_ptr<PyArena> arena)
-      : record_(std::move(record)), arena_(std::move(arena)) {}
+  // `log`: the finished window whose op log holds the record's nodes (finish(Nodes::kLater)),
+  // or null when the record has them.
+  PyRecord(libtorch::CaptureRecord record, std::shared_ptr<PyArena> arena,
+           std::unique_ptr<libtorch::CaptureWindow> log = nullptr)
+      : record_(std::move(record)), arena_(std::move(arena)), log_(std::move(log)) {}
   PyRecord(const PyRecord&) = delete;
   PyRecord& operator=(const PyRecord&) = delete;
   PyRecord(PyRecord&&) = delete;
@@ -129,7 +132,7 @@ class PyRecord {
   }
 
   [[nodiscard]] Snapshot snapshot(std::vector<Epoch> epochs) const {
-    return libtorch::make_snapshot(record_, std::move(epochs));
+    return libtorch::make_snapshot(record(), std::move(epochs));
   }
 
   void replay() const {
@@ -140,7 +143,8 @@ class PyRecord {
   }
 
   // The same record with the graph's nodes read by another backend (the CUDA graph itself):
-  // the owners (graph spans, inputs, external storages) stay the dispatcher's.
+  // the owners (graph spans, inputs, external storages) stay the dispatcher's. The
+  // dispatcher's own nodes are not built for it.
   [[nodiscard]] std::shared_ptr<PyRecord> with_nodes(NodeList nodes, std::string reader) const {
     if (reader.empty()) {
       throw py::value_error("CaptureRecord.with_nodes: reader must name what read the nodes");
@@ -151,12 +155,26 @@ class PyRecord {
     return std::make_shared<PyRecord>(std::move(record), arena_);
   }
 
-  [[nodiscard]] const libtorch::CaptureRecord& record() const { return record_; }
+  // The record with its nodes: built from the window's log on first need (a watch's CUDA
+  // graph whose reader replaced them, with_nodes, never needs them). Under the GIL.
+  [[nodiscard]] const libtorch::CaptureRecord& record() const {
+    if (log_) {
+      record_.graph.nodes = log_->nodes();
+      log_.reset();
+    }
+    return record_;
+  }
+  [[nodiscard]] std::uint64_t node_count() const {
+    return log_ ? log_->op_count() : record_.graph.nodes.size();
+  }
+  [[nodiscard]] const std::string& reader() const { return record_.graph.reader; }
+  [[nodiscard]] std::uint64_t operands() const { return record_.operands; }
   [[nodiscard]] const libtorch::CapturedGraph* graph() const { return record_.replayable.get(); }
 
  private:
-  libtorch::CaptureRecord record_;
+  mutable libtorch::CaptureRecord record_;
   std::shared_ptr<PyArena> arena_;
+  mutable std::unique_ptr<libtorch::CaptureWindow> log_;
 };
 
 // "keep": the CPU twin replays its graph and keeps its private memory alive; "drop": a CUDA
@@ -194,9 +212,8 @@ class PyWindow {
 
   std::shared_ptr<PyRecord> finish() {
     require_open("finish");
-    libtorch::CaptureRecord record = window_->finish();
-    window_.reset();
-    return std::make_shared<PyRecord>(std::move(record), arena_);
+    libtorch::CaptureRecord record = window_->finish(libtorch::Nodes::kLater);
+    return std::make_shared<PyRecord>(std::move(record), arena_, std::move(window_));
   }
 
   void close() { window_.reset(); }
@@ -262,13 +279,11 @@ void bind_capture(py::module_& module) {
       py::arg("inputs"), py::arg("runtime_ranges"), py::arg("labels"));
   record.def("snapshot", &PyRecord::snapshot, py::arg("epochs"));
   record.def("with_nodes", &PyRecord::with_nodes, py::arg("nodes"), py::arg("reader"));
-  record.def_property_readonly("reader",
-                               [](const PyRecord& self) { return self.record().graph.reader; });
+  record.def_property_readonly("reader", [](const PyRecord& self) { return self.reader(); });
   record.def("replay", &PyRecord::replay, py::call_guard<py::gil_scoped_release>());
-  record.def_property_readonly(
-      "node_count", [](const PyRecord& self) { return self.record().graph.nodes.size(); });
-  record.def_property_readonly("operands",
-                               [](const PyRecord& self) { return self.record().operands; });
+  record.def_property_readonly("node_count",
+                               [](const PyRecord& self) { return self.node_count(); });
+  record.def_property_readonly("operands", [](const PyRecord& self) { return self.operands(); });
   record.def_property_readonly("op_names", [](const PyRecord& self) {
     return self.graph() != nullptr ? self.graph()->op_names() : std::vector<std::string>{};
   });

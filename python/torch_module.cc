@@ -25,4 +25,5 @@ PYBIND11_MODULE(_torch, m) {
   m.attr("__version__") = GRAPHCHECK_VERSION_STRING;
   graphcheck::detail::bind_arena(m);
   graphcheck::detail::bind_capture(m);
+  graphcheck::detail::bind_fingerprint(m);
 }

@@ -2,6 +2,7 @@
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <graphcheck/config.h>
+#include <graphcheck/detail/pointer_table.h>
 #include <graphcheck/error.h>
 #include <graphcheck/torch/aten_capture.h>
 #include <graphcheck/torch/registry.h>
@@ -9,13 +10,17 @@
 #include <torch/csrc/profiler/orchestration/observer.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <string>
 #include <thread>
-#include <unordered_map>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 namespace graphcheck::libtorch {
 namespace detail {
+
+using graphcheck::detail::PointerTable;
 
 // Learns which storages were allocated while the window is open on this thread: the CPU
 // allocator (and CUDA's caching allocator) report every allocation and free to the
@@ -34,22 +39,62 @@ class AllocationWatcher final : public torch::profiler::impl::ProfilerStateBase 
   void reportMemoryUsage(void* ptr, int64_t alloc_size, size_t /*total_allocated*/,
                          size_t /*total_reserved*/, c10::Device /*device*/) override {
     if (alloc_size > 0) {
-      live_.insert(reinterpret_cast<Address>(ptr));
+      live_.insert(reinterpret_cast<std::uintptr_t>(ptr), true);
     } else if (alloc_size < 0) {
-      live_.erase(reinterpret_cast<Address>(ptr));
+      live_.erase(reinterpret_cast<std::uintptr_t>(ptr));
     }
   }
   [[nodiscard]] bool memoryProfilingEnabled() const override { return true; }
-  [[nodiscard]] bool allocated_inside(Address begin) const { return live_.count(begin) != 0; }
+  [[nodiscard]] bool allocated_inside(Address begin) const { return live_.contains(begin); }
 
  private:
-  std::unordered_set<Address> live_;
+  PointerTable<bool> live_;  // first bytes of the blocks allocated inside and not yet freed
 };
 
 enum class Origin : std::uint8_t { kGraph, kInput, kExternal };
 
 struct StorageInfo {
   Origin origin = Origin::kExternal;
+  Address begin = 0;
+  std::uint64_t size = 0;
+};
+
+// The op names the window saw, each stored once. Keyed by the pointer RecordFunction hands
+// out (a dispatcher op's schema name, stable while the op is registered) and checked by
+// content, since a string-named function's pointer may be reused for another name.
+class OpNames {
+ public:
+  std::uint32_t intern(const char* name) {
+    const auto key = reinterpret_cast<std::uintptr_t>(name);
+    if (const std::uint32_t* index = by_pointer_.find(key);
+        index != nullptr && names_[*index] == name) {
+      return *index;
+    }
+    names_.emplace_back(name);
+    const auto index = static_cast<std::uint32_t>(names_.size() - 1);
+    by_pointer_.assign(key, index);
+    return index;
+  }
+  [[nodiscard]] const std::string& operator[](std::uint32_t index) const { return names_[index]; }
+
+ private:
+  PointerTable<std::uint32_t> by_pointer_;
+  std::vector<std::string> names_;
+};
+
+// One op as the window logs it while the forward runs: its inputs are operands
+// [inputs, inputs + input_count), its outputs [outputs, outputs + output_count) of the log
+// (nested ops log theirs in between). Its node, with its name and role strings, is built at
+// finish: nothing is allocated per op inside the forward but the log's amortized growth.
+struct OpEntry {
+  std::uint32_t name = 0;
+  std::uint32_t inputs = 0;
+  std::uint32_t input_count = 0;
+  std::uint32_t outputs = 0;
+  std::uint32_t output_count = 0;
+};
+
+struct LoggedOperand {
   Address begin = 0;
   std::uint64_t size = 0;
 };
@@ -63,11 +108,15 @@ struct CaptureState {
   // Keyed by StorageImpl*: each external storage's weak reference keeps its StorageImpl
   // object (not its bytes) allocated, so no key is reused by another storage meanwhile; graph
   // storages are held weakly for the same reason.
-  std::unordered_map<const c10::StorageImpl*, StorageInfo> storages;
+  PointerTable<StorageInfo> storages;
   std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> keep_keys;
   std::vector<std::pair<Address, std::uint64_t>> graph_extents;  // extents a storage left
-  std::vector<std::size_t> open;            // indices of the nodes whose op has not ended (nesting)
-  std::unique_ptr<GraphRecorder> recorder;  // null with ReplayOps::kDrop
+  std::vector<std::size_t> open;  // indices of the ops whose op has not ended (nesting)
+  OpNames names;
+  std::vector<OpEntry> ops;
+  std::vector<LoggedOperand> operands;
+  std::vector<std::uint32_t> external_names;  // per record.external entry: its op's name
+  std::unique_ptr<GraphRecorder> recorder;    // null with ReplayOps::kDrop
   CaptureRecord record;
   bool finished = false;
 };
@@ -77,7 +126,7 @@ namespace {
 thread_local CaptureState* t_active = nullptr;
 
 const std::string& role(Access access, std::size_t index) {
-  // Interned: the hot path copies a short string instead of formatting one.
+  // Interned: each node copies a short string instead of formatting one.
   thread_local std::vector<std::string> reads;
   thread_local std::vector<std::string> writes;
   auto& table = access == Access::kRead ? reads : writes;
@@ -88,37 +137,41 @@ const std::string& role(Access access, std::size_t index) {
   return table[index];
 }
 
+std::uintptr_t key_of(const void* impl) { return reinterpret_cast<std::uintptr_t>(impl); }
+
+void add_external(CaptureState& state, const at::Tensor& tensor, const StorageExtent& extent,
+                  std::uint32_t op) {
+  // The label ("aten:<op>") is written at finish, from the op's name.
+  state.record.external.push_back(ExternalStorage{
+      extent.storage_begin, extent.storage_size, {}, tensor.storage().getWeakStorageImpl()});
+  state.external_names.push_back(op);
+}
+
 void classify_new(CaptureState& state, const at::Tensor& tensor, const StorageExtent& extent,
-                  Access access, const char* op) {
-  const auto* impl = static_cast<const c10::StorageImpl*>(extent.identity);
+                  Access access, std::uint32_t op) {
   StorageInfo info{Origin::kExternal, extent.storage_begin, extent.storage_size};
   if (access == Access::kWrite || state.watcher->allocated_inside(extent.storage_begin)) {
     info.origin = Origin::kGraph;
     state.keep_keys.push_back(tensor.storage().getWeakStorageImpl());
   } else {
-    state.record.external.push_back(ExternalStorage{extent.storage_begin, extent.storage_size,
-                                                    std::string("aten:") + op,
-                                                    tensor.storage().getWeakStorageImpl()});
+    add_external(state, tensor, extent, op);
   }
-  state.storages.emplace(impl, info);
+  state.storages.insert(key_of(extent.identity), info);
 }
 
 // A storage seen before whose bytes moved (resize_, set_): remember the extent it left.
 void note_moved(CaptureState& state, StorageInfo& info, const at::Tensor& tensor,
-                const StorageExtent& extent, const char* op) {
+                const StorageExtent& extent, std::uint32_t op) {
   if (info.origin == Origin::kGraph) {
     state.graph_extents.emplace_back(info.begin, info.size);
   } else if (info.origin == Origin::kExternal) {
-    state.record.external.push_back(ExternalStorage{extent.storage_begin, extent.storage_size,
-                                                    std::string("aten:") + op,
-                                                    tensor.storage().getWeakStorageImpl()});
+    add_external(state, tensor, extent, op);
   }
   info.begin = extent.storage_begin;
   info.size = extent.storage_size;
 }
 
-void note_tensor(CaptureState& state, Node& node, const at::Tensor& tensor, Access access,
-                 std::size_t& index, const char* op) {
+void note_tensor(CaptureState& state, const at::Tensor& tensor, Access access, std::uint32_t op) {
   if (!tensor.defined()) {
     return;
   }
@@ -126,30 +179,27 @@ void note_tensor(CaptureState& state, Node& node, const at::Tensor& tensor, Acce
   if (!extent || extent->view_end <= extent->view_begin || extent->storage_begin == 0) {
     return;
   }
-  const auto* impl = static_cast<const c10::StorageImpl*>(extent->identity);
-  const auto found = state.storages.find(impl);
-  if (found == state.storages.end()) {
+  StorageInfo* found = state.storages.find(key_of(extent->identity));
+  if (found == nullptr) {
     classify_new(state, tensor, *extent, access, op);
-  } else if (found->second.begin != extent->storage_begin ||
-             found->second.size != extent->storage_size) {
-    note_moved(state, found->second, tensor, *extent, op);
+  } else if (found->begin != extent->storage_begin || found->size != extent->storage_size) {
+    note_moved(state, *found, tensor, *extent, op);
   }
-  node.operands.push_back(Operand{role(access, index++), extent->view_begin,
-                                  extent->view_end - extent->view_begin, access});
+  state.operands.push_back(
+      LoggedOperand{extent->view_begin, extent->view_end - extent->view_begin});
 }
 
-void note_value(CaptureState& state, Node& node, const c10::IValue& value, Access access,
-                std::size_t& index, const char* op) {
+void note_value(CaptureState& state, const c10::IValue& value, Access access, std::uint32_t op) {
   if (value.isTensor()) {
-    note_tensor(state, node, value.toTensor(), access, index, op);
+    note_tensor(state, value.toTensor(), access, op);
   } else if (value.isList()) {
     // Tensor lists, optional tensor lists and generic lists are all boxed as lists.
     for (const c10::IValue& element : value.toListRef()) {
-      note_value(state, node, element, access, index, op);
+      note_value(state, element, access, op);
     }
   } else if (value.isTuple()) {
     for (const c10::IValue& element : value.toTupleRef().elements()) {
-      note_value(state, node, element, access, index, op);
+      note_value(state, element, access, op);
     }
   }
 }
@@ -157,12 +207,11 @@ void note_value(CaptureState& state, Node& node, const c10::IValue& value, Acces
 // Where a storage the recorder sees came from, by the window's classification (the tensor
 // was noted just before, so its storage is in the map unless it has no extent).
 StorageOrigin origin_of(const CaptureState& state, const at::Tensor& tensor) {
-  const auto found = state.storages.find(tensor.storage().unsafeGetStorageImpl());
-  if (found == state.storages.end()) {
+  const StorageInfo* found = state.storages.find(key_of(tensor.storage().unsafeGetStorageImpl()));
+  if (found == nullptr) {
     return StorageOrigin::kUnknown;
   }
-  return found->second.origin == Origin::kGraph ? StorageOrigin::kGraph
-                                                : StorageOrigin::kPreexisting;
+  return found->origin == Origin::kGraph ? StorageOrigin::kGraph : StorageOrigin::kPreexisting;
 }
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
@@ -170,16 +219,15 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (state == nullptr) {
     return nullptr;
   }
-  auto& nodes = state->record.graph.nodes;
-  Node& node = nodes.emplace_back();
-  node.id = nodes.size() - 1;
-  node.type = NodeType::kOp;
-  node.name = fn.name();
-  state->open.push_back(nodes.size() - 1);
-  std::size_t index = 0;
+  const std::uint32_t name = state->names.intern(fn.name());
+  const auto first = static_cast<std::uint32_t>(state->operands.size());
+  state->open.push_back(state->ops.size());
+  state->ops.push_back(OpEntry{name, first, 0, 0, 0});
   for (const c10::IValue& input : fn.inputs()) {
-    note_value(*state, node, input, Access::kRead, index, fn.name());
+    note_value(*state, input, Access::kRead, name);
   }
+  state->ops[state->open.back()].input_count =
+      static_cast<std::uint32_t>(state->operands.size()) - first;
   if (state->recorder) {
     const auto classify = [state](const at::Tensor& tensor) { return origin_of(*state, tensor); };
     state->recorder->on_start(fn, classify);
@@ -192,13 +240,14 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* /*context*/) {
   if (state == nullptr || state->open.empty()) {
     return;
   }
-  Node& node = state->record.graph.nodes[state->open.back()];
+  const std::size_t op = state->open.back();
   state->open.pop_back();
-  std::size_t index = 0;
+  const auto first = static_cast<std::uint32_t>(state->operands.size());
   for (const c10::IValue& output : fn.outputs()) {
-    note_value(*state, node, output, Access::kWrite, index, fn.name());
+    note_value(*state, output, Access::kWrite, state->ops[op].name);
   }
-  state->record.operands += node.operands.size();
+  state->ops[op].outputs = first;
+  state->ops[op].output_count = static_cast<std::uint32_t>(state->operands.size()) - first;
   if (state->recorder) {  // after the outputs are classified above
     const auto classify = [state](const at::Tensor& tensor) { return origin_of(*state, tensor); };
     state->recorder->on_end(fn, classify);
@@ -213,6 +262,28 @@ void stop(CaptureState& state) {
   at::removeCallback(state.handle);
   state.memory_guard.reset();
   t_active = nullptr;
+}
+
+// The op nodes of the log: "reads[i]" for the inputs, "writes[i]" for the outputs.
+NodeList build_nodes(const CaptureState& state) {
+  NodeList nodes(state.ops.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const OpEntry& op = state.ops[i];
+    Node& node = nodes[i];
+    node.id = i;
+    node.type = NodeType::kOp;
+    node.name = state.names[op.name];
+    node.operands.reserve(std::size_t{op.input_count} + op.output_count);
+    const auto add = [&](std::uint32_t first, std::uint32_t count, Access access) {
+      for (std::uint32_t k = 0; k < count; ++k) {
+        const LoggedOperand& operand = state.operands[first + k];
+        node.operands.push_back(Operand{role(access, k), operand.begin, operand.size, access});
+      }
+    };
+    add(op.inputs, op.input_count, Access::kRead);
+    add(op.outputs, op.output_count, Access::kWrite);
+  }
+  return nodes;
 }
 
 std::vector<Span> merge_graph_extents(std::vector<std::pair<Address, std::uint64_t>> extents) {
@@ -273,7 +344,8 @@ CaptureWindow::CaptureWindow(CaptureOptions options)
   state_->record.graph.id = state_->options.graph_id;
   state_->record.graph.epoch = state_->options.epoch;
   state_->record.graph.reader = std::string(kReaderAtenDispatcher);
-  state_->record.graph.nodes.reserve(1024);
+  state_->ops.reserve(1024);
+  state_->operands.reserve(4096);
   if (state_->options.replay_ops == ReplayOps::kKeep) {
     state_->recorder = std::make_unique<detail::GraphRecorder>(
         state_->options.arena != nullptr ? state_->options.arena->mapping() : ArenaMapping());
@@ -305,14 +377,15 @@ void CaptureWindow::declare_input(std::string name, const at::Tensor& tensor, st
     throw Error("CaptureWindow::declare_input: input '" + name +
                 "': expected a tensor with readable storage (strided, not meta), found none");
   }
-  state_->storages[static_cast<const c10::StorageImpl*>(extent->identity)] =
-      detail::StorageInfo{detail::Origin::kInput, extent->storage_begin, extent->storage_size};
+  state_->storages.assign(
+      detail::key_of(extent->identity),
+      detail::StorageInfo{detail::Origin::kInput, extent->storage_begin, extent->storage_size});
   state_->keep_keys.push_back(tensor.storage().getWeakStorageImpl());
   state_->record.input_spans.push_back(Span{extent->storage_begin, extent->storage_size,
                                             OwnerKind::kInput, std::move(name), std::move(reason)});
 }
 
-CaptureRecord CaptureWindow::finish() {
+CaptureRecord CaptureWindow::finish(Nodes nodes) {
   if (state_->finished) {
     throw Error("CaptureWindow::finish: called twice; the record was already returned");
   }
@@ -321,12 +394,19 @@ CaptureRecord CaptureWindow::finish() {
   }
   detail::stop(*state_);
   auto extents = std::move(state_->graph_extents);
-  for (const auto& [impl, info] : state_->storages) {
+  state_->storages.for_each([&extents](std::uintptr_t /*impl*/, const detail::StorageInfo& info) {
     if (info.origin == detail::Origin::kGraph) {
       extents.emplace_back(info.begin, info.size);
     }
-  }
+  });
   state_->record.graph_spans = detail::merge_graph_extents(std::move(extents));
+  state_->record.operands = state_->operands.size();
+  if (nodes == Nodes::kBuild) {
+    state_->record.graph.nodes = detail::build_nodes(*state_);
+  }
+  for (std::size_t i = 0; i < state_->record.external.size(); ++i) {
+    state_->record.external[i].label = "aten:" + state_->names[state_->external_names[i]];
+  }
   if (state_->recorder) {
     state_->record.replayable = state_->recorder->finish();
     state_->recorder.reset();
@@ -334,10 +414,21 @@ CaptureRecord CaptureWindow::finish() {
   CaptureRecord record = std::move(state_->record);
   state_->storages.clear();
   state_->keep_keys.clear();
+  if (nodes == Nodes::kBuild) {
+    state_->ops.clear();
+    state_->operands.clear();
+  }
   return record;
 }
 
-std::uint64_t CaptureWindow::op_count() const { return state_->record.graph.nodes.size(); }
+NodeList CaptureWindow::nodes() const {
+  if (!state_->finished) {
+    throw Error("CaptureWindow::nodes: the window is still open; call finish(Nodes::kLater) first");
+  }
+  return detail::build_nodes(*state_);
+}
+
+std::uint64_t CaptureWindow::op_count() const { return state_->ops.size(); }
 
 Epoch make_epoch(const std::string& label, const Registry& registry, const WeightsArena* arena,
                  const CaptureRecord& record) {

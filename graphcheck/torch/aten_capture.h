@@ -32,6 +32,13 @@ enum class ReplayOps : std::uint8_t {
   kDrop,  ///< record the graph for checking only (slightly cheaper; intermediates freed)
 };
 
+/// @brief Whether `CaptureWindow::finish` builds the record's op nodes.
+enum class Nodes : std::uint8_t {
+  kBuild,  ///< `CaptureRecord::graph.nodes` holds them
+  kLater,  ///< left empty: `CaptureWindow::nodes()` builds them when they are needed (a
+           ///< watch whose CUDA graph reader replaces them never needs them)
+};
+
 /// @brief How a capture window names what it records, and what it keeps for replay.
 struct CaptureOptions {
   std::uint64_t graph_id = 1;     ///< `GraphRecord::id`
@@ -102,8 +109,15 @@ class CaptureWindow {
                      std::string reason = "static graph input");
 
   /// @brief Stops recording and returns the record. Ops after this are not recorded.
+  /// With `Nodes::kLater` the record's `graph.nodes` stays empty and the window keeps its
+  /// op log for `nodes()` (everything else of the record is complete).
   /// @throws graphcheck::Error if called twice, or on another thread than the constructor's.
-  CaptureRecord finish();
+  CaptureRecord finish(Nodes nodes = Nodes::kBuild);
+
+  /// @brief The op nodes of a window finished with `Nodes::kLater`, built now (each call
+  /// builds them again; empty after `finish(Nodes::kBuild)`). Callable from any thread.
+  /// @throws graphcheck::Error before `finish`.
+  [[nodiscard]] NodeList nodes() const;
 
   /// @brief Ops recorded so far.
   [[nodiscard]] std::uint64_t op_count() const;

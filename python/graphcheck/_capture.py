@@ -172,8 +172,9 @@ class Capture:
         self._runtime = list(runtime)
         self._declared_inputs = list(declared_inputs)
         self._epochs = [self._finish_epoch(record.capture_epoch(*self._registry_state(model)))]
-        self._snapshot = record.snapshot([])
-        self._session: _core.CheckSession | None = None  # made by the first check()
+        # Made by the first check() from the record's graph (a capture that is never checked
+        # on its own, as a watch's, never copies its graph).
+        self._session: _core.CheckSession | None = None
 
     def __repr__(self) -> str:
         alive = "alive" if self._model() is not None else "freed"
@@ -316,7 +317,11 @@ class Capture:
 
     def _finish_epoch(self, epoch: _core.Epoch) -> _core.Epoch:
         """What every epoch the record builds goes through (labels by creation site)."""
-        return label_sites(epoch)
+        return label_sites(epoch, frames=self._frame_labels())
+
+    def _frame_labels(self) -> bool:
+        """Whether an epoch's allocations may carry Python frame labels (a weights arena's)."""
+        return self._arena is not None
 
     def check(
         self,
@@ -348,7 +353,7 @@ class Capture:
             now = self._now(NOW_EPOCH, "check")
             epoch = NOW_EPOCH
         if self._session is None:
-            self._session = _core.CheckSession(self._snapshot)
+            self._session = _core.CheckSession(self._record.snapshot([]))
         # A repeated check costs only what changed (docs/verdicts.md, "Repeated checks"):
         # recorded epochs are put again (a declaration may have changed one; the others
         # compare equal and change nothing), then the transient epoch, last.

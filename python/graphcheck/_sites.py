@@ -314,12 +314,17 @@ def _label(code: types.CodeType, line: int) -> str:
     return f"{label} (cached: {cached})" if cached is not None else label
 
 
-def label_sites(epoch: _core.Epoch) -> _core.Epoch:
+def label_sites(epoch: _core.Epoch, *, frames: bool = True) -> _core.Epoch:
     """Relabels ``epoch``'s allocations in place by creation site; returns ``epoch``.
 
     An allocation labelled ``aten:<op>`` whose storage was noted gets its site; a weights
-    arena's Python frame label gets its path shortened. Census paths stay.
+    arena's (or the CUDA allocator history's) Python frame label gets its path shortened.
+    Census paths stay. ``frames=False`` says no allocation can carry a frame label: with no
+    site noted either, nothing is read (the CPU twin's captures of a model loaded without
+    recording take this path).
     """
+    if not frames and not _SITES.by_address:
+        return epoch
     allocations = epoch.allocations
     changed = False
     for allocation in allocations:

@@ -17,6 +17,9 @@ __version__: Final[str]
 def cpu_allocator() -> int:
     """The address of torch's current CPU allocator."""
 
+def registered_fingerprint(model: torch.nn.Module) -> bytes:
+    """Which modules, parameters and buffers ``model`` holds and where their data lives."""
+
 class WeightsArena(metaclass=_pybind11_type):
     """The CPU weights arena with Python allocation sites (graphcheck.arena wraps it)."""
 

@@ -82,7 +82,28 @@ def test_the_fingerprint_changes_with_what_the_registry_spans() -> None:
     moved = registered_fingerprint(model)
     assert moved != before
     model.register_buffer("extra", torch.zeros(3))
-    assert registered_fingerprint(model) != moved
+    with_buffer = registered_fingerprint(model)
+    assert with_buffer != moved
+    layer = model.layers[0]
+    same = torch.nn.Parameter(norm.weight.data)  # another object over the same data
+    norm.weight = same
+    rebound = registered_fingerprint(model)
+    assert rebound != with_buffer
+    del norm.weight  # removed from the registry
+    assert registered_fingerprint(model) != rebound
+    norm.weight = same
+    assert registered_fingerprint(model) == rebound  # back as it was
+    # One module under a second name: named_parameters() lists its tensors once, so do the
+    # registry and the fingerprint.
+    layer.add_module("shared", norm)
+    assert registered_fingerprint(model) == rebound
+
+
+def test_the_fingerprint_refuses_what_is_no_module() -> None:
+    with pytest.raises(
+        graphcheck.GraphcheckTypeError, match="expected a torch.nn.Module, got list"
+    ):
+        registered_fingerprint([torch.zeros(2)])  # type: ignore[arg-type]
 
 
 def test_a_check_at_capture_writes_its_files_after_it_and_flush_waits(tmp_path: Path) -> None:

@@ -138,6 +138,46 @@ TEST(CaptureWindow, StopsRecordingAtFinish) {
   EXPECT_GT(count, 0U);
 }
 
+// The same ops in two windows, one building its nodes at finish, one later from its log:
+// the same nodes (names, roles, extents, accesses, nesting order), the same owners.
+TEST(CaptureWindow, NodesBuiltLaterAreTheNodesBuiltAtFinish) {
+  const at::Tensor a = at::ones({4, 8});
+  const at::Tensor b = at::ones({8, 2});
+  const auto forward = [&] {
+    const at::Tensor c = at::linear(a.narrow(0, 1, 2), b.t());
+    return at::cat({c, c.relu()});
+  };
+  CaptureWindow now;
+  at::Tensor out_now = forward();
+  const CaptureRecord built = now.finish();
+
+  CaptureWindow later;
+  at::Tensor out_later = forward();
+  const CaptureRecord deferred = later.finish(Nodes::kLater);
+  EXPECT_TRUE(deferred.graph.nodes.empty());
+  EXPECT_EQ(later.op_count(), built.graph.nodes.size());
+  EXPECT_EQ(deferred.operands, built.operands);
+  const NodeList nodes = later.nodes();
+  ASSERT_EQ(nodes.size(), built.graph.nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    EXPECT_EQ(nodes[i].id, i);
+    EXPECT_EQ(nodes[i].name, built.graph.nodes[i].name);
+    ASSERT_EQ(nodes[i].operands.size(), built.graph.nodes[i].operands.size()) << nodes[i].name;
+    for (std::size_t k = 0; k < nodes[i].operands.size(); ++k) {
+      EXPECT_EQ(nodes[i].operands[k].role, built.graph.nodes[i].operands[k].role);
+      EXPECT_EQ(nodes[i].operands[k].access, built.graph.nodes[i].operands[k].access);
+      EXPECT_EQ(nodes[i].operands[k].size, built.graph.nodes[i].operands[k].size);
+    }
+  }
+  EXPECT_EQ(later.nodes(), nodes);  // built again, the same
+  ASSERT_EQ(deferred.external.size(), built.external.size());
+  for (std::size_t i = 0; i < built.external.size(); ++i) {
+    EXPECT_EQ(deferred.external[i].label, built.external[i].label);
+  }
+  EXPECT_THAT([] { return CaptureWindow().nodes(); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("still open")));
+}
+
 TEST(CaptureWindow, SnapshotIsVersionOneFromTheAtenBackend) {
   const at::Tensor a = at::ones({4});
   CaptureWindow window;

@@ -82,6 +82,7 @@ class WatchedCapture(Capture):
         self._registry = registry
         self._pools = pools
         self._labels: list[tuple[int, int, str]] = []
+        self._frames = False
         # A bare module stands in when no model was alive at capture: every address is judged
         # against an empty registry until the source finds one.
         self._fallback = model if type(model) is torch.nn.Module else None
@@ -114,13 +115,17 @@ class WatchedCapture(Capture):
     def _model_registry(self, model: torch.nn.Module) -> ModelRegistry:
         registry = self._registry.state(model)
         # The labels of the epoch being built name the allocator's blocks too (_finish_epoch).
-        self._labels = registry.labels
+        self._labels, self._frames = registry.labels, self._registry.frames
         return registry
 
     def _finish_epoch(self, epoch: _core.Epoch) -> _core.Epoch:
         if self._pools is not None:
             epoch = self._pools.apply(epoch, self._labels)
         return super()._finish_epoch(epoch)
+
+    def _frame_labels(self) -> bool:
+        # The caching allocator's history labels blocks by Python frames.
+        return self._frames or super()._frame_labels()
 
 
 def watched_capture(

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import torch
 
+from graphcheck import _torch
 from graphcheck._errors import GraphcheckTypeError
 from graphcheck._model_registry import EngineState, ModelRegistry, model_registry
 
@@ -162,11 +163,13 @@ class RegistryCache:
         self._token = 0
         self._key: tuple[int, int, tuple[int, ...]] | None = None
         self._state: ModelRegistry | None = None
-        self._fingerprint: tuple[object, ...] = ()
+        self._fingerprint = b""
         self._recheck = False
         self.computed = 0  # registries computed so far (each a census): for tests and benches
         self.engine_states: list[EngineState] = []
         self.site_labels: Callable[[], list[tuple[int, int, str]]] | None = None
+        #: Whether the cached registry's labels hold Python frames (``site_labels``' ranges).
+        self.frames = False
 
     def invalidate(self) -> None:
         """Forget the cached registry: the next graph or epoch computes it anew."""
@@ -196,32 +199,27 @@ class RegistryCache:
 
     def _compute(self, model: torch.nn.Module) -> ModelRegistry:
         registry = model_registry(model, self.engine_states)
-        if self.site_labels is None:
+        sites = outside(self.site_labels(), registry.labels) if self.site_labels else []
+        self.frames = bool(sites)
+        if not sites:
             return registry
-        labels = registry.labels + outside(self.site_labels(), registry.labels)
-        return dataclasses.replace(registry, labels=labels)
+        return dataclasses.replace(registry, labels=registry.labels + sites)
 
 
-def registered_fingerprint(model: torch.nn.Module) -> tuple[object, ...]:
+def registered_fingerprint(model: torch.nn.Module) -> bytes:
     """Which modules, parameters and buffers ``model`` holds, and where their data lives.
 
     Equal fingerprints mean no module, parameter or buffer was added, removed, rebound or
     given new data (``param.data = ...``) in between: the registry's spans are the same.
     A tensor whose data pointer cannot be read (a wrapper subclass) counts by identity only.
+    Read in C++ (``graphcheck._torch``): the watch asks it at every capture. Raises
+    :class:`graphcheck.GraphcheckTypeError` for anything but a module.
     """
-    found: list[object] = []
-    for module in model.modules():
-        found.append(id(module))
-        for tensors in (module._parameters, module._buffers):
-            for name, tensor in tensors.items():
-                if tensor is None:
-                    continue
-                try:
-                    address = tensor.data_ptr()
-                except (RuntimeError, NotImplementedError, TypeError):
-                    address = -1
-                found.append((name, id(tensor), address))
-    return tuple(found)
+    if not isinstance(model, torch.nn.Module):
+        raise GraphcheckTypeError(
+            f"registered_fingerprint: expected a torch.nn.Module, got {type(model).__name__}"
+        )
+    return _torch.registered_fingerprint(model)
 
 
 def outside(
