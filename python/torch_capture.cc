@@ -1,6 +1,7 @@
 // graphcheck._torch: the ATen capture window and what it recorded, for graphcheck._capture.
 // Epochs are built here from the registry the Python side passes (named parameters and
 // buffers, declared runtime state and inputs), with the census' runtime ranges and labels.
+#include <graphcheck/check_session.h>
 #include <graphcheck/epoch.h>
 #include <graphcheck/error.h>
 #include <graphcheck/graph.h>
@@ -131,9 +132,18 @@ class PyRecord {
     return epoch;
   }
 
+  // With the window's log, the nodes are built straight into the snapshot (a copy of the
+  // graph costs as much as building it) and the log stays for the next one.
   [[nodiscard]] Snapshot snapshot(std::vector<Epoch> epochs) const {
-    return libtorch::make_snapshot(record(), std::move(epochs));
+    Snapshot snapshot = libtorch::make_snapshot(record_, std::move(epochs));
+    if (log_) {
+      snapshot.graphs.front().nodes = log_->nodes();
+    }
+    return snapshot;
   }
+
+  // A check session over the graph, no epoch put yet; the snapshot is moved into it.
+  [[nodiscard]] CheckSession check_session() const { return CheckSession(snapshot({})); }
 
   void replay() const {
     if (!record_.replayable) {
@@ -155,15 +165,6 @@ class PyRecord {
     return std::make_shared<PyRecord>(std::move(record), arena_);
   }
 
-  // The record with its nodes: built from the window's log on first need (a watch's CUDA
-  // graph whose reader replaced them, with_nodes, never needs them). Under the GIL.
-  [[nodiscard]] const libtorch::CaptureRecord& record() const {
-    if (log_) {
-      record_.graph.nodes = log_->nodes();
-      log_.reset();
-    }
-    return record_;
-  }
   [[nodiscard]] std::uint64_t node_count() const {
     return log_ ? log_->op_count() : record_.graph.nodes.size();
   }
@@ -172,9 +173,11 @@ class PyRecord {
   [[nodiscard]] const libtorch::CapturedGraph* graph() const { return record_.replayable.get(); }
 
  private:
-  mutable libtorch::CaptureRecord record_;
+  libtorch::CaptureRecord record_;  // without its nodes while `log_` holds them
   std::shared_ptr<PyArena> arena_;
-  mutable std::unique_ptr<libtorch::CaptureWindow> log_;
+  // The finished window whose op log holds the nodes: built on need (a watch's CUDA graph,
+  // whose reader's nodes replace them through with_nodes, never builds them).
+  std::unique_ptr<libtorch::CaptureWindow> log_;
 };
 
 // "keep": the CPU twin replays its graph and keeps its private memory alive; "drop": a CUDA
@@ -278,6 +281,7 @@ void bind_capture(py::module_& module) {
       py::arg("label"), py::arg("parameters"), py::arg("buffers"), py::arg("runtime"),
       py::arg("inputs"), py::arg("runtime_ranges"), py::arg("labels"));
   record.def("snapshot", &PyRecord::snapshot, py::arg("epochs"));
+  record.def("check_session", &PyRecord::check_session);
   record.def("with_nodes", &PyRecord::with_nodes, py::arg("nodes"), py::arg("reader"));
   record.def_property_readonly("reader", [](const PyRecord& self) { return self.reader(); });
   record.def("replay", &PyRecord::replay, py::call_guard<py::gil_scoped_release>());

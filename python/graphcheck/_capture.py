@@ -353,7 +353,7 @@ class Capture:
             now = self._now(NOW_EPOCH, "check")
             epoch = NOW_EPOCH
         if self._session is None:
-            self._session = _core.CheckSession(self._record.snapshot([]))
+            self._session = self._record.check_session()
         # A repeated check costs only what changed (docs/verdicts.md, "Repeated checks"):
         # recorded epochs are put again (a declaration may have changed one; the others
         # compare equal and change nothing), then the transient epoch, last.

@@ -10,7 +10,7 @@ from typing import Final, Literal
 
 import torch
 
-from graphcheck._core import Allocation, Epoch, Node, Snapshot, _pybind11_type
+from graphcheck._core import Allocation, CheckSession, Epoch, Node, Snapshot, _pybind11_type
 
 __version__: Final[str]
 
@@ -69,6 +69,7 @@ class CaptureRecord(metaclass=_pybind11_type):
         labels: _Labels,
     ) -> Epoch: ...
     def snapshot(self, epochs: Sequence[Epoch]) -> Snapshot: ...
+    def check_session(self) -> CheckSession: ...
     def with_nodes(self, nodes: Sequence[Node], reader: str) -> CaptureRecord: ...
     @property
     def reader(self) -> str: ...

@@ -149,8 +149,8 @@ class RegistryCache:
     ``invalidate()`` is called at every check point and whenever the watch's models or engine
     state change: the next :meth:`state` takes a fresh census. ``recheck()`` is called at every
     capture: the next :meth:`state` reuses the cached registry when the model's registered
-    tensors are the same objects at the same addresses (:func:`registered_fingerprint`, about
-    ten times cheaper than the census it saves), else computes it anew. An engine capturing
+    tensors are the same objects at the same addresses (:func:`registered_fingerprint`, read
+    in C++: about a hundredth of the census it saves), else computes it anew. An engine capturing
     dozens of graphs of one model takes one census; a reload that rebinds a parameter between two
     captures is seen at the next one. A plain attribute rebound between two captures, with no
     parameter or buffer changed, keeps its previous census path until the next check point
