@@ -84,8 +84,9 @@ class OpNames {
 
 // One op as the window logs it while the forward runs: its inputs are operands
 // [inputs, inputs + input_count), its outputs [outputs, outputs + output_count) of the log
-// (nested ops log theirs in between). Its node, with its name and role strings, is built at
-// finish: nothing is allocated per op inside the forward but the log's amortized growth.
+// (nested ops log theirs in between). Its node, with its name and role strings, is built by
+// finish (Nodes::kBuild) or nodes(): nothing is allocated per op inside the forward but the
+// log's amortized growth.
 struct OpEntry {
   std::uint32_t name = 0;
   std::uint32_t inputs = 0;
@@ -412,8 +413,12 @@ CaptureRecord CaptureWindow::finish(Nodes nodes) {
     state_->recorder.reset();
   }
   CaptureRecord record = std::move(state_->record);
+  // What only the open window needed; a window finished with Nodes::kLater keeps its log
+  // (op names, ops, operands) for nodes() as long as its record lives.
   state_->storages.clear();
   state_->keep_keys.clear();
+  state_->external_names.clear();
+  state_->watcher.reset();
   if (nodes == Nodes::kBuild) {
     state_->ops.clear();
     state_->operands.clear();
