@@ -29,6 +29,13 @@ from typing import Any, Literal
 import torch
 
 from graphcheck import _core, _torch
+from graphcheck._declarations import (
+    checked_input,
+    checked_runtime,
+    declared_leaves,
+    require_nonempty_text,
+    storage_range,
+)
 from graphcheck._errors import (
     GraphcheckTypeError,
     GraphcheckValueError,
@@ -47,8 +54,6 @@ __all__ = [
     "Capture",
     "capture",
     "capture_arguments",
-    "checked_input",
-    "checked_runtime",
     "record_forward",
 ]
 
@@ -72,60 +77,6 @@ def _input_tensors(value: Any, name: str) -> Iterator[tuple[str, torch.Tensor]]:
     elif isinstance(value, Mapping):
         for key, item in value.items():
             yield from _input_tensors(item, f"{name}[{key!r}]")
-
-
-def _storage_range(tensor: torch.Tensor) -> tuple[int, int]:
-    storage = tensor.untyped_storage()
-    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
-
-
-def _require_tensor(tensor: object, what: str) -> torch.Tensor:
-    if not isinstance(tensor, torch.Tensor):
-        raise GraphcheckTypeError(
-            f"{what}: expected a torch.Tensor, got {type(tensor).__qualname__}"
-        )
-    leaves = list(storage_leaves("", tensor))
-    if not leaves or any(leaf.untyped_storage().nbytes() == 0 for _, leaf in leaves):
-        raise GraphcheckValueError(
-            f"{what}: the tensor has no memory graphcheck can see (meta, empty, sparse or "
-            f"storage-less: layout {tensor.layout}, device {tensor.device})"
-        )
-    return tensor
-
-
-def _require_text(value: object, what: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise (GraphcheckTypeError if not isinstance(value, str) else GraphcheckValueError)(
-            f"{what}: expected a non-empty str, got {value!r}"
-        )
-    return require_text(value, what)
-
-
-def checked_runtime(
-    owner: str, tensor: object, name: object, reason: object
-) -> tuple[str, torch.Tensor, str]:
-    """A runtime declaration's ``(name, tensor, reason)``, checked (``owner``: ``Capture``...)."""
-    checked = _require_tensor(tensor, f"{owner}.declare_runtime(tensor, name, reason)")
-    label = _require_text(name, f"{owner}.declare_runtime: name")
-    why = _require_text(reason, f"{owner}.declare_runtime: reason (every exemption says why)")
-    return label, checked, why
-
-
-def checked_input(
-    owner: str, name: object, tensor: object, reason: object
-) -> tuple[str, torch.Tensor, str]:
-    """An input declaration's ``(name, tensor, reason)``, checked (``owner``: ``Capture``...)."""
-    label = _require_text(name, f"{owner}.declare_input(name, tensor): name")
-    checked = _require_tensor(tensor, f"{owner}.declare_input(name, tensor): tensor")
-    why = _require_text(reason, f"{owner}.declare_input: reason")
-    return label, checked, why
-
-
-def _declared(
-    declared: Iterable[tuple[str, torch.Tensor, str]],
-) -> list[tuple[str, torch.Tensor, str]]:
-    """Declared tensors as ``(name, leaf, reason)`` with wrapper subclasses flattened."""
-    return [(ln, leaf, r) for n, t, r in declared for ln, leaf in storage_leaves(n, t)]
 
 
 class Capture:
@@ -241,8 +192,8 @@ class Capture:
         return (
             shared.parameters,
             shared.buffers,
-            _declared(self._runtime),
-            _declared(self._declared_inputs),
+            declared_leaves(self._runtime),
+            declared_leaves(self._declared_inputs),
             shared.runtime_ranges,
             shared.labels,
         )
@@ -279,7 +230,7 @@ class Capture:
         self, tensor: torch.Tensor, name: str, kind: Literal["runtime", "input"], reason: str
     ) -> None:
         for leaf_name, leaf in storage_leaves(name, tensor):
-            begin, end = _storage_range(leaf)
+            begin, end = storage_range(leaf)
             for i, epoch in enumerate(self._epochs):
                 spans = epoch.spans
                 if any(span.begin == begin for span in spans):
@@ -300,7 +251,7 @@ class Capture:
         ``"now"`` (reserved), :class:`graphcheck.GraphcheckError` once the model was
         freed, and what the census raises for a bad holder.
         """
-        _require_text(label, "Capture.epoch: label")
+        require_nonempty_text(label, "Capture.epoch: label")
         if label == NOW_EPOCH or label in self.epochs:
             raise GraphcheckValueError(
                 f"Capture.epoch: the label {label!r} is "

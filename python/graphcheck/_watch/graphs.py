@@ -15,7 +15,8 @@ from typing import Any
 import torch
 
 from graphcheck import _core, _torch
-from graphcheck._capture import Capture, checked_input, checked_runtime
+from graphcheck._capture import Capture
+from graphcheck._declarations import checked_input, checked_runtime
 from graphcheck._model_registry import ModelRegistry
 from graphcheck._watch.cuda_capture import READER_DISPATCHER
 from graphcheck._watch.graph_pools import GraphPools
