@@ -363,14 +363,22 @@ TABLE: dict[str, Entry] = {
     # OpenCUA is Qwen2.5-VL's layout (opencua.py builds Qwen2.5-VL's vision tower).
     "OpenCUAForConditionalGeneration": Entry(_M + "opencua.py", base="qwen2_5_vl"),
     # transformers' classes of the same families, under model types the registry does not name.
+    # The hub's checkpoint (LightOnOCR-1B-1025's config.json) is a Mistral 3 config over a
+    # Qwen3 text config, model type mistral3, which vLLM's processor requires
+    # (Mistral3ProcessingInfo reads a Mistral3Config, lightonocr.py:38); transformers'
+    # lighton_ocr type came later. Its prompt replacement searches the config's image id.
     "LightOnOCRForConditionalGeneration": Entry(
         _M + "lightonocr.py",
-        base="lighton_ocr",
+        base="mistral3",
+        whole=True,
         fields={
+            "text_config": {"model_type": "qwen3"},
             "vision_feature_layer": -1,
             "projector_hidden_act": "gelu",
             "multimodal_projector_bias": False,
         },
+        words=("[IMG_BREAK]", "[IMG_END]"),
+        token_ids={"image_token_index": "[IMG]"},
     ),
     "LlavaOnevision2ForConditionalGeneration": Entry(
         _M + "llava_onevision2.py",
