@@ -25,6 +25,7 @@ from typing import Any
 
 __all__ = [
     "GEMMA3_TOKENS",
+    "INTERNVL_TOKENS",
     "QWEN_OMNI_TOKENS",
     "TABLE",
     "Entry",
@@ -46,6 +47,15 @@ GEMMA3_TOKENS = {
     "image_token": "<image_soft_token>",
     "boi_token": "<start_of_image>",
     "eoi_token": "<end_of_image>",
+}
+
+#: InternVL's image words (transformers' InternVLProcessor reads them off the tokenizer, as
+#: InternVL3-1B-hf's has them).
+INTERNVL_TOKENS = {
+    "start_image_token": "<img>",
+    "end_image_token": "</img>",
+    "context_image_token": "<IMG_CONTEXT>",
+    "video_token": "<video>",
 }
 
 #: Qwen's audio and vision words (Qwen3-Omni's and Qwen3-ASR's processors read them).

@@ -361,6 +361,10 @@ TABLE: dict[str, Entry] = {
         "vllm/transformers_utils/configs/qwen3_asr.py", base="qwen3_asr"
     ),
     # OpenCUA is Qwen2.5-VL's layout (opencua.py builds Qwen2.5-VL's vision tower).
+    # Language-model-only: served whole, vLLM's own processor fails under transformers 5.19
+    # (OpenCUAProcessor's __init__ takes no image_processor parameter, from which transformers
+    # 5's ProcessorMixin infers the attributes it sets: "'OpenCUAProcessor' object has no
+    # attribute 'image_processor'", opencua.py:82-104), a reason of vLLM's.
     "OpenCUAForConditionalGeneration": Entry(_M + "opencua.py", base="qwen2_5_vl"),
     # transformers' classes of the same families, under model types the registry does not name.
     # The hub's checkpoint (LightOnOCR-1B-1025's config.json) is a Mistral 3 config over a

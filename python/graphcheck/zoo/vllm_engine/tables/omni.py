@@ -13,7 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from graphcheck.zoo.vllm_engine.tables import QWEN_OMNI_TOKENS, Dict, Entry, text_of
+from graphcheck.zoo.vllm_engine.tables import (
+    INTERNVL_TOKENS,
+    QWEN_OMNI_TOKENS,
+    Dict,
+    Entry,
+    text_of,
+)
 
 __all__ = ["TABLE", "WHOLE"]
 
@@ -133,4 +139,10 @@ WHOLE: dict[str, Mapping[str, Any]] = {
     "Exaone4_5_ForConditionalGeneration": {"whole": True},
     "MiMoV2OmniForCausalLM": {"whole": True},
     "MuseGlimmerForConditionalGeneration": {"whole": True},
+    # InternVL's module and transformers' InternVLProcessor (interns1.py:184), its image words.
+    "InternS1ForConditionalGeneration": {
+        "whole": True,
+        "tokens": INTERNVL_TOKENS,
+        "token_ids": {"image_token_id": "<IMG_CONTEXT>"},
+    },
 }

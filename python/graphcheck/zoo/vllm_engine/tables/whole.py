@@ -10,7 +10,13 @@ judge the encoder's tensors too. Each entry cites the vLLM file its model is bui
 
 from __future__ import annotations
 
-from graphcheck.zoo.vllm_engine.tables import GEMMA3_TOKENS, QWEN_OMNI_TOKENS, Dict, Entry
+from graphcheck.zoo.vllm_engine.tables import (
+    GEMMA3_TOKENS,
+    INTERNVL_TOKENS,
+    QWEN_OMNI_TOKENS,
+    Dict,
+    Entry,
+)
 from graphcheck.zoo.vllm_engine.tables.multimodal import _towers
 
 _M = "vllm/model_executor/models/"
@@ -69,12 +75,7 @@ TABLE: dict[str, Entry] = {
     "InternVLForConditionalGeneration": Entry(
         _M + "interns1.py",
         whole=True,
-        tokens={
-            "start_image_token": "<img>",
-            "end_image_token": "</img>",
-            "context_image_token": "<IMG_CONTEXT>",
-            "video_token": "<video>",
-        },
+        tokens=INTERNVL_TOKENS,
         token_ids={"image_token_id": "<IMG_CONTEXT>"},
     ),
     # Llama4Processor's image words (its defaults, the checkpoint's special tokens); the
