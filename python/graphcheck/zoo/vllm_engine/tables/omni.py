@@ -139,6 +139,12 @@ WHOLE: dict[str, Mapping[str, Any]] = {
     "Exaone4_5_ForConditionalGeneration": {"whole": True},
     "MiMoV2OmniForCausalLM": {"whole": True},
     "MuseGlimmerForConditionalGeneration": {"whole": True},
+    # DeepSeek-OCR's kind: vLLM's own processors (transformers_utils/processors/deepseek_ocr.py,
+    # deepseek_ocr2.py; deepseek_ocr.py:201, deepseek_ocr2.py:73, unlimited_ocr.py:114). Their
+    # encoders are vLLM's fixed SAM and CLIP (or Qwen2) towers at full size, whatever the config.
+    "DeepseekOCRForCausalLM": {"whole": True},
+    "DeepseekOCR2ForCausalLM": {"whole": True},
+    "UnlimitedOCRForCausalLM": {"whole": True},
     # InternVL's module and transformers' InternVLProcessor (interns1.py:184), its image words.
     "InternS1ForConditionalGeneration": {
         "whole": True,
