@@ -194,12 +194,13 @@ def test_an_entry_served_whole_keeps_its_encoders_and_adds_its_engine_arguments(
                    "whisper", "", ("multimodal",))  # fmt: skip
     assert TABLE[whisper.class_name].whole
     assert "language_model_only" not in engine_options(whisper, None)
-    # Unlimited-OCR names the CPU's vision attention backend, language-model-only as before.
+    # Unlimited-OCR, served whole, names the CPU's vision attention backend.
     ocr = Arch("UnlimitedOCRForCausalLM", "UnlimitedOCRForCausalLM", "", "", ("multimodal",))
-    assert engine_options(ocr, None) == {
-        "language_model_only": True,
-        "mm_encoder_attn_backend": "TORCH_SDPA",
-    }
+    assert engine_options(ocr, None) == {"mm_encoder_attn_backend": "TORCH_SDPA"}
+    # OpenCUA stays language-model-only (vLLM's processor; its entry says why).
+    cua = Arch("OpenCUAForConditionalGeneration", "OpenCUAForConditionalGeneration", "", "",
+               ("multimodal",))  # fmt: skip
+    assert engine_options(cua, None) == {"language_model_only": True}
 
 
 def test_a_tekken_file_has_the_vocabulary_and_the_entrys_sections(tmp_path: Path) -> None:
