@@ -25,6 +25,7 @@ from typing import Any
 
 __all__ = [
     "GEMMA3_TOKENS",
+    "GEMMA4_SOFT_TOKENS",
     "INTERNVL_TOKENS",
     "QWEN_OMNI_TOKENS",
     "TABLE",
@@ -57,6 +58,10 @@ INTERNVL_TOKENS = {
     "context_image_token": "<IMG_CONTEXT>",
     "video_token": "<video>",
 }
+
+#: Soft tokens an image of Gemma 4 served whole: the least its processor supports
+#: (gemma4_mm.py:102-257), as the tower's config says it (the checkpoints' configs carry it).
+GEMMA4_SOFT_TOKENS = 70
 
 #: Qwen's audio and vision words (Qwen3-Omni's and Qwen3-ASR's processors read them).
 QWEN_OMNI_TOKENS = {

@@ -88,6 +88,9 @@ def _nano_nemotron_vl(*blocks: str) -> Entry:
             "downsample_ratio": 0.5,
             "template": "nemotron_nano_v2",
             "ps_version": "v2",
+            # Served whole, vLLM's processor reads it (processors/nano_nemotron_vl.py:608);
+            # the checkpoints set it.
+            "use_thumbnail": True,
             "image_tag_type": "internvl",
             "vit_hidden_size": 384,
             "projector_hidden_size": 64,

@@ -16,6 +16,7 @@ from typing import Any
 
 from graphcheck.zoo.vllm_engine.tables import (
     GEMMA3_TOKENS,
+    GEMMA4_SOFT_TOKENS,
     QWEN_OMNI_TOKENS,
     Dict,
     Entry,
@@ -167,6 +168,13 @@ def _towers(**types: str) -> Any:
     return fix
 
 
+def _gemma4_unified(d: Dict) -> None:
+    _towers(vision_config="gemma4_unified_vision", audio_config="gemma4_unified_audio")(d)
+    # vLLM reads the tower's num_soft_tokens where Gemma 4 reads default_output_length
+    # (gemma4_unified.py:146-167); the checkpoints' configs carry it.
+    d["vision_config"]["num_soft_tokens"] = GEMMA4_SOFT_TOKENS
+
+
 # The Transformers backend's multimodal classes wrap a transformers vision-language model
 # and read its processor (transformers_utils/processor.py:274 refuses a bare tokenizer):
 # LLaVA's class, whose processor transformers makes from its CLIP image processor.
@@ -299,10 +307,7 @@ TABLE: dict[str, Entry] = {
         tokens=GEMMA3_TOKENS,
     ),
     # Gemma 4's default config has no vision or audio config; the checkpoints have both.
-    "Gemma4UnifiedForConditionalGeneration": Entry(
-        _M + "gemma4_unified.py",
-        fix=_towers(vision_config="gemma4_unified_vision", audio_config="gemma4_unified_audio"),
-    ),
+    "Gemma4UnifiedForConditionalGeneration": Entry(_M + "gemma4_unified.py", fix=_gemma4_unified),
     "Qwen3OmniMoeForConditionalGeneration": Entry(
         _M + "qwen3_omni_moe_thinker.py",
         fields={

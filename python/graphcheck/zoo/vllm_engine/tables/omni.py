@@ -20,6 +20,11 @@ from graphcheck.zoo.vllm_engine.tables import (
     Entry,
     text_of,
 )
+from graphcheck.zoo.vllm_engine.tables.whole import (
+    GEMMA4_ENGINE,
+    GEMMA4_TOKEN_IDS,
+    GEMMA4_TOKENS,
+)
 
 __all__ = ["TABLE", "WHOLE"]
 
@@ -61,6 +66,17 @@ def _minicpmv_ids(d: Dict) -> None:
     vocab = int(text_of(d).get("vocab_size") or 0)
     for key in ("image_token", "video_token"):
         d[key + "_id"] = top_id(_MINICPMV_TOKENS[key], vocab, _MINICPMV_TOKENS)
+
+
+#: Gemma 3n's image and audio words, as its checkpoints' tokenizer names them.
+_GEMMA3N_TOKENS = {
+    "image_token": "<image_soft_token>",
+    "boi_token": "<start_of_image>",
+    "eoi_token": "<end_of_image>",
+    "audio_token": "<audio_soft_token>",
+    "boa_token": "<start_of_audio>",
+    "eoa_token": "<end_of_audio>",
+}
 
 
 #: Multimodal architectures without an entry elsewhere, served whole.
@@ -106,6 +122,23 @@ TABLE: dict[str, Entry] = {
     "MiniCPMV4_7ForConditionalGeneration": Entry(
         _M + "minicpmv4_7.py", whole=True, tokens=_MINICPMV_TOKENS, fix=_minicpmv_ids
     ),
+    # OpenVLA: vLLM's config and processor (transformers_utils/configs/openvla.py,
+    # processors/openvla.py); its DINOv2 and SigLIP towers are timm's at the checkpoint's
+    # sizes, the only ones vLLM accepts (openvla.py:104-120), so the build holds their full
+    # weights (730M parameters).
+    "OpenVLAForActionPrediction": Entry(_M + "openvla.py", whole=True),
+    # Gemma 3n: its forward needs the multimodal embeddings (gemma3n_mm.py:849), which a
+    # language-model-only build never gets from vLLM's runner. transformers' Gemma3nProcessor
+    # reads its six words off the tokenizer, vLLM's prompt update their ids off the processor
+    # and the newline runs off the vocabulary (gemma3n_mm.py:341-395); the config's ids are
+    # the tokenizer's, as a checkpoint's.
+    "Gemma3nForConditionalGeneration": Entry(
+        _M + "gemma3n_mm.py",
+        whole=True,
+        tokens=_GEMMA3N_TOKENS,
+        words=("\n", "\n\n", "\n\n\n", "\n\n\n\n"),
+        token_ids={f"{key}_id": word for key, word in _GEMMA3N_TOKENS.items()},
+    ),
 }
 
 #: Architecture -> what its entry in its family's module gets to be served whole
@@ -150,5 +183,43 @@ WHOLE: dict[str, Mapping[str, Any]] = {
         "whole": True,
         "tokens": INTERNVL_TOKENS,
         "token_ids": {"image_token_id": "<IMG_CONTEXT>"},
+    },
+    # Cohere Compass (a Qwen3-VL tower, cohere_compass.py) and Step 3.7 (vLLM's Perception
+    # Encoder, step3p7.py:53-66): transformers' processors of their model types.
+    "CohereCompassForConditionalGeneration": {"whole": True},
+    "Step3p7ForConditionalGeneration": {"whole": True},
+    # Granite 4 Vision: transformers' processor; its SigLIP tower and QFormer projectors in
+    # the census (the reload reads the QFormers at vLLM's fixed sizes: tables/vision.py).
+    "Granite4VisionForConditionalGeneration": {"whole": True},
+    # Qwen3-ASR Realtime: Qwen3-ASR's processor (its feature extractor, qwen3_asr_realtime.py:
+    # 189), which reads Qwen's audio and vision words off the tokenizer.
+    "Qwen3ASRRealtimeGeneration": {"whole": True, "tokens": QWEN_OMNI_TOKENS},
+    # Gemma 4 unified: transformers' Gemma4UnifiedProcessor with Gemma 4's words and soft
+    # tokens an image.
+    "Gemma4UnifiedForConditionalGeneration": {
+        "whole": True,
+        "engine": GEMMA4_ENGINE,
+        "tokens": GEMMA4_TOKENS,
+        "token_ids": GEMMA4_TOKEN_IDS,
+    },
+    # Nemotron Nano 2 VL: vLLM's own processor (processors/nano_nemotron_vl.py) over the
+    # zoo's placeholders; its RADIO tower and projector in the census.
+    "NemotronH_Nano_VL_V2": {"whole": True},
+    # Qwen4Exp's tower is Qwen3-VL's (qwen4_exp/nvidia/model.py:1004), but the model reads
+    # the vision config's deepstack levels unguarded (model.py:1014), which transformers'
+    # Qwen4ExpVisionConfig does not define and its model does not use: none, as there.
+    "Qwen4ExpForConditionalGeneration": {
+        "whole": True,
+        "fields": {"vision_config": {"deepstack_visual_indexes": []}},
+    },
+    # GLM-4V: vLLM's prompt replacement looks for the dummy text's three words by the config's
+    # ids (glm4v.py:440, 480-495); the image word is the pad token, as in the checkpoints.
+    "GLM4VForCausalLM": {
+        "whole": True,
+        "token_ids": {
+            "boi_token_id": "<|begin_of_image|>",
+            "pad_token_id": "<|endoftext|>",
+            "eoi_token_id": "<|end_of_image|>",
+        },
     },
 }

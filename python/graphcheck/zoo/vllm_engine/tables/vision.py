@@ -90,6 +90,21 @@ def _granite4_vision(d: Dict) -> None:
     d["spatial_vision_layer"] = -1
     d["spatial_target_layers"] = [1]
     d["image_grid_pinpoints"] = [[64, 128], [128, 64], [128, 128]]
+    # vLLM builds each QFormer with the checkpoints' fixed sizes, not the config's
+    # (granite4_vision.py:139-148); transformers builds it from qformer_config, which the
+    # reload checkpoint is written by: the same sizes there.
+    width = int(vision.get("hidden_size", 64))
+    d["qformer_config"] = {
+        **d.get("qformer_config", {}),
+        "hidden_size": width,
+        "encoder_hidden_size": width,
+        "num_attention_heads": max(width // 64, 1),
+        "intermediate_size": 3072,
+        "num_hidden_layers": 1,
+        "cross_attention_frequency": 1,
+        "max_position_embeddings": 2048,
+        "use_qformer_text_input": False,
+    }
 
 
 def _kanana_v(d: Dict) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from graphcheck.zoo.vllm_engine.tables import (
     GEMMA3_TOKENS,
+    GEMMA4_SOFT_TOKENS,
     INTERNVL_TOKENS,
     QWEN_OMNI_TOKENS,
     Dict,
@@ -43,13 +44,28 @@ GEMMA4_TOKENS = {
     "eoa_token": "<audio|>",
 }
 
+#: The config fields that hold Gemma 4's words' ids (the checkpoints' configs and tokenizer
+#: agree on them; the video word is the one Gemma4Processor adds itself).
+GEMMA4_TOKEN_IDS = {
+    "image_token_id": GEMMA4_TOKENS["image_token"],
+    "boi_token_id": GEMMA4_TOKENS["boi_token"],
+    "eoi_token_id": GEMMA4_TOKENS["eoi_token"],
+    "audio_token_id": GEMMA4_TOKENS["audio_token"],
+    "boa_token_id": GEMMA4_TOKENS["boa_token"],
+    "eoa_token_index": GEMMA4_TOKENS["eoa_token"],
+    "video_token_id": "<|video|>",
+}
+
+#: Gemma 4 served whole: its processor's soft tokens an image, as the tower's config says.
+GEMMA4_ENGINE = {"mm_processor_kwargs": {"max_soft_tokens": GEMMA4_SOFT_TOKENS}}
+
 
 def _gemma4(d: Dict) -> None:
     # Served whole: 70 soft tokens an image, the least its processor supports (gemma4_mm.py:
     # 102-257 reads the tower's default_output_length, which the checkpoints' configs carry
     # and transformers' class leaves out).
     _towers(vision_config="gemma4_vision", audio_config="gemma4_audio")(d)
-    d["vision_config"]["default_output_length"] = 70
+    d["vision_config"]["default_output_length"] = GEMMA4_SOFT_TOKENS
 
 
 #: Architecture name -> its entry.
@@ -126,18 +142,10 @@ TABLE: dict[str, Entry] = {
     "Gemma4ForConditionalGeneration": Entry(
         _M + "gemma4_mm.py",
         fix=_gemma4,
-        engine={"mm_processor_kwargs": {"max_soft_tokens": 70}},
+        engine=GEMMA4_ENGINE,
         whole=True,
         tokens=GEMMA4_TOKENS,
-        token_ids={
-            "image_token_id": GEMMA4_TOKENS["image_token"],
-            "boi_token_id": GEMMA4_TOKENS["boi_token"],
-            "eoi_token_id": GEMMA4_TOKENS["eoi_token"],
-            "audio_token_id": GEMMA4_TOKENS["audio_token"],
-            "boa_token_id": GEMMA4_TOKENS["boa_token"],
-            "eoa_token_index": GEMMA4_TOKENS["eoa_token"],
-            "video_token_id": "<|video|>",
-        },
+        token_ids=GEMMA4_TOKEN_IDS,
     ),
     # The language-model-only build's fields that transformers' defaults leave out, and the
     # processor of the dense model (transformers names none for the MoE model types).
