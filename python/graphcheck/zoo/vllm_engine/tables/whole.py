@@ -138,6 +138,11 @@ TABLE: dict[str, Entry] = {
     "GraniteSpeechForConditionalGeneration": Entry(
         _M + "granite_speech.py", whole=True, token_ids={"audio_token_index": "<|audio|>"}
     ),
+    # Granite Speech Plus: Granite Speech's processing (granite_speech.py:161 looks its audio
+    # word up in the vocabulary).
+    "GraniteSpeechPlusForConditionalGeneration": Entry(
+        _M + "granite_speech_plus.py", whole=True, token_ids={"audio_token_index": "<|audio|>"}
+    ),
     # Gemma 4's default config has no vision or audio config; the checkpoints have both.
     "Gemma4ForConditionalGeneration": Entry(
         _M + "gemma4_mm.py",
