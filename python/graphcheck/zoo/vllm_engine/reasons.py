@@ -89,6 +89,18 @@ REASONS: tuple[Reason, ...] = (
         "the model needs vLLM's V2 model runner, which the CPU worker does not run",
     ),  # fmt: skip
     Reason(
+        r"All drafting layers should belong to the same kv cache group",
+        "cpu backend",
+        "the CPU worker runs vLLM's V1 model runner, whose draft proposer assumes every KV-cache "
+        "layer of the draft in one group (v1/spec_decode/llm_base_proposer.py:1687-1707); "
+        "Inkling's MTP depth keeps its short-convolution state as a sliding-window cache beside "
+        "its attention (models/inkling/nvidia/sconv_swa_attn.py:185, mtp.py:1-12), a cache "
+        "spec of its own: two groups, and V1 has no Inkling proposer that allows them (Step "
+        "3.5's and Gemma 4's override the check: v1/spec_decode/step3p5.py:170, gemma4.py:221)",
+        frame=r"llm_base_proposer\.py",
+        arch=r"^InklingMTP",
+    ),
+    Reason(
         r"Model Runner V1 does not support",
         "cpu backend",
         "the CPU worker runs vLLM's V1 model runner, which does not support this draft",
