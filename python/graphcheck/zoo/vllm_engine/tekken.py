@@ -5,7 +5,8 @@ the engine starts (Voxtral Realtime takes its audio encoder's delay off
 ``tokenizer.instruct.audio_encoder``, voxtral_realtime.py:263). The zoo writes the file
 mistral_common loads (``Tekkenizer.from_file``): the 256 byte tokens after the special tokens,
 its special tokens (mistral_common's named ones first, fillers after), as long as the
-config's vocabulary, and the sections the entry gives (``audio``).
+config's vocabulary, and the sections the entry gives (``audio``; Pixtral's ``image``, the
+image encoder's config).
 """
 
 from __future__ import annotations

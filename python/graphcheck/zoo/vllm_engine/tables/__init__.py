@@ -120,8 +120,8 @@ class Entry:
     #: (Unlimited-OCR's config hook picks FLASH_ATTN for its vision encoder unless told).
     engine: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     #: Sections of a Mistral tokenizer file the zoo writes too (``tekken.json``, its ``audio``
-    #: config), for a model that reads mistral_common's tokenizer (with ``engine``'s
-    #: ``tokenizer_mode="mistral"``).
+    #: or ``image`` config), for a model that reads mistral_common's tokenizer (with
+    #: ``engine``'s ``tokenizer_mode="mistral"``).
     tekken: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     #: Other files of the checkpoint that vLLM reads, by path relative to the model folder: a
     #: mapping is written as JSON, a string as text (the ``preprocessor_config.json`` vLLM's

@@ -319,6 +319,12 @@ TABLE: dict[str, Entry] = {
         remote="PixtralConfig",
         model_type="pixtral",
         fix=_pixtral,
+        # Served whole through mistral_common's tokenizer, as vLLM requires (pixtral.py:186):
+        # the checkpoint's tekken.json with its image section (one 16-pixel patch per token,
+        # the tower's 32-pixel images; [IMG] is the vision config's image_token_id, 10).
+        whole=True,
+        engine={"tokenizer_mode": "mistral"},
+        tekken={"image": {"image_patch_size": 16, "max_image_size": 32, "spatial_merge_size": 1}},
     ),
     # Step 3.7: the hub's class (transformers' Step3p7Config reads the tower's checkpoint
     # names width/layers/heads into its own and drops them, which vLLM then reads:
