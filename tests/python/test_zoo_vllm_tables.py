@@ -420,3 +420,24 @@ def test_hybrid_mla_models_are_served_without_prefix_caching_and_name_the_cpu_ml
     assert aligned["whose"] == "cpu backend"
     assert aligned["source"] == "vllm/platforms/interface.py:820"
     assert "multiple of 128" in aligned["why"]
+
+
+def test_a_processor_whose_save_fails_half_way_leaves_no_file(tmp_path: Path) -> None:
+    from transformers import Ernie4_5_VLMoeConfig
+
+    from graphcheck.zoo.vllm_engine.processor import write_processor
+    from graphcheck.zoo.vllm_engine.tables import TABLE
+    from graphcheck.zoo.vllm_engine.tokenizer import write_tokenizer
+
+    # Ernie 4.5 VL's processor is made, but its video processor refuses to save its config
+    # without the checkpoint's font file: vLLM must find no processor file, not an empty one.
+    entry = TABLE["Ernie4_5_VLMoeForConditionalGeneration"]
+    config = Ernie4_5_VLMoeConfig()
+    tokenizer = write_tokenizer(tmp_path, config, entry.tokens)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert write_processor(tmp_path, config, tokenizer, "ernie4_5_vl_moe") == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    # With the entry's video arguments (no frame numbers drawn) the processor is written.
+    video = entry.video_processor
+    assert write_processor(tmp_path, config, tokenizer, "ernie4_5_vl_moe", video=video)
+    assert (tmp_path / "processor_config.json").stat().st_size > 0

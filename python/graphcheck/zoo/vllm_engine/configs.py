@@ -303,9 +303,12 @@ def write_config(
     # model only do not.
     if entry is not None and entry.processor:
         whole = entry.processor_class
-        processor = write_processor(folder, config, tokenizer, entry.processor, whole=whole)
+        processor = write_processor(
+            folder, config, tokenizer, entry.processor, whole=whole, video=entry.video_processor
+        )
         source += f"; processor {'' if whole else 'parts '}{processor}" if processor else ""
     elif (entry is not None and entry.whole) or not set(arch.tasks) & _PART_SERVED:
-        processor = write_processor(folder, config, tokenizer)
+        video = entry.video_processor if entry is not None else None
+        processor = write_processor(folder, config, tokenizer, video=video)
         source += f"; processor {processor}" if processor else ""
     return config, source

@@ -12,6 +12,7 @@ type transformers has no processor for gets none (vLLM then says what it missed)
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -97,15 +98,21 @@ def _processor_fields(config: Any, wanted: Any) -> dict[str, Any]:
 
 
 def write_processor(
-    folder: Path, config: Any, tokenizer: Any, model_type: str = "", whole: bool = True
+    folder: Path,
+    config: Any,
+    tokenizer: Any,
+    model_type: str = "",
+    whole: bool = True,
+    video: Mapping[str, Any] | None = None,
 ) -> str:
     """Writes the processor of ``config``'s model type into ``folder``; returns its class name.
 
     ``model_type`` names another model type's processor (a config table's ``processor``);
     with ``whole`` False only its image processor and feature extractor are written, for a
     model whose processor class is vLLM's own or the hub's (they load those parts by the
-    auto classes). Returns "" when transformers has no processor for the model type, or
-    cannot make one with its defaults (vLLM then reports the missing file).
+    auto classes). ``video``: arguments of its video processor (a table's
+    ``video_processor``). Returns "" when transformers has no processor for the model type,
+    or cannot make and save one with its defaults (vLLM then reports the missing file).
     """
     from transformers.models.auto import (
         feature_extraction_auto,
@@ -127,8 +134,7 @@ def write_processor(
         if audio is not None:
             parts["feature_extractor"] = audio()
         if cls is None:
-            for part in parts.values():
-                part.save_pretrained(folder)
+            _save(folder, *parts.values())
             return ", ".join(type(p).__name__ for p in parts.values())
         wanted = inspect.signature(cls.__init__).parameters
         args = {k: v for k, v in parts.items() if k in wanted}
@@ -139,14 +145,30 @@ def write_processor(
             args["tokenizer"] = tokenizer
         args.update(_processor_fields(config, wanted))
         if "video_processor" in wanted and "image_processor" in args:
-            video = _component(_video_table(), model_type)
-            if video is not None:
-                args["video_processor"] = video()
+            video_class = _component(_video_table(), model_type)
+            if video_class is not None:
+                args["video_processor"] = video_class(**(video or {}))
         processor = cls(**args)
-        processor.save_pretrained(folder)
+        _save(folder, processor)
     except Exception:  # a processor transformers cannot make from its defaults: none written
         return ""
     return str(cls.__name__)
+
+
+def _save(folder: Path, *parts: Any) -> None:
+    """``save_pretrained`` of each part into ``folder``, all of them or no file at all.
+
+    A save that fails half-way (Ernie 4.5 VL's video processor refuses to write its config
+    without the checkpoint's font file) would leave an empty ``processor_config.json``, which
+    vLLM then reports as invalid JSON instead of a missing processor.
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".processor-") as staging:
+        for part in parts:
+            part.save_pretrained(staging)
+        for path in sorted(Path(staging).iterdir()):
+            path.replace(folder / path.name)
 
 
 def _video_table() -> Any:

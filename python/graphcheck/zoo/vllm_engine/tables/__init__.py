@@ -109,6 +109,9 @@ class Entry:
     #: Write transformers' processor class of ``processor`` too, not its parts only: a
     #: multimodal model served language-model-only still loads it while the engine starts.
     processor_class: bool = False
+    #: Arguments of the video processor written with that class, where its defaults name a
+    #: file of the checkpoint's (Ernie 4.5 VL's draws frame numbers with a font it ships).
+    video_processor: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     #: Served whole, its encoders built and judged (not language-model-only), with its
     #: processor written as a model served whole gets it: an encoder-decoder model, whose V1
     #: scheduler asserts a multimodal budget (v1/core/sched/scheduler.py:266), which

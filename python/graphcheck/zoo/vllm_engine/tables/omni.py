@@ -79,6 +79,14 @@ _GEMMA3N_TOKENS = {
 }
 
 
+#: ERNIE 4.5 VL's image and video words, as its checkpoints' tokenizer names them.
+_ERNIE_VL_TOKENS = {
+    f"{kind}{part}_token": f"<|{kind.upper()}_{name}|>"
+    for kind in ("image", "video")
+    for part, name in (("", "PLACEHOLDER"), ("_start", "START"), ("_end", "END"))
+}
+
+
 #: Multimodal architectures without an entry elsewhere, served whole.
 TABLE: dict[str, Entry] = {
     # Qwen3.5 (dense and MoE) and Qwen2.5-Omni's conditional-generation class are served whole
@@ -191,6 +199,24 @@ WHOLE: dict[str, Mapping[str, Any]] = {
     # Granite 4 Vision: transformers' processor; its SigLIP tower and QFormer projectors in
     # the census (the reload reads the QFormers at vLLM's fixed sizes: tables/vision.py).
     "Granite4VisionForConditionalGeneration": {"whole": True},
+    # ERNIE 4.5 VL: transformers' processor of its model type over the checkpoint's six words
+    # (their ids the config's, ernie45_vl.py:1430-1440), its video processor without the frame
+    # numbers it draws with the checkpoint's font.
+    "Ernie4_5_VLMoeForConditionalGeneration": {
+        "whole": True,
+        "processor": "ernie4_5_vl_moe",
+        "processor_class": True,
+        "video_processor": {"draw_on_frames": False},
+        "tokens": _ERNIE_VL_TOKENS,
+        "token_ids": {
+            "im_patch_id": _ERNIE_VL_TOKENS["image_token"],
+            **{
+                f"{kind}_{end}_token_id": _ERNIE_VL_TOKENS[f"{kind}_{end}_token"]
+                for kind in ("image", "video")
+                for end in ("start", "end")
+            },
+        },
+    },
     # Qwen3-ASR Realtime: Qwen3-ASR's processor (its feature extractor, qwen3_asr_realtime.py:
     # 189), which reads Qwen's audio and vision words off the tokenizer.
     "Qwen3ASRRealtimeGeneration": {"whole": True, "tokens": QWEN_OMNI_TOKENS},
