@@ -56,6 +56,9 @@ GEMMA4_TOKEN_IDS = {
     "video_token_id": "<|video|>",
 }
 
+#: Granite Speech's audio word by the config field that holds its id.
+_GRANITE_AUDIO = {"audio_token_index": "<|audio|>"}
+
 #: Gemma 4 served whole: its processor's soft tokens an image, as the tower's config says.
 GEMMA4_ENGINE = {"mm_processor_kwargs": {"max_soft_tokens": GEMMA4_SOFT_TOKENS}}
 
@@ -136,12 +139,12 @@ TABLE: dict[str, Entry] = {
         token_ids={"image_token_id": "<|IMG_PATCH|>"},
     ),
     "GraniteSpeechForConditionalGeneration": Entry(
-        _M + "granite_speech.py", whole=True, token_ids={"audio_token_index": "<|audio|>"}
+        _M + "granite_speech.py", whole=True, token_ids=_GRANITE_AUDIO
     ),
     # Granite Speech Plus: Granite Speech's processing (granite_speech.py:161 looks its audio
     # word up in the vocabulary).
     "GraniteSpeechPlusForConditionalGeneration": Entry(
-        _M + "granite_speech_plus.py", whole=True, token_ids={"audio_token_index": "<|audio|>"}
+        _M + "granite_speech_plus.py", whole=True, token_ids=_GRANITE_AUDIO
     ),
     # Gemma 4's default config has no vision or audio config; the checkpoints have both.
     "Gemma4ForConditionalGeneration": Entry(
