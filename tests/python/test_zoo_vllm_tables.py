@@ -239,7 +239,7 @@ def test_a_table_entry_may_serve_a_multimodal_model_whole() -> None:
 def test_a_table_entry_writes_the_checkpoints_other_files(tmp_path: Path) -> None:
     import base64
 
-    from transformers import WhisperConfig
+    from transformers import WhisperConfig, WhisperFeatureExtractor
 
     from graphcheck.zoo.vllm_engine.configs import write_files
 
@@ -251,6 +251,10 @@ def test_a_table_entry_writes_the_checkpoints_other_files(tmp_path: Path) -> Non
     assert ranks == {bytes([b]): 8 + b for b in range(256)}
     whisper = WhisperConfig.from_pretrained(tmp_path, subfolder="whisper-large-v3")
     assert (whisper.d_model, whisper.encoder_layers) == (64, 1)
+    # Served whole, vLLM loads the tower's feature extractor from the same subfolder: as many
+    # mel bins as the tower takes.
+    features = WhisperFeatureExtractor.from_pretrained(tmp_path, subfolder="whisper-large-v3")
+    assert features.feature_size == whisper.num_mel_bins == 128
 
 
 def test_moss_audios_processor_file_names_the_ids_of_the_tokenizers_audio_words(

@@ -132,9 +132,26 @@ _KIMIA_WHISPER: dict[str, Any] = {
     "vocab_size": 512,
 }
 
+#: Whisper large-v3's feature extractor, which vLLM loads from the same subfolder when the model
+#: is served whole (kimi_audio.py:129-131): the checkpoint's preprocessor_config.json.
+_KIMIA_FEATURES: dict[str, Any] = {
+    "feature_extractor_type": "WhisperFeatureExtractor",
+    "feature_size": 128,
+    "sampling_rate": 16000,
+    "hop_length": 160,
+    "n_fft": 400,
+    "chunk_length": 30,
+    "n_samples": 480000,
+    "nb_max_frames": 3000,
+    "padding_side": "right",
+    "padding_value": 0.0,
+    "return_attention_mask": False,
+}
+
 TABLE: dict[str, Entry] = {
     # Kimi-Audio: a Qwen2 language model (kimi_audio.py:425-431) beside a Whisper tower whose
-    # config is a subfolder's; vLLM's tokenizer for it is tiktoken's (vllm/config/model.py:740).
+    # config and feature extractor are a subfolder's; vLLM's tokenizer for it is tiktoken's
+    # (vllm/config/model.py:740). Served whole.
     "MoonshotKimiaForCausalLM": Entry(
         _M + "kimi_audio.py, vllm/tokenizers/kimi_audio.py",
         base="qwen2",
@@ -142,7 +159,9 @@ TABLE: dict[str, Entry] = {
         files={
             "tiktoken.model": _byte_vocabulary(8),
             "whisper-large-v3/config.json": _KIMIA_WHISPER,
+            "whisper-large-v3/preprocessor_config.json": _KIMIA_FEATURES,
         },
+        whole=True,
     ),
     # MOSS-Audio served whole: its language-model-only build reads a tensor of the encoder at
     # construction (moss_audio.py:509, .item() on the skipped stage's meta device). vLLM's
