@@ -445,3 +445,20 @@ def test_a_processor_whose_save_fails_half_way_leaves_no_file(tmp_path: Path) ->
     video = entry.video_processor
     assert write_processor(tmp_path, config, tokenizer, "ernie4_5_vl_moe", video=video)
     assert (tmp_path / "processor_config.json").stat().st_size > 0
+
+
+def test_fun_audio_chats_speech_tokenizer_pads_with_a_code_of_its_discrete_tower(
+    tmp_path: Path,
+) -> None:
+    from transformers import AutoTokenizer
+
+    from graphcheck.zoo.vllm_engine.configs import write_files
+
+    entry = TABLE["FunAudioChatForConditionalGeneration"]
+    write_files(tmp_path, entry.files)
+    speech = AutoTokenizer.from_pretrained(tmp_path / "speech_tokenizer")
+    # vLLM pads each audio's frames with the pad word to a multiple of the group size and
+    # embeds the ids as the discrete tower's codes (funaudiochat.py:645-670).
+    ids = speech(["<|audio_pad|>" * 3], padding=True, pad_to_multiple_of=5)["input_ids"][0]
+    assert ids == [speech.pad_token_id] * 5
+    assert 0 <= speech.pad_token_id < entry.fields["audio_config"]["codebook_size"]

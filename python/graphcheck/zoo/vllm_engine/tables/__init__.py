@@ -29,6 +29,7 @@ __all__ = [
     "INTERNVL_TOKENS",
     "QWEN_OMNI_TOKENS",
     "TABLE",
+    "WHISPER_FEATURES",
     "Entry",
     "Fields",
     "apply",
@@ -62,6 +63,23 @@ INTERNVL_TOKENS = {
 #: Soft tokens an image of Gemma 4 served whole: the least its processor supports
 #: (gemma4_mm.py:102-257), as the tower's config says it (the checkpoints' configs carry it).
 GEMMA4_SOFT_TOKENS = 70
+
+#: Whisper large-v3's feature extractor as its checkpoints' ``preprocessor_config.json`` has
+#: it (128 mel bins), which vLLM loads beside the Whisper-style towers of Kimi-Audio and
+#: Fun-Audio-Chat.
+WHISPER_FEATURES: Mapping[str, Any] = {
+    "feature_extractor_type": "WhisperFeatureExtractor",
+    "feature_size": 128,
+    "sampling_rate": 16000,
+    "hop_length": 160,
+    "n_fft": 400,
+    "chunk_length": 30,
+    "n_samples": 480000,
+    "nb_max_frames": 3000,
+    "padding_side": "right",
+    "padding_value": 0.0,
+    "return_attention_mask": False,
+}
 
 #: Qwen's audio and vision words (Qwen3-Omni's and Qwen3-ASR's processors read them).
 QWEN_OMNI_TOKENS = {

@@ -18,6 +18,7 @@ from graphcheck.zoo.vllm_engine.tables import (
     GEMMA3_TOKENS,
     GEMMA4_SOFT_TOKENS,
     QWEN_OMNI_TOKENS,
+    WHISPER_FEATURES,
     Dict,
     Entry,
     merge,
@@ -175,6 +176,33 @@ def _gemma4_unified(d: Dict) -> None:
     d["vision_config"]["num_soft_tokens"] = GEMMA4_SOFT_TOKENS
 
 
+#: Fun-Audio-Chat's speech tokenizer (the checkpoint's ``speech_tokenizer/``): vLLM pads each
+#: audio's frames with its pad word and embeds the ids as codes of the discrete tower
+#: (funaudiochat.py:645-670), so the pad's id is one of the tower's codes (0).
+_AUDIO_PAD = "<|audio_pad|>"
+_SPEECH_TOKENIZER: dict[str, Any] = {
+    "version": "1.0",
+    "truncation": None,
+    "padding": None,
+    "added_tokens": [
+        {
+            "id": 0,
+            "content": _AUDIO_PAD,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
+    ],
+    "normalizer": None,
+    "pre_tokenizer": None,
+    "post_processor": None,
+    "decoder": None,
+    "model": {"type": "WordLevel", "vocab": {_AUDIO_PAD: 0, "<unk>": 1}, "unk_token": "<unk>"},
+}
+
+
 # The Transformers backend's multimodal classes wrap a transformers vision-language model
 # and read its processor (transformers_utils/processor.py:274 refuses a bare tokenizer):
 # LLaVA's class, whose processor transformers makes from its CLIP image processor.
@@ -327,9 +355,23 @@ TABLE: dict[str, Entry] = {
     ),
     # Fun-Audio-Chat's discrete audio tower embeds codebook_size codes of the language model's
     # width, padded with pad_token_id (funaudiochat.py:248-461); the class leaves both unset.
+    # Served whole, vLLM's processing (funaudiochat.py:517-690) loads the checkpoint's Whisper
+    # feature extractor and its speech tokenizer (a subfolder), and finds the dummy text's
+    # audio words in the tokenizer, the placeholder by the config's audio_token_index.
     "FunAudioChatForConditionalGeneration": Entry(
         _M + "funaudiochat.py, vllm/transformers_utils/configs/funaudiochat.py",
         fields={"audio_config": {"codebook_size": 64, "pad_token_id": 0, "output_dim": 64}},
+        whole=True,
+        words=("<|audio_bos|>", "<|audio_eos|>"),
+        token_ids={"audio_token_index": "<|AUDIO|>"},
+        files={
+            "preprocessor_config.json": WHISPER_FEATURES,
+            "speech_tokenizer/tokenizer.json": _SPEECH_TOKENIZER,
+            "speech_tokenizer/tokenizer_config.json": {
+                "pad_token": _AUDIO_PAD,
+                "unk_token": "<unk>",
+            },
+        },
     ),
     # vLLM's UltravoxConfig keeps its language model as wrapped_model_config and reads the
     # checkpoints' text_config (transformers_utils/configs/ultravox.py): saved under that name.

@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from graphcheck.zoo.vllm_engine.tables import Dict, Entry
+from graphcheck.zoo.vllm_engine.tables import WHISPER_FEATURES, Dict, Entry
 from graphcheck.zoo.vllm_engine.tables.multimodal import tiny_text
 
 _M = "vllm/model_executor/models/"
@@ -132,26 +132,10 @@ _KIMIA_WHISPER: dict[str, Any] = {
     "vocab_size": 512,
 }
 
-#: Whisper large-v3's feature extractor, which vLLM loads from the same subfolder when the model
-#: is served whole (kimi_audio.py:129-131): the checkpoint's preprocessor_config.json.
-_KIMIA_FEATURES: dict[str, Any] = {
-    "feature_extractor_type": "WhisperFeatureExtractor",
-    "feature_size": 128,
-    "sampling_rate": 16000,
-    "hop_length": 160,
-    "n_fft": 400,
-    "chunk_length": 30,
-    "n_samples": 480000,
-    "nb_max_frames": 3000,
-    "padding_side": "right",
-    "padding_value": 0.0,
-    "return_attention_mask": False,
-}
-
 TABLE: dict[str, Entry] = {
     # Kimi-Audio: a Qwen2 language model (kimi_audio.py:425-431) beside a Whisper tower whose
-    # config and feature extractor are a subfolder's; vLLM's tokenizer for it is tiktoken's
-    # (vllm/config/model.py:740). Served whole.
+    # config and feature extractor are a subfolder's (the latter loaded when served whole,
+    # kimi_audio.py:129-131); vLLM's tokenizer for it is tiktoken's (vllm/config/model.py:740).
     "MoonshotKimiaForCausalLM": Entry(
         _M + "kimi_audio.py, vllm/tokenizers/kimi_audio.py",
         base="qwen2",
@@ -159,7 +143,7 @@ TABLE: dict[str, Entry] = {
         files={
             "tiktoken.model": _byte_vocabulary(8),
             "whisper-large-v3/config.json": _KIMIA_WHISPER,
-            "whisper-large-v3/preprocessor_config.json": _KIMIA_FEATURES,
+            "whisper-large-v3/preprocessor_config.json": WHISPER_FEATURES,
         },
         whole=True,
     ),
