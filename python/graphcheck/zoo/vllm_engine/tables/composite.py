@@ -239,6 +239,12 @@ TABLE: dict[str, Entry] = {
         base="ovis",
         saved_as={"text_config": "llm_config"},
         fix=_ovis,
+        # Served whole: vLLM's own OvisProcessor loads the checkpoint's image processor by the
+        # auto classes (Ovis 1.6's is SigLIP's) and pads with the Gemma 2 word it maps
+        # (ovis.py:73-77, 289-292).
+        whole=True,
+        processor="siglip",
+        words=("<unused0>",),
     ),
     # Phi-4-multimodal: the hub's class over Phi-3's fields (phi4mm.py:1068-1113 builds
     # vLLM's LlamaModel off the top level), with the embedding layers' dicts the towers and
