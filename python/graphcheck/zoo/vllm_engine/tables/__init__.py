@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = [
+    "GEMMA3_NEWLINES",
     "GEMMA3_TOKENS",
     "GEMMA4_SOFT_TOKENS",
     "INTERNVL_TOKENS",
@@ -59,6 +60,10 @@ INTERNVL_TOKENS = {
     "context_image_token": "<IMG_CONTEXT>",
     "video_token": "<video>",
 }
+
+#: The newline runs Gemma 3's and Gemma 3n's prompt updates look up by id in the vocabulary
+#: (gemma3_mm.py:349, gemma3n_mm.py:392-395): a checkpoint's tokenizer has each as one word.
+GEMMA3_NEWLINES = ("\n", "\n\n", "\n\n\n", "\n\n\n\n")
 
 #: Soft tokens an image of Gemma 4 served whole: the least its processor supports
 #: (gemma4_mm.py:102-257), as the tower's config says it (the checkpoints' configs carry it).

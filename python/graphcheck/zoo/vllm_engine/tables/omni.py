@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from graphcheck.zoo.vllm_engine.tables import (
+    GEMMA3_NEWLINES,
+    GEMMA3_TOKENS,
     INTERNVL_TOKENS,
     QWEN_OMNI_TOKENS,
     Dict,
@@ -68,11 +70,10 @@ def _minicpmv_ids(d: Dict) -> None:
         d[key + "_id"] = top_id(_MINICPMV_TOKENS[key], vocab, _MINICPMV_TOKENS)
 
 
-#: Gemma 3n's image and audio words, as its checkpoints' tokenizer names them.
+#: Gemma 3n's image and audio words, as its checkpoints' tokenizer names them: Gemma 3's
+#: image words and their audio twins.
 _GEMMA3N_TOKENS = {
-    "image_token": "<image_soft_token>",
-    "boi_token": "<start_of_image>",
-    "eoi_token": "<end_of_image>",
+    **GEMMA3_TOKENS,
     "audio_token": "<audio_soft_token>",
     "boa_token": "<start_of_audio>",
     "eoa_token": "<end_of_audio>",
@@ -144,7 +145,7 @@ TABLE: dict[str, Entry] = {
         _M + "gemma3n_mm.py",
         whole=True,
         tokens=_GEMMA3N_TOKENS,
-        words=("\n", "\n\n", "\n\n\n", "\n\n\n\n"),
+        words=GEMMA3_NEWLINES,
         token_ids={f"{key}_id": word for key, word in _GEMMA3N_TOKENS.items()},
     ),
 }

@@ -11,6 +11,7 @@ judge the encoder's tensors too. Each entry cites the vLLM file its model is bui
 from __future__ import annotations
 
 from graphcheck.zoo.vllm_engine.tables import (
+    GEMMA3_NEWLINES,
     GEMMA3_TOKENS,
     GEMMA4_SOFT_TOKENS,
     INTERNVL_TOKENS,
@@ -216,6 +217,6 @@ TABLE: dict[str, Entry] = {
         _M + "gemma3_mm.py",
         whole=True,
         tokens=GEMMA3_TOKENS,
-        words=("\n", "\n\n", "\n\n\n", "\n\n\n\n"),
+        words=GEMMA3_NEWLINES,
     ),
 }
