@@ -8,6 +8,9 @@ the two tiny layers.
 
 from __future__ import annotations
 
+from typing import Any
+
+from graphcheck.zoo.overrides import FIXUPS
 from graphcheck.zoo.vllm_engine.tables import Entry
 
 _M = "vllm/model_executor/models/"
@@ -57,7 +60,22 @@ _DECI_BLOCK = {
     "ffn": {"no_op": False, "replace_with_linear": False, "ffn_mult": 1.0},
 }
 
+
+def _zamba2(d: dict[str, Any]) -> None:
+    # Zamba2's config derives its Mamba heads' and shared attention's widths from the hidden
+    # size (__post_init__), but the default's to_dict carries them at full size (mamba_headdim
+    # 640, kv_channels 80) and from_dict sets them back over the derivation: vLLM's Mamba mixer
+    # then ran its CPU kernels over heads 40 times wider than its tensors, which corrupted the
+    # heap. The transformers zoo's fixup drops them, so that they are derived at tiny sizes.
+    FIXUPS["zamba2"](d, "tiny")
+    # head_dim is its alias of attention_head_dim, which the width fit would set to hidden /
+    # heads: the shared attention runs over the hidden state and the embeddings, twice as wide
+    # (zamba2.py:155 refuses any other).
+    d["head_dim"] = 2 * d["hidden_size"] // d["num_attention_heads"]
+
+
 TABLE: dict[str, Entry] = {
+    "Zamba2ForCausalLM": Entry(_M + "zamba2.py", fix=_zamba2),
     # The hub's DeciLMConfig makes block_configs objects (model type nemotron-nas, whose
     # convertor reads them: transformers_utils/model_arch_config_convertor.py:563).
     "DeciLMForCausalLM": Entry(
