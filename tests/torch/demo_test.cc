@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/test_paths.h"
+
 namespace graphcheck {
 namespace {
 
@@ -31,7 +33,7 @@ struct RunResult {
 };
 
 RunResult run(const std::string& arguments) {
-  const std::string command = std::string("'") + GRAPHCHECK_CLI_PATH + "' " + arguments;
+  const std::string command = std::string("'") + test_paths::cli_path() + "' " + arguments;
   RunResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_paths.h"
 #include "unit/cli_run_helpers.h"
 
 namespace graphcheck {
@@ -25,7 +26,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-fs::path data_dir() { return GRAPHCHECK_TEST_DATA_DIR; }
+fs::path data_dir() { return test_paths::data_dir(); }
 
 using testing_cli::read_text;
 using testing_cli::RunResult;
@@ -52,7 +53,7 @@ class CliTest : public ::testing::Test {
 
   // Runs `graphcheck ARGS...` (optionally with `stdin_path` as standard input).
   RunResult run(const std::vector<std::string>& args, const std::string& stdin_path = "") {
-    return run_program(GRAPHCHECK_CLI_PATH, args, stdin_path);
+    return run_program(test_paths::cli_path(), args, stdin_path);
   }
 
   // Runs `program ARGS...` (optionally with `stdin_path` as standard input).
@@ -69,7 +70,7 @@ class CliTest : public ::testing::Test {
     const fs::path bin = dir_ / "bin";
     fs::create_directories(bin);
     const fs::path copy = bin / "graphcheck";
-    fs::copy_file(GRAPHCHECK_CLI_PATH, copy, fs::copy_options::overwrite_existing);
+    fs::copy_file(test_paths::cli_path(), copy, fs::copy_options::overwrite_existing);
     fs::permissions(copy, fs::perms::owner_all);
     return copy;
   }
@@ -315,13 +316,13 @@ std::string loaded_libraries(const std::string& program) {
 // `graphcheck check` must start like a small tool and run where LibTorch is absent (the
 // installed CLI once failed with "libtorch.so: cannot open shared object file").
 TEST_F(CliTest, CheckLoadsNoLibTorch) {
-  const std::string libraries = loaded_libraries(GRAPHCHECK_CLI_PATH);
+  const std::string libraries = loaded_libraries(test_paths::cli_path());
   EXPECT_THAT(libraries, HasSubstr("libc.so"));  // the probe lists what is loaded
   for (const char* library : {"libtorch", "libc10", "libcudart", "libcuda.so"}) {
     EXPECT_THAT(libraries, ::testing::Not(HasSubstr(library))) << libraries;
   }
   // Where the demo is built, the same probe finds LibTorch in it: the probe can see it.
-  const fs::path demo = fs::path(GRAPHCHECK_CLI_PATH).parent_path() / "graphcheck-demo";
+  const fs::path demo = fs::path(test_paths::cli_path()).parent_path() / "graphcheck-demo";
   if (fs::exists(demo)) {
     EXPECT_THAT(loaded_libraries(demo.string()), HasSubstr("libtorch"));
   }

@@ -26,13 +26,14 @@
 #include <vector>
 
 #include "common/expect_block.h"
+#include "common/test_paths.h"
 
 namespace graphcheck {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path data_dir() { return GRAPHCHECK_TEST_DATA_DIR; }
+fs::path data_dir() { return test_paths::data_dir(); }
 
 std::string read_text(const fs::path& path) {
   std::ifstream file(path, std::ios::binary);

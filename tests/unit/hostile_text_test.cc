@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_paths.h"
 #include "unit/cli_run_helpers.h"
 
 namespace graphcheck {
@@ -181,7 +182,7 @@ TEST(CliText, CheckPrintsHostileNamesEscapedAndJsonExact) {
   fs::create_directories(dir);
   std::mt19937_64 rng(3434);
   for (int round = 0; round < 12; ++round) {
-    Snapshot snapshot = read_snapshot(fs::path(GRAPHCHECK_TEST_DATA_DIR) / "verdict_lost.json");
+    Snapshot snapshot = read_snapshot(fs::path(test_paths::data_dir()) / "verdict_lost.json");
     const std::string owner = round == 0 ? std::string("ws\x1b[31m\0\n", 9) : random_text(rng);
     for (Epoch& epoch : snapshot.epochs) {
       for (Allocation& allocation : epoch.allocations) {
@@ -197,12 +198,12 @@ TEST(CliText, CheckPrintsHostileNamesEscapedAndJsonExact) {
     const fs::path path = dir / "hostile.json";
     write_snapshot(snapshot, path);
     const testing_cli::RunResult text =
-        testing_cli::run_program(GRAPHCHECK_CLI_PATH, {"check", path.string()}, dir / "err");
+        testing_cli::run_program(test_paths::cli_path(), {"check", path.string()}, dir / "err");
     ASSERT_LE(text.status, 1) << text.err;
     ASSERT_EQ(raw_control(text.out), std::string::npos) << "round " << round << ": " << text.out;
     ASSERT_EQ(raw_control(text.err), std::string::npos) << text.err;
     const testing_cli::RunResult json = testing_cli::run_program(
-        GRAPHCHECK_CLI_PATH, {"check", path.string(), "--format", "json"}, dir / "err");
+        test_paths::cli_path(), {"check", path.string(), "--format", "json"}, dir / "err");
     const Report report = parse_report(json.out);
     EXPECT_EQ(report, check(snapshot));  // every name as it was, byte for byte
     if (round == 0) {

@@ -14,13 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "common/test_paths.h"
+
 namespace graphcheck {
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-fs::path data_dir() { return GRAPHCHECK_TEST_DATA_DIR; }
+fs::path data_dir() { return test_paths::data_dir(); }
 
 // The JSON inside the script element with this id, parsed.
 nlohmann::json script_json(const std::string& page, const std::string& id) {

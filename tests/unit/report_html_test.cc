@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_paths.h"
 #include "unit/cli_run_helpers.h"
 
 namespace graphcheck {
@@ -26,7 +27,7 @@ using ::testing::StartsWith;
 
 constexpr std::string_view kDataOpen = R"(<script type="application/json" id="graphcheck-data">)";
 
-fs::path data_dir() { return GRAPHCHECK_TEST_DATA_DIR; }
+fs::path data_dir() { return test_paths::data_dir(); }
 
 // The JSON between the data script's tags, parsed.
 nlohmann::json embedded_data(const std::string& page) {
@@ -124,7 +125,7 @@ class CliHtmlTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   testing_cli::RunResult run(const std::vector<std::string>& args) {
-    return testing_cli::run_program(GRAPHCHECK_CLI_PATH, args, dir_ / "stderr.txt");
+    return testing_cli::run_program(test_paths::cli_path(), args, dir_ / "stderr.txt");
   }
   fs::path dir_;
 };

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_paths.h"
 #include "unit/cli_run_helpers.h"
 
 namespace graphcheck::testing_cli {
@@ -190,7 +191,7 @@ class WatchFolderTest : public ::testing::Test {
   }
 
   RunResult run(const std::vector<std::string>& args) {
-    return testing_cli::run_program(GRAPHCHECK_CLI_PATH, args, dir_ / "stderr.txt");
+    return testing_cli::run_program(test_paths::cli_path(), args, dir_ / "stderr.txt");
   }
 
   // Expects exit 2 and one "graphcheck: error: " line on stderr holding every needle.
