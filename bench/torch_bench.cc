@@ -3,6 +3,7 @@
 // build/bin/graphcheck_torch_bench
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #include <benchmark/benchmark.h>
 #include <graphcheck/torch/aten_capture.h>
 #include <graphcheck/torch/reference_model.h>
@@ -126,19 +127,23 @@ void reference_forward(benchmark::State& state) {
 }
 BENCHMARK(reference_forward)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
 
-// Forward inside a capture window (open, forward, finish). Counters: ops recorded per
-// forward, the slowdown against a plain forward timed in the same iterations (ratio; goal
-// <= 2 at hidden >= 1024), and the added cost per recorded op.
+// Forward inside a capture window (open, forward, finish); range(1) 0 keeps the ops for replay
+// (the LibTorch adapter's default), 1 drops them (the Python watch's CUDA captures). Counters:
+// ops recorded per forward, the slowdown against a plain forward timed in the same iterations
+// (ratio; goal <= 2 at hidden >= 1024), the added time per forward (extra_us) and per op.
 void reference_forward_captured(benchmark::State& state) {
   using Clock = std::chrono::steady_clock;
   auto& model = bench_model(state.range(0));
   const at::Tensor ids = at::arange(kBenchTokens, at::kLong);
+  graphcheck::libtorch::CaptureOptions options;
+  options.replay_ops = state.range(1) == 0 ? graphcheck::libtorch::ReplayOps::kKeep
+                                           : graphcheck::libtorch::ReplayOps::kDrop;
   double captured_s = 0;
   double plain_s = 0;
   std::uint64_t ops = 0;
   for (auto _ : state) {
     const auto start = Clock::now();
-    graphcheck::libtorch::CaptureWindow window;
+    graphcheck::libtorch::CaptureWindow window(options);
     window.declare_input("ids", ids);
     benchmark::DoNotOptimize(model.forward(ids, ids).data_ptr());
     const auto record = window.finish();
@@ -153,9 +158,52 @@ void reference_forward_captured(benchmark::State& state) {
   const auto iterations = static_cast<double>(state.iterations());
   state.counters["ops"] = static_cast<double>(ops);
   state.counters["ratio"] = captured_s / plain_s;
+  state.counters["extra_us"] = (captured_s - plain_s) / iterations * 1e6;
   state.counters["ns_per_op"] =
       ops == 0 ? 0.0 : (captured_s - plain_s) / iterations / static_cast<double>(ops) * 1e9;
 }
+
+// The floor of the window's per-op cost: what any dispatcher observer that reads each op's
+// operands pays, an empty thread-local RecordFunction callback that asks for inputs and
+// outputs (as the window's does) and only walks them. Counters as reference_forward_captured's.
+std::unique_ptr<at::ObserverContext> walk_inputs(const at::RecordFunction& fn) {
+  for (const c10::IValue& input : fn.inputs()) {
+    benchmark::DoNotOptimize(input.isTensor());
+  }
+  return nullptr;
+}
+void walk_outputs(const at::RecordFunction& fn, at::ObserverContext* /*context*/) {
+  for (const c10::IValue& output : fn.outputs()) {
+    benchmark::DoNotOptimize(output.isTensor());
+  }
+}
+void reference_forward_observed(benchmark::State& state) {
+  using Clock = std::chrono::steady_clock;
+  auto& model = bench_model(state.range(0));
+  const at::Tensor ids = at::arange(kBenchTokens, at::kLong);
+  double observed_s = 0;
+  double plain_s = 0;
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    const at::CallbackHandle handle =
+        at::addThreadLocalCallback(at::RecordFunctionCallback(&walk_inputs, &walk_outputs)
+                                       .needsInputs(true)
+                                       .needsOutputs(true)
+                                       .scopes({at::RecordScope::FUNCTION}));
+    benchmark::DoNotOptimize(model.forward(ids, ids).data_ptr());
+    at::removeCallback(handle);
+    observed_s += std::chrono::duration<double>(Clock::now() - start).count();
+    state.PauseTiming();
+    const auto plain_start = Clock::now();
+    benchmark::DoNotOptimize(model.forward(ids, ids).data_ptr());
+    plain_s += std::chrono::duration<double>(Clock::now() - plain_start).count();
+    state.ResumeTiming();
+  }
+  state.counters["ratio"] = observed_s / plain_s;
+  state.counters["extra_us"] =
+      (observed_s - plain_s) / static_cast<double>(state.iterations()) * 1e6;
+}
+
 // Replay of a captured forward (`CapturedGraph::replay`: the depth-0 ops re-dispatched on
 // views of the captured storages, results copied into them) against a plain forward timed
 // in the same iterations. Counters: depth-0 ops replayed, ratio replay / forward.
@@ -217,10 +265,13 @@ void tiny_ops(benchmark::State& state) {
 BENCHMARK(tiny_ops)->Arg(0)->Arg(1)->Arg(2);
 
 BENCHMARK(reference_forward_captured)
-    ->Arg(256)
-    ->Arg(1024)
-    ->Arg(2048)
+    ->Args({256, 0})
+    ->Args({1024, 0})
+    ->Args({2048, 0})
+    ->Args({256, 1})
+    ->Args({1024, 1})
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(reference_forward_observed)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
