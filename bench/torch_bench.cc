@@ -117,6 +117,19 @@ graphcheck::libtorch::ReferenceModel& bench_model(std::int64_t hidden) {
 
 constexpr std::int64_t kBenchTokens = 16;
 
+// Seconds of one plain forward, run with the benchmark's timer paused: the baseline each
+// benchmark below times in its own iterations, so that both see the same machine state.
+double paused_plain_forward(benchmark::State& state, graphcheck::libtorch::ReferenceModel& model,
+                            const at::Tensor& ids) {
+  using Clock = std::chrono::steady_clock;
+  state.PauseTiming();
+  const auto start = Clock::now();
+  benchmark::DoNotOptimize(model.forward(ids, ids).data_ptr());
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  state.ResumeTiming();
+  return seconds;
+}
+
 // Forward without a capture window: the baseline.
 void reference_forward(benchmark::State& state) {
   auto& model = bench_model(state.range(0));
@@ -149,11 +162,7 @@ void reference_forward_captured(benchmark::State& state) {
     const auto record = window.finish();
     captured_s += std::chrono::duration<double>(Clock::now() - start).count();
     ops = record.graph.nodes.size();
-    state.PauseTiming();
-    const auto plain_start = Clock::now();
-    benchmark::DoNotOptimize(model.forward(ids, ids).data_ptr());
-    plain_s += std::chrono::duration<double>(Clock::now() - plain_start).count();
-    state.ResumeTiming();
+    plain_s += paused_plain_forward(state, model, ids);
   }
   const auto iterations = static_cast<double>(state.iterations());
   state.counters["ops"] = static_cast<double>(ops);
@@ -193,11 +202,7 @@ void reference_forward_observed(benchmark::State& state) {
     benchmark::DoNotOptimize(model.forward(ids, ids).data_ptr());
     at::removeCallback(handle);
     observed_s += std::chrono::duration<double>(Clock::now() - start).count();
-    state.PauseTiming();
-    const auto plain_start = Clock::now();
-    benchmark::DoNotOptimize(model.forward(ids, ids).data_ptr());
-    plain_s += std::chrono::duration<double>(Clock::now() - plain_start).count();
-    state.ResumeTiming();
+    plain_s += paused_plain_forward(state, model, ids);
   }
   state.counters["ratio"] = observed_s / plain_s;
   state.counters["extra_us"] =
@@ -225,11 +230,7 @@ void reference_replay(benchmark::State& state) {
     const auto start = Clock::now();
     graph.replay();
     replay_s += std::chrono::duration<double>(Clock::now() - start).count();
-    state.PauseTiming();
-    const auto plain_start = Clock::now();
-    benchmark::DoNotOptimize(model.forward(ids, ids).data_ptr());
-    plain_s += std::chrono::duration<double>(Clock::now() - plain_start).count();
-    state.ResumeTiming();
+    plain_s += paused_plain_forward(state, model, ids);
   }
   state.counters["ops"] = static_cast<double>(graph.op_count());
   state.counters["ratio"] = replay_s / plain_s;
