@@ -24,7 +24,7 @@ from graphcheck.zoo._overrides_vision import VISION_FIXUPS
 from graphcheck.zoo._util import layer_count
 from graphcheck.zoo.catalog import Arch
 
-__all__ = ["FIXUPS", "PREPARE", "apply_fixups", "prepare_base"]
+__all__ = ["DERIVED", "FIXUPS", "PREPARE", "apply_fixups", "drop_derived", "prepare_base"]
 
 Dict = dict[str, Any]
 
@@ -71,12 +71,35 @@ def _set_text(**values: Any) -> Callable[[Dict, str], None]:
     return fixup
 
 
-def _derived(*keys: str) -> Callable[[Dict, str], None]:
-    # Fields that the config's __post_init__ derives from others: the default's to_dict keeps
-    # their default-size values, and from_dict would set those back after the derivation.
+#: Fields a config's ``__post_init__`` derives from others, by model type: the default's
+#: ``to_dict`` keeps their full-size values and ``from_dict`` would set those back over the
+#: derivation, so the shrunk dict drops them (:func:`drop_derived`; the vLLM zoo's configs too,
+#: where a model sizes its kernels by them: Zamba2's Mamba heads corrupted the heap).
+DERIVED: dict[str, tuple[str, ...]] = {
+    # The shared attention's and the Mamba heads' widths are derived from the hidden size.
+    "zamba2": (
+        "attention_hidden_size",
+        "attention_head_dim",
+        "mamba_headdim",
+        "kv_channels",
+        "num_query_groups",
+    ),
+    # MobileBERT's true_hidden_size is the bottleneck's (see its FIXUPS entry).
+    "mobilebert": ("true_hidden_size",),
+    # The box embedding widths are derived from the hidden size and heads.
+    "bros": ("dim_bbox_sinusoid_emb_2d", "dim_bbox_sinusoid_emb_1d", "dim_bbox_projection"),
+}
+
+
+def drop_derived(model_type: str, d: Dict) -> None:
+    """Drops from the shrunk dict ``d`` the fields ``model_type``'s config derives (DERIVED)."""
+    for key in DERIVED.get(model_type, ()):
+        d.pop(key, None)
+
+
+def _derived(model_type: str) -> Callable[[Dict, str], None]:
     def fixup(d: Dict, level: str) -> None:
-        for key in keys:
-            d.pop(key, None)
+        drop_derived(model_type, d)
 
     return fixup
 
@@ -304,14 +327,7 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     # Retrieval checkpoints (blip2-itm-vit-g) feed text through the Q-Former: its layers get
     # the text feed-forward only with this set.
     "Blip2ForImageTextRetrieval": _qformer_text,
-    # The shared attention's and the Mamba heads' widths are derived from the hidden size.
-    "zamba2": _derived(
-        "attention_hidden_size",
-        "attention_head_dim",
-        "mamba_headdim",
-        "kv_channels",
-        "num_query_groups",
-    ),
+    "zamba2": _derived("zamba2"),
     # Its processor samples frames: the image tensor is (batch, frames, channels, h, w), and
     # the inputs make such a video where the vision config counts frames (two here).
     "instructblipvideo": _vision_frames,
@@ -334,11 +350,8 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     "lilt": _set(hidden_size=96),
     # The bottleneck and the embeddings are narrower than the hidden size (128 of 512): the
     # MLM head's extra dense is hidden - embedding wide; true_hidden_size is the bottleneck's.
-    "mobilebert": _both(
-        _set(embedding_size=32, intra_bottleneck_size=32), _derived("true_hidden_size")
-    ),
-    # The box embedding widths are derived from the hidden size and heads.
-    "bros": _derived("dim_bbox_sinusoid_emb_2d", "dim_bbox_sinusoid_emb_1d", "dim_bbox_projection"),
+    "mobilebert": _both(_set(embedding_size=32, intra_bottleneck_size=32), _derived("mobilebert")),
+    "bros": _derived("bros"),
     "HieraForPreTraining": _set(decoder_hidden_size=64, decoder_depth=1, decoder_num_heads=2),
     "ReformerModelWithLMHead": _set(is_decoder=True),
     "T5GemmaEncoderModel": _set(is_encoder_decoder=False),

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from graphcheck.zoo.catalog import Arch, _auto_tables, _best_model_type
+from graphcheck.zoo.overrides import drop_derived
 from graphcheck.zoo.tiny_config import Sizes, shrink
 from graphcheck.zoo.vllm_engine.catalog import Variant
 
@@ -216,6 +217,7 @@ def tiny_config(
         source = f"{entry.remote} (the hub's class, from {source})"
 
     def fixups(d: dict[str, Any], _level: str) -> None:
+        drop_derived(str(d.get("model_type", "")), d)
         fit_for_vllm(d)
         if entry is not None:
             apply(entry, d)

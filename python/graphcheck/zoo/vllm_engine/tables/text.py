@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphcheck.zoo.overrides import FIXUPS
 from graphcheck.zoo.vllm_engine.tables import Entry
 
 _M = "vllm/model_executor/models/"
@@ -62,14 +61,9 @@ _DECI_BLOCK = {
 
 
 def _zamba2(d: dict[str, Any]) -> None:
-    # Zamba2's config derives its Mamba heads' and shared attention's widths from the hidden
-    # size (__post_init__), but the default's to_dict carries them at full size (mamba_headdim
-    # 640, kv_channels 80) and from_dict sets them back over the derivation: vLLM's Mamba mixer
-    # then ran its CPU kernels over heads 40 times wider than its tensors, which corrupted the
-    # heap. The transformers zoo's fixup drops them, so that they are derived at tiny sizes.
-    FIXUPS["zamba2"](d, "tiny")
-    # head_dim is its alias of attention_head_dim, which the width fit would set to hidden /
-    # heads: the shared attention runs over the hidden state and the embeddings, twice as wide
+    # head_dim is Zamba2's alias of attention_head_dim, which the width fit would set to
+    # hidden / heads; the config's derived widths are dropped before (overrides.DERIVED): the
+    # shared attention runs over the hidden state and the embeddings, twice as wide
     # (zamba2.py:155 refuses any other).
     d["head_dim"] = 2 * d["hidden_size"] // d["num_attention_heads"]
 
