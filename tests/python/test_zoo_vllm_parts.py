@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -254,6 +255,83 @@ def test_steps_compare_nan_at_the_same_position_as_equal() -> None:
     equal, diff = steps_compare(left, torch.tensor([nan, nan]))
     assert not equal and diff != diff  # NaN where only one side has NaN
     assert steps_compare(left, torch.tensor([3.0, nan])) == (False, 2.0)
+
+
+def test_a_draft_without_attention_metadata_takes_its_targets() -> None:
+    # vLLM's proposer runs a draft in the dummy batch without attention metadata, which leaves
+    # its attention's output unwritten; the target's forward in the same batch has metadata
+    # for the draft's layers too (_vllm_forward._draft_context).
+    from dataclasses import dataclass
+
+    from graphcheck.integrations._vllm_forward import _draft_context
+
+    @dataclass
+    class Context:
+        attn_metadata: Any
+        slot_mapping: Any
+        num_tokens: int = 16
+
+    target = Context({"l.0": "m0", "l.1": "m1"}, {"l.0": "s0", "l.1": "s1"})
+    draft = Context(None, {"l.1": "d1"}, num_tokens=8)
+    taken = _draft_context(draft, target)
+    assert taken.attn_metadata is target.attn_metadata
+    assert taken.slot_mapping is target.slot_mapping
+    assert taken.num_tokens == 8  # the rest of the draft's context is its own
+    assert draft.attn_metadata is None and draft.slot_mapping == {"l.1": "d1"}  # not changed
+    # Kept as recorded: no target, metadata of its own, a layer the target's lacks, no layers.
+    assert _draft_context(draft, None) is draft
+    own = Context({"l.1": "own"}, {"l.1": "d1"})
+    assert _draft_context(own, target) is own
+    other = Context(None, {"l.1": "d1", "l.2": "d2"})
+    assert _draft_context(other, target) is other
+    empty = Context(None, {})
+    assert _draft_context(empty, target) is empty
+
+
+def test_a_replay_is_compared_by_its_outputs_and_its_cache_writes() -> None:
+    # Some forwards return nothing (vLLM's hidden-state extractor writes its KV cache), and a
+    # replay that writes other slots is wrong whatever it returns.
+    from types import SimpleNamespace
+
+    from graphcheck.integrations._vllm_forward import _caches_kept, _compare_effects
+
+    nan = float("nan")
+    cache = torch.tensor([[nan, 0.0], [0.0, 0.0]])  # an uninitialized NaN slot stays put
+    fp8 = torch.zeros(4).to(torch.float8_e4m3fn)  # no comparison on the CPU: bits are compared
+    runner = SimpleNamespace(kv_caches=[(cache, fp8)])
+
+    def effects(row: int, value: float) -> tuple[Any, Any]:
+        with _caches_kept(runner) as kept:
+            cache[row, 1] = value
+            fp8[row] = value
+            writes = kept.writes()
+        return None, writes
+
+    assert torch.equal(cache[1:], torch.zeros(1, 2)) and cache[0, 0].isnan()  # put back
+    assert not fp8.float().any()
+    assert _compare_effects(effects(1, 2.0), effects(1, 2.0)) == (True, 0.0)
+    assert _compare_effects(effects(1, 2.0), effects(1, 3.0)) == (False, 1.0)
+    assert _compare_effects(effects(1, 2.0), effects(0, 2.0)) == (False, math.inf)
+    # Outputs count too: equal writes, other outputs.
+    (_, writes) = effects(1, 2.0)
+    assert _compare_effects((torch.ones(2), writes), (torch.zeros(2), writes)) == (False, 1.0)
+
+
+def test_a_forward_that_returns_nothing_is_compared_not_taken_for_a_refusal() -> None:
+    from types import SimpleNamespace
+
+    from graphcheck.integrations._vllm_forward import EngineForward
+
+    forward = EngineForward.__new__(EngineForward)  # no vLLM runner: its parts stood in
+    forward.runner = SimpleNamespace(kv_caches=[torch.zeros(4)])
+    replay: tuple[Any, str] = (None, "ran")
+    forward.replay = lambda capture: replay  # type: ignore[method-assign]
+    forward.eager = lambda: None  # type: ignore[method-assign]
+    ran = forward.replay_and_eager(capture=None)  # type: ignore[arg-type]
+    assert ran.equal and ran.diff == 0.0 and ran.replay == "ran"
+    replay = (None, "refused: reads freed memory")
+    refused = forward.replay_and_eager(capture=None)  # type: ignore[arg-type]
+    assert not refused.equal and math.isnan(refused.diff) and refused.replay.startswith("refused")
 
 
 # ------------------------------------------------------------------- the run's exit status

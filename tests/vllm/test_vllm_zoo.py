@@ -65,9 +65,9 @@ def check_every_kind(doc: dict[str, Any], table: str, level: str) -> None:
             continue
         assert r["capture_status"] == "ran", (name, r["capture_status"], table)
         assert r["steps"][0]["label"] == "capture", name
-        # A draft's forward in the dummy batch is not repeatable eagerly (docs/vllm-zoo.md,
-        # "Open questions"): the replay of its capture is compared, not required equal.
-        assert r["steps"][0]["outputs_equal"] or r["category"] == "speculative", name
+        # Drafts too: recorded with their target's attention metadata, their forward is
+        # repeatable (docs/vllm-zoo.md, "Open questions"). Outputs and KV cache writes.
+        assert r["steps"][0]["outputs_equal"], (name, r["steps"][0]["max_abs_diff"])
         status = str((r["reload"] or {}).get("status"))
         reload = limit(RELOAD_LIMITS, name, level)
         assert status == "ran" if not reload else reload in status, (name, level, status)

@@ -34,7 +34,12 @@ from typing import TYPE_CHECKING, Any
 import graphcheck
 from graphcheck.integrations import _wiring
 from graphcheck.integrations._vllm_foreign import foreign_notes
-from graphcheck.integrations._vllm_forward import DUMMY_TOKENS, EngineForward, NotCalled, compare
+from graphcheck.integrations._vllm_forward import (
+    DUMMY_TOKENS,
+    Comparison,
+    EngineForward,
+    NotCalled,
+)
 
 if TYPE_CHECKING:
     from graphcheck._capture import Capture
@@ -67,13 +72,13 @@ def compiled_mode(worker: Any) -> str | None:
     return None if name == "NONE" else name
 
 
-def _replay_note(replayed: object, replay: str, eager: object) -> str:
-    what = "the captured forward replayed against an eager forward now"
-    if replayed is None:
-        return f"{what}: {replay} (a CUDA graph would read that memory)"
-    equal, diff = compare(replayed, eager)
-    if equal:
+def _replay_note(comparison: Comparison) -> str:
+    what = "the captured forward replayed against an eager forward now (outputs, KV cache writes)"
+    if comparison.replay != "ran":
+        return f"{what}: {comparison.replay} (a CUDA graph would read that memory)"
+    if comparison.equal:
         return f"{what}: equal"
+    diff = comparison.diff
     size = "NaN" if math.isnan(diff) else f"{diff:.3g}"
     return (
         f"{what}: differ (largest difference {size}): the graph reads memory that no "
@@ -109,7 +114,7 @@ def capture_warm_up(worker: Any) -> CheckResult | None:
             f"outside the dispatcher, so the window saw {capture.node_count} ops and read no "
             f"compiled code; the check covers those ops only (--enforce-eager for all of them)"
         )
-    notes.append(_replay_note(*forward.replay_and_eager(capture)))
+    notes.append(_replay_note(forward.replay_and_eager(capture)))
     notes.append(f"the twin recorded, captured and compared in {time.perf_counter() - start:.2f} s")
     found = graphcheck.census(forward.model)
     notes += foreign_notes(forward.model, (*found.entries, *found.allowed))
@@ -125,7 +130,7 @@ def after_reload_notes(worker: Any) -> list[str]:
     # Requests since the capture rewrote the runner's input buffers: the dummy batch again.
     start = time.perf_counter()
     fresh = twin.forward.refreshed()
-    note = _replay_note(*twin.forward.replay_and_eager(twin.capture, eager_from=fresh))
+    note = _replay_note(twin.forward.replay_and_eager(twin.capture, eager_from=fresh))
     return [note, f"the twin replayed and compared in {time.perf_counter() - start:.2f} s"]
 
 

@@ -16,8 +16,9 @@ imports vLLM when called); not thread-safe: the worker's thread only.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from graphcheck._capture import Capture
     from graphcheck._watch.watch import Watch
 
-__all__ = ["DUMMY_TOKENS", "EngineForward", "NotCalled", "compare"]
+__all__ = ["DUMMY_TOKENS", "Comparison", "EngineForward", "NotCalled", "compare"]
 
 #: Tokens in the captured batch (spread over requests by the runner, as its warm-up does).
 DUMMY_TOKENS = 16
@@ -38,13 +39,28 @@ class NotCalled(RuntimeError):
     """The runner's dummy batch did not call the model's ``forward`` (a compiled call path)."""
 
 
+class Comparison(NamedTuple):
+    """A replay beside an eager forward, from the same KV caches and states."""
+
+    replayed: Any  #: the replay's outputs (cloned); None where graphcheck refused it
+    replay: str  #: "ran", or "refused: <why>"
+    eager: Any  #: the eager forward's outputs (cloned)
+    #: outputs equal (NaN at the same positions) and the same cache writes; False if refused
+    equal: bool
+    #: the largest absolute difference over both; inf where other cache positions were
+    #: written, NaN where the replay was refused
+    diff: float
+
+
 class EngineForward:
     """The forward of ``forward_module`` in ``runner``'s dummy batch, with its arguments.
 
     ``model`` is what is captured and checked (the served model, or a target and its draft);
     ``forward_module`` is the module whose call the dummy batch makes (``model`` by default).
     Raises :class:`NotCalled` when the batch never calls ``forward_module.forward`` (vLLM's
-    compiled models call inductor's code instead).
+    compiled models call inductor's code instead). A draft's forward (``forward_module`` not
+    the runner's model) is recorded with its target's attention metadata
+    (:func:`_draft_context`).
     """
 
     def __init__(
@@ -53,25 +69,25 @@ class EngineForward:
         model: torch.nn.Module,
         forward_module: torch.nn.Module | None = None,
     ) -> None:
-        from vllm.forward_context import get_forward_context
-
         self.runner = runner
         self.model = model
         self._forward_module = forward_module
         module = forward_module if forward_module is not None else model
+        # A draft's forward runs in the dummy batch after its target's, which the runner
+        # calls with the batch's attention metadata: recorded too, for _draft_context.
+        target = runner.get_model() if forward_module is not None else None
         seen: dict[str, Any] = {}
-        original = module.forward
-
-        def recording(*args: Any, **kwargs: Any) -> Any:
-            if "context" not in seen:
-                seen.update(args=args, kwargs=kwargs, context=get_forward_context())
-            return original(*args, **kwargs)
-
-        module.forward = recording
+        target_seen: dict[str, Any] = {}
+        wrapped = [(module, seen)]
+        if target is not None and target is not module:
+            wrapped.append((target, target_seen))
+        for wrapped_module, record in wrapped:
+            wrapped_module.forward = _recording(wrapped_module.forward, record)
         try:
             runner._dummy_run(DUMMY_TOKENS, force_attention=True)
         finally:
-            del module.forward  # the class's forward again
+            for wrapped_module, _ in wrapped:
+                del wrapped_module.forward  # the class's forward again
         if "context" not in seen:
             raise NotCalled(
                 f"the model runner's dummy batch did not call {type(module).__qualname__}."
@@ -79,7 +95,7 @@ class EngineForward:
             )
         self.args: tuple[Any, ...] = seen["args"]
         self.kwargs: dict[str, Any] = seen["kwargs"]
-        self.context: Any = seen["context"]
+        self.context: Any = _draft_context(seen["context"], target_seen.get("context"))
 
     def eager(self) -> Any:
         """The forward run now, eagerly, under the recorded context (outputs cloned)."""
@@ -116,19 +132,26 @@ class EngineForward:
 
     def replay_and_eager(
         self, capture: Capture, eager_from: EngineForward | None = None
-    ) -> tuple[Any, str, Any]:
-        """``replay(capture)`` and an eager forward, each from the same KV caches and states.
+    ) -> Comparison:
+        """``replay(capture)`` beside an eager forward, each from the same KV caches and states.
 
         Either may write the runner's KV caches and recurrent (Mamba) states, which vLLM
-        keeps in ``kv_caches``: their contents are put back after each, so that the second
-        does not start from what the first wrote, and serving goes on from what it had.
-        ``eager_from`` runs the eager forward instead of this one (:meth:`refreshed`).
+        keeps in ``kv_caches``: what each wrote there is compared too (a forward's effect is
+        its outputs and its cache writes; some return nothing), and their contents are put
+        back after each, so that the second does not start from what the first wrote, and
+        serving goes on from what it had. ``eager_from`` runs the eager forward instead of
+        this one (:meth:`refreshed`).
         """
-        with _caches_kept(self.runner):
+        with _caches_kept(self.runner) as kept:
             replayed, replay = self.replay(capture)
-        with _caches_kept(self.runner):
+            replay_writes = kept.writes()
+        with _caches_kept(self.runner) as kept:
             eager = (eager_from or self).eager()
-        return replayed, replay, eager
+            eager_writes = kept.writes()
+        if replay != "ran":  # a forward may return None; a refused replay says "refused"
+            return Comparison(None, replay, eager, False, math.nan)
+        equal, diff = _compare_effects((replayed, replay_writes), (eager, eager_writes))
+        return Comparison(replayed, replay, eager, equal, diff)
 
     def refreshed(self) -> EngineForward:
         """The same forward recorded again: the runner's dummy batch refills its input buffers.
@@ -142,23 +165,124 @@ class EngineForward:
             return EngineForward(self.runner, self.model, self._forward_module)
 
 
-@contextlib.contextmanager
-def _caches_kept(runner: Any) -> Iterator[None]:
-    """Puts the runner's KV caches and states back as they were when the block ends."""
-    caches = [t for t in _leaves(runner.kv_caches) if isinstance(t, torch.Tensor)]
-    saved = [t.clone() for t in caches]
-    try:
-        yield
-    finally:
+def _recording(forward: Any, seen: dict[str, Any]) -> Any:
+    """``forward``, recording its first call's arguments and vLLM's forward context in ``seen``."""
+    from vllm.forward_context import get_forward_context
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        if "context" not in seen:
+            seen.update(args=args, kwargs=kwargs, context=get_forward_context())
+        return forward(*args, **kwargs)
+
+    return recording
+
+
+def _draft_context(context: Any, target_context: Any) -> Any:
+    """A draft's forward context, with its target's attention metadata where it has none.
+
+    vLLM's proposer runs the draft in the dummy batch without attention metadata
+    (``set_forward_context(None, ...)``, ``v1/spec_decode/llm_base_proposer.py``: a profiling
+    pass), so each attention layer of the draft returns its output buffer unwritten
+    (``v1/attention/backends/cpu_attn.py``: ``if attn_metadata is None: return output``) and
+    the forward computes on uninitialized memory: two eager forwards differ, and a replay
+    differs from both. When serving, the draft's attention reads metadata built from the
+    batch's; the target's forward in the same dummy batch (the same tokens) has metadata
+    for every KV-cache layer, the draft's included. That metadata and its slot mapping are
+    taken when they cover every layer the draft's context maps; otherwise ``context`` stays.
+    """
+    import dataclasses
+
+    if target_context is None or context.attn_metadata is not None:
+        return context
+    metadata = target_context.attn_metadata
+    draft_slots = context.slot_mapping
+    target_slots = target_context.slot_mapping
+    if not (
+        isinstance(metadata, dict)
+        and isinstance(draft_slots, dict)
+        and isinstance(target_slots, dict)
+        and draft_slots
+        and all(name in metadata and name in target_slots for name in draft_slots)
+    ):
+        return context
+    return dataclasses.replace(context, attn_metadata=metadata, slot_mapping=target_slots)
+
+
+class _KeptCaches:
+    """The runner's KV caches and states, and a copy of each taken when made."""
+
+    def __init__(self, runner: Any) -> None:
+        self.caches = [t for t in _leaves(runner.kv_caches) if isinstance(t, torch.Tensor)]
+        self.saved = [t.clone() for t in self.caches]
+
+    def writes(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per cache, the flat positions whose bits changed since the copy, and their values.
+
+        Bits, not values, decide what changed: uninitialized cache slots may hold NaN, and
+        an FP8 cache has no comparison on the CPU. One cache's mask is alive at a time.
+        """
+        written = []
+        for cache, saved in zip(self.caches, self.saved, strict=True):
+            changed = _bits(cache).reshape(-1) != _bits(saved).reshape(-1)
+            positions = changed.nonzero().squeeze(1)
+            written.append((positions, cache.reshape(-1)[positions]))
+        return written
+
+    def restore(self) -> None:
         with torch.no_grad():
-            for cache, copy in zip(caches, saved, strict=True):
+            for cache, copy in zip(self.caches, self.saved, strict=True):
                 cache.copy_(copy)
+
+
+#: A forward's effect: its outputs and its cache writes (:meth:`_KeptCaches.writes`).
+_Effects = tuple[Any, list[tuple[torch.Tensor, torch.Tensor]]]
+
+#: The integer type each element size's bits are compared as.
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _bits(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor``'s elements as integers of their size, where it can be viewed so."""
+    bits = _BITS.get(tensor.dtype.itemsize)
+    if bits is None or tensor.dtype == torch.bool or not tensor.is_contiguous():
+        return tensor
+    return tensor.view(bits)
+
+
+def _compare_effects(replayed: _Effects, eager: _Effects) -> tuple[bool, float]:
+    """Outputs (:func:`compare`) and cache writes (:meth:`_KeptCaches.writes`).
+
+    Writes are equal where the same positions changed to the same bits; writes to other
+    positions are unequal with an infinite difference. The difference is over both.
+    """
+    (out_r, writes_r), (out_e, writes_e) = replayed, eager
+    equal, diff = compare(out_r, out_e)
+    for (positions_r, values_r), (positions_e, values_e) in zip(writes_r, writes_e, strict=True):
+        if not torch.equal(positions_r, positions_e):
+            return False, math.inf
+        if torch.equal(_bits(values_r), _bits(values_e)):
+            continue
+        equal = False
+        worst = float((values_r.double() - values_e.double()).abs().max())
+        diff = worst if math.isnan(worst) or math.isnan(diff) else max(diff, worst)
+    return equal, diff
+
+
+@contextlib.contextmanager
+def _caches_kept(runner: Any) -> Iterator[_KeptCaches]:
+    """Puts the runner's KV caches and states back as they were when the block ends."""
+    kept = _KeptCaches(runner)
+    try:
+        yield kept
+    finally:
+        kept.restore()
 
 
 def compare(replayed: Any, eager: Any) -> tuple[bool, float]:
     """:func:`graphcheck._utils.compare_tensors` with NaN equal to NaN at the same position.
 
-    A draft's output in the dummy batch holds NaN (docs/vllm-zoo.md, "Open questions").
+    An exact comparison: an eager output that holds NaN is equal to a replay with NaN at the
+    same positions and the same values elsewhere.
     """
     return compare_tensors(replayed, eager, equal_nan=True)
 

@@ -7,7 +7,8 @@ arguments and vLLM's forward context (attention metadata, KV cache slots).
 The same forward is then captured in the ATen window
 (:func:`graphcheck.capture`) under that context, with the model runner and the
 context declared engine state (their tensors are runtime state), replayed and
-compared with an eager forward, and checked.
+compared with an eager forward (their outputs and what each wrote into the KV
+caches and states), and checked.
 
 Reload: new checkpoint-format weights
 (:mod:`~graphcheck.zoo.vllm_engine.checkpoint`) go through vLLM's own in-place
@@ -25,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from graphcheck.integrations._vllm_forward import EngineForward, compare
+from graphcheck.integrations._vllm_forward import Comparison, EngineForward, compare
 from graphcheck.zoo._util import error_line
 from graphcheck.zoo.catalog import Arch
 from graphcheck.zoo.vllm_engine.catalog import variant_of
@@ -49,13 +50,12 @@ def _split_owners(owners: Iterable[str], foreign_paths: set[str]) -> tuple[list[
     return plain, sorted(o for o in owners if o in foreign_paths)
 
 
-def _step(label: str, replayed: Any, replay: str, eager: Any, report: Any) -> dict[str, Any]:
-    equal, diff = compare(replayed, eager) if replayed is not None else (False, float("nan"))
+def _step(label: str, comparison: Comparison, report: Any) -> dict[str, Any]:
     return {
         "label": label,
-        "outputs_equal": equal,
-        "max_abs_diff": diff,
-        "replay": replay,
+        "outputs_equal": comparison.equal,
+        "max_abs_diff": comparison.diff,
+        "replay": comparison.replay,
         "summary": dict(report.summary),
         "owners": _owners(report, ("unregistered", "dangling", "stale", "lost")),
     }
@@ -75,9 +75,9 @@ def run_steps(
         forward = EngineForward(engine.runner, engine.model, engine.forward_module)
         result["forward"].update(eligible=True, ran=True, inputs=sorted(forward.kwargs))
         capture = forward.capture()
-        replayed, replay, eager = forward.replay_and_eager(capture)
+        comparison = forward.replay_and_eager(capture)
         report = capture.check("capture")
-        step = _step("capture", replayed, replay, eager, report)
+        step = _step("capture", comparison, report)
     except Exception as exc:
         from graphcheck.zoo.vllm_engine.reasons import explain, vllm_frame
 
@@ -150,9 +150,9 @@ def _reload(
         result["foreign"] += [f for f in foreign if f["path"] not in known]
         capture.epoch("after_reload")
         report = capture.check("after_reload")
-        replayed, replay, eager = forward.replay_and_eager(capture)
-        step = _step("after_reload", replayed, replay, eager, report)
-        step["eager_changed"] = not compare(before, eager)[0]
+        comparison = forward.replay_and_eager(capture)
+        step = _step("after_reload", comparison, report)
+        step["eager_changed"] = not compare(before, comparison.eager)[0]
         reload["status"] = "ran"
         reload["eager_changed"] = step["eager_changed"]
         result["steps"].append(step)
