@@ -155,6 +155,21 @@ def test_fit_for_vllm_keeps_nope_mla_without_rope() -> None:
     assert (d["kv_lora_rank"], d["qk_rope_head_dim"], d["qk_head_dim"]) == (576, 0, 32)
 
 
+def test_fit_for_vllm_gives_mla_no_head_dim_its_class_reads_as_a_rope_width() -> None:
+    # transformers' Glm4MoeLiteConfig reads head_dim as qk_rope_head_dim (its attribute_map):
+    # a head_dim from the width (64 / 2) would set the rope width back to 32 (MLA head 544).
+    transformers = pytest.importorskip("transformers")
+    d = {"model_type": "glm4_moe_lite", "hidden_size": 64, "num_attention_heads": 2,
+         "kv_lora_rank": 32, "qk_rope_head_dim": 8, "qk_nope_head_dim": 32}  # fmt: skip
+    fit_for_vllm(d)
+    assert "head_dim" not in d
+    config = transformers.Glm4MoeLiteConfig.from_dict(d)
+    assert config.kv_lora_rank + config.qk_rope_head_dim == 576
+    plain = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2}
+    fit_for_vllm(plain)
+    assert plain["head_dim"] == 32  # a config without MLA still gets one
+
+
 def test_save_as_renames_to_the_checkpoints_names_and_leaves_out_derived_fields() -> None:
     written = {"text_config": {"dim": 64}, "vision_config": {"enc_dim": 64}, "config": {},
                "wrapped_model_config": {"model_type": "llama"}}  # fmt: skip

@@ -153,8 +153,17 @@ def fit_for_vllm(d: dict[str, Any]) -> None:
     # Fields vLLM's implementations read directly that transformers 5 configs no longer carry
     # (the head dimension where it follows from the width; rope_theta, now inside
     # rope_parameters).
+    # Not for MLA, whose head sizes are its own fields (below) and whose config class may read
+    # head_dim as one of them (Glm4MoeLiteConfig's attribute_map: qk_rope_head_dim).
     heads, hidden = d.get("num_attention_heads"), d.get("hidden_size")
-    if "head_dim" not in d and isinstance(heads, int) and isinstance(hidden, int) and heads > 0:
+    mla = isinstance(d.get("kv_lora_rank"), int)
+    if (
+        "head_dim" not in d
+        and not mla
+        and isinstance(heads, int)
+        and isinstance(hidden, int)
+        and heads > 0
+    ):
         d["head_dim"] = hidden // heads
     rope = d.get("rope_parameters")
     if "rope_theta" not in d and isinstance(heads, int):
@@ -172,7 +181,7 @@ def fit_for_vllm(d: dict[str, Any]) -> None:
     for key in ("linear_key_head_dim", "linear_value_head_dim"):
         if isinstance(d.get(key), int):
             d[key] = _GDN_HEAD_DIM
-    if isinstance(d.get("kv_lora_rank"), int):
+    if mla:
         if d.get("qk_rope_head_dim") == 0:
             # NoPE MLA (GLM-5 Next's DSA layers, which its config class insists on): the
             # latent is the whole head.
