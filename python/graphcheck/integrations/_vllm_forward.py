@@ -42,7 +42,6 @@ class NotCalled(RuntimeError):
 class Comparison(NamedTuple):
     """A replay beside an eager forward, from the same KV caches and states."""
 
-    replayed: Any  #: the replay's outputs (cloned); None where graphcheck refused it
     replay: str  #: "ran", or "refused: <why>"
     eager: Any  #: the eager forward's outputs (cloned)
     #: outputs equal (NaN at the same positions) and the same cache writes; False if refused
@@ -150,14 +149,15 @@ class EngineForward:
         """
         with _caches_kept(self.runner) as kept:
             replayed, replay = self.replay(capture)
-            replay_writes = kept.writes()
+            ran = replay == "ran"  # a forward may return None; a refused replay says why
+            replay_writes = kept.writes() if ran else []
         with _caches_kept(self.runner) as kept:
             eager = (eager_from or self).eager()
-            eager_writes = kept.writes()
-        if replay != "ran":  # a forward may return None; a refused replay says "refused"
-            return Comparison(None, replay, eager, False, math.nan)
+            eager_writes = kept.writes() if ran else []
+        if not ran:
+            return Comparison(replay, eager, False, math.nan)
         equal, diff = _compare_effects((replayed, replay_writes), (eager, eager_writes))
-        return Comparison(replayed, replay, eager, equal, diff)
+        return Comparison(replay, eager, equal, diff)
 
     def refreshed(self) -> EngineForward:
         """The same forward recorded again: the runner's dummy batch refills its input buffers.

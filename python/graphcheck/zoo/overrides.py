@@ -97,13 +97,6 @@ def drop_derived(model_type: str, d: Dict) -> None:
         d.pop(key, None)
 
 
-def _derived(model_type: str) -> Callable[[Dict, str], None]:
-    def fixup(d: Dict, level: str) -> None:
-        drop_derived(model_type, d)
-
-    return fixup
-
-
 def _paddleocr_vl(d: Dict, level: str) -> None:
     from graphcheck.zoo.tiny_config import HEAD_DIM, fit_mrope_section
 
@@ -327,7 +320,6 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     # Retrieval checkpoints (blip2-itm-vit-g) feed text through the Q-Former: its layers get
     # the text feed-forward only with this set.
     "Blip2ForImageTextRetrieval": _qformer_text,
-    "zamba2": _derived("zamba2"),
     # Its processor samples frames: the image tensor is (batch, frames, channels, h, w), and
     # the inputs make such a video where the vision config counts frames (two here).
     "instructblipvideo": _vision_frames,
@@ -350,8 +342,7 @@ FIXUPS: dict[str, Callable[[Dict, str], None]] = {
     "lilt": _set(hidden_size=96),
     # The bottleneck and the embeddings are narrower than the hidden size (128 of 512): the
     # MLM head's extra dense is hidden - embedding wide; true_hidden_size is the bottleneck's.
-    "mobilebert": _both(_set(embedding_size=32, intra_bottleneck_size=32), _derived("mobilebert")),
-    "bros": _derived("bros"),
+    "mobilebert": _set(embedding_size=32, intra_bottleneck_size=32),
     "HieraForPreTraining": _set(decoder_hidden_size=64, decoder_depth=1, decoder_num_heads=2),
     "ReformerModelWithLMHead": _set(is_decoder=True),
     "T5GemmaEncoderModel": _set(is_encoder_decoder=False),
@@ -475,8 +466,12 @@ def prepare_base(arch: Arch, base: Dict) -> None:
 
 
 def apply_fixups(arch: Arch, d: Dict, level: str) -> None:
-    """Runs the fixups of ``arch`` (by class name, then model type) on the shrunk dict ``d``."""
+    """Runs the fixups of ``arch`` (by class name, then model type) on the shrunk dict ``d``.
+
+    Then drops the fields its model type's config derives (:data:`DERIVED`).
+    """
     for key in (arch.class_name, arch.model_type):
         fixup = FIXUPS.get(key)
         if fixup is not None:
             fixup(d, level)
+    drop_derived(arch.model_type, d)
