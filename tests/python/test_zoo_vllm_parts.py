@@ -384,6 +384,59 @@ def test_a_drafter_the_dummy_batch_does_not_run_is_run_by_its_own_dummy_run(
     assert "forward" not in vars(heads) and "forward" not in vars(target)  # unwrapped
 
 
+def test_a_runner_with_a_draft_model_has_two_forwards_over_one_registry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The server flag's CPU twins: the served model's forward, then its draft's, each checked
+    # with both models under the names the watch's census gives them.
+    import sys
+    import types
+
+    from graphcheck.integrations._vllm_forward import NotCalled, TargetAndDraft, served_forwards
+
+    recorded = types.SimpleNamespace(attn_metadata={"a": 1}, slot_mapping={"a": 2})
+    context = types.ModuleType("vllm.forward_context")
+    context.get_forward_context = lambda: recorded  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm", types.ModuleType("vllm"))
+    monkeypatch.setitem(sys.modules, "vllm.forward_context", context)
+    target, draft = torch.nn.Linear(2, 2), torch.nn.Linear(2, 3)
+    calls = {"draft": True}
+
+    class Runner:  # a drafter's own dummy run that does not call its model either
+        drafter = types.SimpleNamespace(model=draft, dummy_run=lambda num_tokens: None)
+
+        def _dummy_run(self, num_tokens: int, force_attention: bool) -> None:
+            target(torch.zeros(num_tokens, 2))
+            if calls["draft"]:
+                draft(torch.zeros(num_tokens, 2))
+
+        def get_model(self) -> torch.nn.Module:
+            return target
+
+    x = torch.ones(1, 2)
+    forwards = served_forwards(Runner())
+    assert len(forwards) == 2
+    served, drafted = forwards
+    assert not isinstance(served, NotCalled) and not isinstance(drafted, NotCalled)
+    for forward in forwards:
+        assert isinstance(forward.model, TargetAndDraft)
+        names = {n for n, _ in forward.model.named_parameters()}
+        assert names == {"model.weight", "model.bias", "draft_model.weight", "draft_model.bias"}
+    assert torch.equal(served.model(x), target(x))  # the served model's graph
+    assert torch.equal(drafted.model(x), draft(x))  # the draft's
+    assert "forward" not in vars(target) and "forward" not in vars(draft)  # unwrapped
+
+    calls["draft"] = False  # a drafter nothing runs: the served model's twin stays
+    served, missing = served_forwards(Runner())
+    assert not isinstance(served, NotCalled) and isinstance(missing, NotCalled)
+
+    Runner.drafter = types.SimpleNamespace(
+        model=None, dummy_run=None
+    )  # n-gram: a proposer without a model
+    (alone,) = served_forwards(Runner())
+    assert not isinstance(alone, NotCalled) and alone.model is target
+
+
 # ------------------------------------------------------------------- the run's exit status
 # What the vLLM zoo exists to find fails a run unless the baseline lists it: memory torch does
 # not own (a native handle, the parameter it emptied) and what a reload leaves dangling.

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from graphcheck.zoo.vllm_engine.environment import runtime_dir
-from vllm_server import VllmServer, write_checkpoint
+from vllm_server import VllmServer, write_checkpoint, write_eagle_draft
 
 PROMPT = "t10 t11 t12 t13"
 TOKENS = 8
@@ -138,6 +138,68 @@ def test_server_with_the_flag_checks_load_capture_and_reload(
     assert "graphcheck[worker rank 0]: check point #2 'capture'" in log
     assert "WARNING" in next(line for line in log.splitlines() if "#2 'capture'" in line)
     assert not graphcheck_errors(log), server
+
+
+def findings_of(entry: dict[str, Any], graph: int) -> dict[str, set[str]]:
+    """Verdict -> the owners of graph ``graph``'s findings in the check point."""
+    out: dict[str, set[str]] = {}
+    for f in report(entry)["findings"]:
+        if f["graph"] == graph:
+            out.setdefault(f["verdict"], set()).add(f["owner"])
+    return out
+
+
+def test_a_speculative_decoding_draft_is_a_twin_of_its_own(
+    checkpoints: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = checkpoints
+    draft = write_eagle_draft(tmp_path / "draft", seed=0)
+    spec = {"method": "eagle", "model": str(draft), "num_speculative_tokens": 2}
+    reports = tmp_path / "reports"
+    env = {"GRAPHCHECK": "1", "GRAPHCHECK_DIR": str(reports)}
+    with VllmServer(
+        a,
+        tmp_path / "runtime",
+        env=env,
+        extra_args=("--speculative-config", json.dumps(spec)),
+        vllm_cache=runtime_dir() / "vllm",
+    ) as server:
+        first, other = serve_reload_serve(server, b, workers=1)
+        assert len(first.split()) == TOKENS and other != first
+    assert server.returncode == 0, server
+    assert not graphcheck_errors(server.log_text()), server
+    load, capture, reload = index(reports)
+    assert [load["label"], capture["label"], reload["label"]] == ["load", "capture", "after_reload"]
+    # The served model and its draft are one registry, named as the load census names them.
+    target_handle, draft_handle = (
+        f"model.{HANDLE}",
+        "draft_model.model.fc.cpu_linear.handler.handler_tensor",
+    )
+    census = {line.split(":")[0] for line in load["census"]}
+    assert {target_handle, draft_handle} <= census, load["census"]
+    # Two twins: the served model's graph and the draft's, each replay equal to eager.
+    assert capture["graphs"] == [1, 2], capture
+    assert any(
+        "graph 2 is the CPU twin of the speculative-decoding draft" in n
+        and "EagleLlamaForCausalLM" in n
+        for n in capture["notes"]
+    ), capture["notes"]
+    for graph in (1, 2):
+        assert any(
+            n.startswith(f"graph {graph}: ") and n.endswith(": equal") for n in capture["notes"]
+        ), capture["notes"]
+    target, drafted = findings_of(capture, 1), findings_of(capture, 2)
+    assert target_handle in target["unregistered"], target
+    assert draft_handle in drafted["unregistered"], drafted
+    assert all(o.startswith("model.") for owners in target.values() for o in owners), target
+    assert all(o.startswith("draft_model.") for owners in drafted.values() for o in owners)
+    # vLLM's reload loads the served model only: the target's graph reads its old handles and
+    # no longer matches; the draft's graph, whose weights stay, still does.
+    target = findings_of(reload, 1)
+    assert target_handle in target.get("stale", set()) | target.get("dangling", set()), target
+    assert any(n.startswith("graph 1: ") and "differ" in n for n in reload["notes"])
+    assert any(n.startswith("graph 2: ") and n.endswith(": equal") for n in reload["notes"])
+    assert draft_handle in findings_of(reload, 2)["unregistered"]
 
 
 def test_tensor_parallel_2_checks_each_rank(checkpoints: tuple[Path, Path], tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ __all__ = [
     "free_port",
     "server_env",
     "write_checkpoint",
+    "write_eagle_draft",
 ]
 
 #: The tiny model's shape: the CPU attention backend runs head sizes 32, 64, 80, ... only.
@@ -75,6 +76,25 @@ class ServerError(RuntimeError):
     """The server exited, did not become healthy in time, or answered with an error."""
 
 
+def _llama_config(layers: int, dtype: str, **more: Any) -> Any:
+    """The tiny Llama's config with ``layers`` decoder layers (weights drawn wide: 0.5)."""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        hidden_size=HIDDEN,
+        intermediate_size=2 * HIDDEN,
+        num_hidden_layers=layers,
+        num_attention_heads=HEADS,
+        num_key_value_heads=HEADS,
+        head_dim=HEAD_DIM,
+        vocab_size=VOCAB,
+        max_position_embeddings=MAX_POSITIONS,
+        initializer_range=0.5,
+        dtype=dtype,
+        **more,
+    )
+
+
 def write_checkpoint(folder: Path, seed: int, *, dtype: str = "float32") -> Path:
     """Writes a tiny Llama with weights drawn from ``seed`` into ``folder``; returns ``folder``.
 
@@ -85,33 +105,49 @@ def write_checkpoint(folder: Path, seed: int, *, dtype: str = "float32") -> Path
     completions. ``float32`` by default (see :class:`VllmServer`'s ``dtype``).
     """
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
     from graphcheck.zoo.vllm_engine.tokenizer import write_tokenizer
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    config = LlamaConfig(
-        hidden_size=HIDDEN,
-        intermediate_size=2 * HIDDEN,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=HEADS,
-        num_key_value_heads=HEADS,
-        head_dim=HEAD_DIM,
-        vocab_size=VOCAB,
-        max_position_embeddings=MAX_POSITIONS,
-        initializer_range=0.5,
-        tie_word_embeddings=False,
-        bos_token_id=1,
-        eos_token_id=2,
-        pad_token_id=3,
-        dtype=dtype,
+    config = _llama_config(
+        LAYERS, dtype, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, pad_token_id=3
     )
     config.architectures = ["LlamaForCausalLM"]
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config).to(getattr(torch, dtype)).eval()
     model.save_pretrained(folder)
     write_tokenizer(folder, config)
+    return folder
+
+
+def write_eagle_draft(folder: Path, seed: int, *, dtype: str = "float32") -> Path:
+    """Writes a tiny EAGLE draft for :func:`write_checkpoint`'s Llama into ``folder``.
+
+    The layout vLLM's ``EagleLlamaForCausalLM`` loads (``llama_eagle.py``): one decoder layer
+    without its input norm, ``fc`` over the token's embedding and the target's hidden state,
+    no embedding and no head (the target's are shared); served with ``--speculative-config
+    '{"method": "eagle", "model": folder, ...}'``. Returns ``folder``.
+    """
+    import torch
+    from safetensors.torch import save_file
+    from transformers import LlamaForCausalLM
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = _llama_config(1, dtype)
+    config.architectures = ["EagleLlamaForCausalLM"]
+    torch.manual_seed(seed)
+    layer = LlamaForCausalLM(config).model.layers[0].to(getattr(torch, dtype))
+    tensors = {
+        f"layers.0.{name}": t.detach().contiguous()
+        for name, t in layer.state_dict().items()
+        if not name.startswith("input_layernorm.")
+    }
+    tensors["fc.weight"] = (torch.randn(HIDDEN, 2 * HIDDEN) * 0.1).to(getattr(torch, dtype))
+    save_file(tensors, str(folder / "model.safetensors"))
+    config.save_pretrained(folder)
     return folder
 
 

@@ -7,8 +7,11 @@ can be done on a CPU, and says what it could not:
 - after ``CPUWorker.compile_or_warm_up_model``, where a GPU worker captures its graphs: the
   runner's own dummy batch is recorded and captured in the ATen window through the process's
   watch (:class:`~graphcheck.integrations._vllm_forward.EngineForward`), replayed against an
-  eager forward, and checked (the ``capture`` check point);
-- after a weight reload: the captured forward is replayed and run eagerly again before the
+  eager forward, and checked (the ``capture`` check point); with a speculative-decoding draft
+  model (``--speculative-config``: EAGLE, MTP, Medusa), the draft's forward in the same batch
+  is a second twin, checked with its target (``model.*``, ``draft_model.*``), as a GPU
+  worker captures its drafter's graphs too;
+- after a weight reload: each captured forward is replayed and run eagerly again before the
   new epoch is checked, and the comparison goes into the check point's notes (a replay that
   would read memory the reload freed is refused, and noted: a CUDA graph would read it);
 - the dense layers' weights that vLLM's CPU backend packs outside torch (a oneDNN handle per
@@ -39,6 +42,7 @@ from graphcheck.integrations._vllm_forward import (
     Comparison,
     EngineForward,
     NotCalled,
+    served_forwards,
 )
 
 if TYPE_CHECKING:
@@ -52,14 +56,20 @@ log = logging.getLogger("graphcheck.integrations")
 
 @dataclasses.dataclass
 class _Twin:
-    """A worker's captured forward: what a reload's replay needs."""
+    """A captured forward of a worker: what a reload's replay needs.
+
+    ``prefix``: what its notes start with when the worker has several twins (``graph 2: ``),
+    else empty.
+    """
 
     forward: EngineForward
     capture: Capture
+    prefix: str = ""
 
 
-# Worker -> its CPU twin (weak: a worker that goes away takes its twin along).
-_TWINS: weakref.WeakKeyDictionary[object, _Twin] = weakref.WeakKeyDictionary()
+# Worker -> its CPU twins, the served model's first (weak: a worker that goes away takes
+# them along).
+_TWINS: weakref.WeakKeyDictionary[object, list[_Twin]] = weakref.WeakKeyDictionary()
 
 
 def compiled_mode(worker: Any) -> str | None:
@@ -89,49 +99,70 @@ def _replay_note(comparison: Comparison) -> str:
 def capture_warm_up(worker: Any) -> CheckResult | None:
     """After the CPU worker's warm-up: capture its dummy batch's forward and check it.
 
-    Returns the ``capture`` check point, or None when no watch runs or the forward could not
-    be recorded (logged, with why).
+    With a draft model, the draft's forward is a second graph. Returns the ``capture`` check
+    point, or None when no watch runs or the served model's forward could not be recorded
+    (logged, with why).
     """
     active = graphcheck.current_watch()
     if active is None:
         return None
     start = time.perf_counter()
-    try:
-        forward = EngineForward(worker.model_runner, worker.get_model())
-    except NotCalled as exc:
-        log.warning("graphcheck[%s]: CPU mode: nothing captured: %s", active.role, exc)
+    forwards = served_forwards(worker.model_runner)
+    if isinstance(forwards[0], NotCalled):
+        log.warning("graphcheck[%s]: CPU mode: nothing captured: %s", active.role, forwards[0])
         return None
-    capture = forward.capture(active)
-    graph = next((g.id for g in active.graphs if g.capture is capture), 0)
-    notes = [
-        f"vLLM's CPU worker captures no CUDA graphs: graph {graph} is the CPU twin of one, the "
-        f"model runner's own dummy batch ({DUMMY_TOKENS} tokens) captured in the ATen window"
-    ]
+    twins: list[_Twin] = []
+    notes: list[str] = []
+    for i, forward in enumerate(forwards):
+        if isinstance(forward, NotCalled):
+            notes.append(f"the speculative-decoding draft model was not captured: {forward}")
+            continue
+        capture = forward.capture(active, "forward_context" if i == 0 else "draft_forward_context")
+        graph = next((g.id for g in active.graphs if g.capture is capture), 0)
+        if i == 0:
+            notes.append(
+                f"vLLM's CPU worker captures no CUDA graphs: graph {graph} is the CPU twin of "
+                f"one, the model runner's own dummy batch ({DUMMY_TOKENS} tokens) captured in "
+                f"the ATen window"
+            )
+        else:
+            draft = type(forward.model.draft_model).__qualname__
+            notes.append(
+                f"graph {graph} is the CPU twin of the speculative-decoding draft's graph: the "
+                f"draft model's ({draft}) forward in the same batch, with its target's "
+                f"attention metadata, checked with its target (draft_model.*, model.*)"
+            )
+        twins.append(_Twin(forward, capture, f"graph {graph}: " if len(forwards) > 1 else ""))
     mode = compiled_mode(worker)
     if mode is not None:
+        ops = sum(t.capture.node_count for t in twins)
         notes.append(
             f"the forward is compiled (torch.compile mode {mode}): inductor's code runs "
-            f"outside the dispatcher, so the window saw {capture.node_count} ops and read no "
+            f"outside the dispatcher, so the window saw {ops} ops and read no "
             f"compiled code; the check covers those ops only (--enforce-eager for all of them)"
         )
-    notes.append(_replay_note(forward.replay_and_eager(capture)))
+    notes += [t.prefix + _replay_note(t.forward.replay_and_eager(t.capture)) for t in twins]
     notes.append(f"the twin recorded, captured and compared in {time.perf_counter() - start:.2f} s")
-    found = graphcheck.census(forward.model)
-    notes += foreign_notes(forward.model, (*found.entries, *found.allowed))
-    _TWINS[worker] = _Twin(forward, capture)
+    model = twins[0].forward.model  # the served model, with its draft where it has one
+    found = graphcheck.census(model)
+    notes += foreign_notes(model, (*found.entries, *found.allowed))
+    _TWINS[worker] = twins
     return _wiring.graphs_captured(notes=notes)
 
 
 def after_reload_notes(worker: Any) -> list[str]:
-    """Before a reload's check point: the twin replayed against an eager forward (or nothing)."""
-    twin = _TWINS.get(worker)
-    if twin is None:
+    """Before a reload's check point: each twin replayed against an eager forward (or nothing)."""
+    twins = _TWINS.get(worker, [])
+    if not twins:
         return []
     # Requests since the capture rewrote the runner's input buffers: the dummy batch again.
     start = time.perf_counter()
-    fresh = twin.forward.refreshed()
-    note = _replay_note(twin.forward.replay_and_eager(twin.capture, eager_from=fresh))
-    return [note, f"the twin replayed and compared in {time.perf_counter() - start:.2f} s"]
+    notes = []
+    for twin in twins:
+        fresh = twin.forward.refreshed()
+        comparison = twin.forward.replay_and_eager(twin.capture, eager_from=fresh)
+        notes.append(twin.prefix + _replay_note(comparison))
+    return [*notes, f"the twin replayed and compared in {time.perf_counter() - start:.2f} s"]
 
 
 def after_wake(worker: Any) -> None:

@@ -29,7 +29,16 @@ if TYPE_CHECKING:
     from graphcheck._capture import Capture
     from graphcheck._watch.watch import Watch
 
-__all__ = ["DUMMY_TOKENS", "Comparison", "EngineForward", "NotCalled", "compare"]
+__all__ = [
+    "DUMMY_TOKENS",
+    "Comparison",
+    "EngineForward",
+    "NotCalled",
+    "TargetAndDraft",
+    "compare",
+    "draft_model",
+    "served_forwards",
+]
 
 #: Tokens in the captured batch (spread over requests by the runner, as its warm-up does).
 DUMMY_TOKENS = 16
@@ -37,6 +46,65 @@ DUMMY_TOKENS = 16
 
 class NotCalled(RuntimeError):
     """The runner's dummy batch did not call the model's ``forward`` (a compiled call path)."""
+
+
+class TargetAndDraft(torch.nn.Module):
+    """The target (``model``) and the draft (``draft_model``); its forward is the draft's.
+
+    Neither model is changed: this module only holds both, so that one census and one
+    registry cover what the draft shares with its target (EAGLE drafts read the target's
+    embedding and head), under the names the server flag's watch gives them. With
+    ``runs_draft`` False its forward is the target's (the target's graph, beside its draft).
+    """
+
+    def __init__(
+        self, target: torch.nn.Module, draft: torch.nn.Module, *, runs_draft: bool = True
+    ) -> None:
+        super().__init__()
+        self.model = target
+        self.draft_model = draft
+        self._runs_draft = runs_draft
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The draft's forward (the target's with ``runs_draft`` False)."""
+        return (self.draft_model if self._runs_draft else self.model)(*args, **kwargs)
+
+
+def draft_model(runner: Any) -> torch.nn.Module | None:
+    """The speculative-decoding draft model ``runner``'s drafter holds (EAGLE, Medusa, MTP).
+
+    None for a runner without a drafter, or one whose proposer has no model (n-gram, suffix
+    decoding).
+    """
+    draft = getattr(getattr(runner, "drafter", None), "model", None)
+    return draft if isinstance(draft, torch.nn.Module) else None
+
+
+def served_forwards(runner: Any) -> list[EngineForward | NotCalled]:
+    """The forwards a GPU worker would capture graphs of: the served model's, then its draft's.
+
+    With a draft model, both are checked as one model (:class:`TargetAndDraft`: ``model.*``
+    and ``draft_model.*``, as the watch's census names them), the draft's forward with its
+    target's attention metadata. Each entry is the :class:`EngineForward`, or the
+    :class:`NotCalled` that says why the batch never called that forward.
+    """
+    target = runner.get_model()
+    draft = draft_model(runner)
+    pairs: list[tuple[torch.nn.Module, torch.nn.Module | None]]
+    if draft is None:
+        pairs = [(target, None)]
+    else:
+        pairs = [
+            (TargetAndDraft(target, draft, runs_draft=False), target),
+            (TargetAndDraft(target, draft), draft),
+        ]
+    out: list[EngineForward | NotCalled] = []
+    for model, forward_module in pairs:
+        try:
+            out.append(EngineForward(runner, model, forward_module))
+        except NotCalled as exc:
+            out.append(exc)
+    return out
 
 
 class Comparison(NamedTuple):
@@ -109,18 +177,19 @@ class EngineForward:
         with override_forward_context(self.context), torch.no_grad():
             return clone_tensors(self.model(*self.args, **self.kwargs))
 
-    def capture(self, watch: Watch | None = None) -> Capture:
+    def capture(self, watch: Watch | None = None, context_name: str = "forward_context") -> Capture:
         """The forward captured in the ATen window under the recorded context.
 
         With ``watch``, the watch records it (the CPU twin of a graph; the forward context is
-        declared engine state of the watch); without, :func:`graphcheck.capture` does, with
-        the runner and the context as engine state.
+        declared engine state of the watch, as ``context_name``: each twin's its own, since
+        each recorded its own batch); without, :func:`graphcheck.capture` does, with the
+        runner and the context as engine state.
         """
         from vllm.forward_context import override_forward_context
 
         with override_forward_context(self.context):
             if watch is not None:
-                watch.add_engine_state(self.context, "forward_context")
+                watch.add_engine_state(self.context, context_name)
                 return watch.capture(self.model, *self.args, **self.kwargs)
             state = {"model_runner": self.runner, "forward_context": self.context}
             return graphcheck.capture(self.model, *self.args, engine_state=state, **self.kwargs)

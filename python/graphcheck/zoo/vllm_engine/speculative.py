@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-import torch
+from graphcheck.integrations._vllm_forward import TargetAndDraft
 
 __all__ = ["DRAFTS", "Draft", "TargetAndDraft"]
 
@@ -126,21 +126,3 @@ DRAFTS: dict[str, Draft] = {
     "Qwen3OmniDSparkModel": Draft("dspark", "Qwen3OmniMoeForConditionalGeneration"),
     "DSparkV41DraftModel": Draft("dspark", "DeepseekV41ForCausalLM"),
 }
-
-
-class TargetAndDraft(torch.nn.Module):
-    """The target (``model``) and the draft (``draft_model``); its forward is the draft's.
-
-    Neither model is changed: this module only holds both, so that one census
-    and one registry cover what the draft shares with its target (EAGLE drafts
-    read the target's embedding and head).
-    """
-
-    def __init__(self, target: torch.nn.Module, draft: torch.nn.Module) -> None:
-        super().__init__()
-        self.model = target
-        self.draft_model = draft
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        """The draft's forward."""
-        return self.draft_model(*args, **kwargs)

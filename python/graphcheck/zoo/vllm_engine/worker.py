@@ -89,23 +89,20 @@ class Engine:
 
     ``model`` is what is checked: the runner's model, or with a drafter that
     has a model, the target and the draft together
-    (:class:`~graphcheck.zoo.vllm_engine.speculative.TargetAndDraft`).
+    (:class:`~graphcheck.integrations._vllm_forward.TargetAndDraft`).
     ``forward_module`` is the module whose call in the dummy batch is captured
     (the draft's, when there is one).
     """
 
     def __init__(self, llm: Any) -> None:
-        import torch
-
-        from graphcheck.zoo.vllm_engine.speculative import TargetAndDraft
+        from graphcheck.integrations._vllm_forward import TargetAndDraft, draft_model
 
         self.llm = llm
         core = llm.llm_engine.engine_core.engine_core
         self.worker = core.model_executor.driver_worker.worker
         self.runner = self.worker.model_runner
         target = self.runner.get_model()
-        draft = getattr(getattr(self.runner, "drafter", None), "model", None)
-        self.draft = draft if isinstance(draft, torch.nn.Module) else None
+        self.draft = draft_model(self.runner)
         self.model = target if self.draft is None else TargetAndDraft(target, self.draft)
         self.forward_module = self.draft if self.draft is not None else target
 
