@@ -96,6 +96,10 @@ def _replay_note(comparison: Comparison) -> str:
     )
 
 
+def _twins(twins: list[_Twin]) -> str:
+    return "the twin" if len(twins) == 1 else f"the {len(twins)} twins"
+
+
 def capture_warm_up(worker: Any) -> CheckResult | None:
     """After the CPU worker's warm-up: capture its dummy batch's forward and check it.
 
@@ -142,7 +146,8 @@ def capture_warm_up(worker: Any) -> CheckResult | None:
             f"compiled code; the check covers those ops only (--enforce-eager for all of them)"
         )
     notes += [t.prefix + _replay_note(t.forward.replay_and_eager(t.capture)) for t in twins]
-    notes.append(f"the twin recorded, captured and compared in {time.perf_counter() - start:.2f} s")
+    seconds = time.perf_counter() - start
+    notes.append(f"{_twins(twins)} recorded, captured and compared in {seconds:.2f} s")
     model = twins[0].forward.model  # the served model, with its draft where it has one
     found = graphcheck.census(model)
     notes += foreign_notes(model, (*found.entries, *found.allowed))
@@ -162,7 +167,8 @@ def after_reload_notes(worker: Any) -> list[str]:
         fresh = twin.forward.refreshed()
         comparison = twin.forward.replay_and_eager(twin.capture, eager_from=fresh)
         notes.append(twin.prefix + _replay_note(comparison))
-    return [*notes, f"the twin replayed and compared in {time.perf_counter() - start:.2f} s"]
+    seconds = time.perf_counter() - start
+    return [*notes, f"{_twins(twins)} replayed and compared in {seconds:.2f} s"]
 
 
 def after_wake(worker: Any) -> None:
