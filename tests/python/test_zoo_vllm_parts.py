@@ -384,6 +384,35 @@ def test_a_drafter_the_dummy_batch_does_not_run_is_run_by_its_own_dummy_run(
     assert "forward" not in vars(heads) and "forward" not in vars(target)  # unwrapped
 
 
+def test_an_encoder_decoder_models_batch_is_run_as_a_gpu_worker_runs_it_to_capture() -> None:
+    # is_graph_capturing gives the cross-attention its encoder's full length (a warm-up batch
+    # gives it none); other models keep the warm-up's batch (decode-only capture builders
+    # refuse a mixed one), and a runner without the argument runs without it.
+    import types
+
+    from graphcheck.integrations._vllm_forward import DUMMY_TOKENS, _capture_batch
+
+    calls: list[tuple[Any, ...]] = []
+
+    class Capturing:
+        def __init__(self, encoder_decoder: bool) -> None:
+            self.model_config = types.SimpleNamespace(is_encoder_decoder=encoder_decoder)
+
+        def _dummy_run(
+            self, num_tokens: int, force_attention: bool = False, is_graph_capturing: bool = False
+        ) -> None:
+            calls.append((num_tokens, force_attention, is_graph_capturing))
+
+    class Older(Capturing):
+        def _dummy_run(self, num_tokens: int, force_attention: bool = False) -> None:  # type: ignore[override]
+            calls.append((num_tokens, force_attention))
+
+    _capture_batch(Capturing(encoder_decoder=True))
+    _capture_batch(Capturing(encoder_decoder=False))
+    _capture_batch(Older(encoder_decoder=True))
+    assert calls == [(DUMMY_TOKENS, True, True), (DUMMY_TOKENS, True, False), (DUMMY_TOKENS, True)]
+
+
 def test_a_runner_with_a_draft_model_has_two_forwards_over_one_registry(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

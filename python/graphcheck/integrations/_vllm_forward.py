@@ -2,8 +2,9 @@
 
 vLLM's CPU build captures no CUDA graphs. Its CPU twin is the forward the model runner runs in
 its own dummy batch (``_dummy_run`` with attention metadata forced: the batch a GPU worker
-warms up and captures its graphs with): :class:`EngineForward` runs that batch once with the
-model's ``forward`` wrapped, which records the forward's arguments and vLLM's forward context
+warms up with, and for an encoder-decoder model the encoder length it captures its graphs
+with, :func:`_capture_batch`): :class:`EngineForward` runs that batch once with the model's
+``forward`` wrapped, which records the forward's arguments and vLLM's forward context
 (attention metadata, KV cache slots), and can then capture the same forward in the ATen window
 under that context (through the process's watch, or :func:`graphcheck.capture`), replay the
 capture and run the forward eagerly, each from the same KV caches.
@@ -151,7 +152,7 @@ class EngineForward:
         for wrapped_module, record in wrapped:
             wrapped_module.forward = _recording(wrapped_module.forward, record)
         try:
-            runner._dummy_run(DUMMY_TOKENS, force_attention=True)
+            _capture_batch(runner)
             drafter = getattr(runner, "drafter", None)
             if "context" not in seen and forward_module is not None and drafter is not None:
                 # The dummy batch runs only EAGLE-style, draft-model and hidden-state drafters
@@ -238,6 +239,28 @@ class EngineForward:
         """
         with _caches_kept(self.runner):
             return EngineForward(self.runner, self.model, self._forward_module)
+
+
+def _capture_batch(runner: Any) -> None:
+    """Runs ``runner``'s dummy batch: the warm-up's, with what a capture's has that matters.
+
+    An encoder-decoder model's cross-attention gets no encoder token in a warm-up batch: the
+    CPU kernel then writes no output row and the decoder computes on uninitialized memory.
+    A GPU worker captures with ``is_graph_capturing`` (``GPUModelRunner.capture_model``),
+    under which the cross-attention attends to the encoder's full length
+    (``_get_encoder_seq_lens(for_cudagraph_capture=True)``: ``max_source_positions``): for an
+    encoder-decoder model the batch runs so. Not for the others: under it, the metadata
+    builders of decode-only captures (MLA, Mamba, gated delta-net) refuse this mixed batch.
+    """
+    import inspect
+
+    options: dict[str, Any] = {"force_attention": True}
+    encoder_decoder = bool(
+        getattr(getattr(runner, "model_config", None), "is_encoder_decoder", False)
+    )
+    if encoder_decoder and "is_graph_capturing" in inspect.signature(runner._dummy_run).parameters:
+        options["is_graph_capturing"] = True
+    runner._dummy_run(DUMMY_TOKENS, **options)
 
 
 def _recording(forward: Any, seen: dict[str, Any]) -> Any:

@@ -5,10 +5,11 @@ W8A8 int8 path and the AWQ int4 one), MoE, MLA, Mamba-1 and Mamba-2, hybrids (at
 Mamba-2, with gated delta-net; Mamba-2 and its hybrid in bfloat16 too, whose CPU paths differ
 by dtype), multimodal (language model only), embedding and classification, speculative
 drafts (EAGLE, multi-token prediction), the Transformers backend, a multimodal model served
-whole (its encoders, with a processor the zoo writes), architectures whose configs only the
-config tables give (a hub-only MoE, the InternVL chat config), and the architectures whose
-findings the baseline lists (ALiBi slopes, a module-level constant). 27 architectures, about
-three minutes with two jobs (tests/vllm).
+whole (its encoders, with a processor the zoo writes), an encoder-decoder model (Whisper: its
+decoder's cross-attention over the encoder's full length, as a GPU worker's capture batch has
+it), architectures whose configs only the config tables give (a hub-only MoE, the InternVL
+chat config), and the architectures whose findings the baseline lists (ALiBi slopes, a
+module-level constant). 28 architectures, about three minutes with two jobs (tests/vllm).
 
 Some of them vLLM cannot build or reload on some CPUs (:mod:`graphcheck.zoo.cpu`): the limits
 below name the capability and the words of vLLM's error, each a vLLM bug or limit read in its
@@ -35,6 +36,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "hybrid": ("FalconH1ForCausalLM", "FalconH1ForCausalLM@bf16", "Qwen3NextForCausalLM"),
     "multimodal (language model)": ("Qwen2VLForConditionalGeneration",),
     "multimodal whole (encoders, a processor of ours)": ("SiglipModel",),
+    "encoder-decoder": ("WhisperForConditionalGeneration",),
     "hub-only configs (tables/)": ("BailingMoeForCausalLM", "InternVLChatModel"),
     "embedding and classification": ("BertModel", "RobertaForSequenceClassification"),
     "speculative draft": ("EagleLlamaForCausalLM", "DeepSeekMTPModel"),
