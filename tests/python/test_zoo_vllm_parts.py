@@ -459,9 +459,8 @@ def test_a_runner_with_a_draft_model_has_two_forwards_over_one_registry(
     served, missing = served_forwards(Runner())
     assert not isinstance(served, NotCalled) and isinstance(missing, NotCalled)
 
-    Runner.drafter = types.SimpleNamespace(
-        model=None, dummy_run=None
-    )  # n-gram: a proposer without a model
+    # n-gram: a proposer without a model.
+    Runner.drafter = types.SimpleNamespace(model=None, dummy_run=None)
     (alone,) = served_forwards(Runner())
     assert not isinstance(alone, NotCalled) and alone.model is target
 
