@@ -143,18 +143,17 @@ class EngineForward:
         module = forward_module if forward_module is not None else model
         # A draft's forward runs in the dummy batch after its target's, which the runner
         # calls with the batch's attention metadata: recorded too, for _draft_context.
-        target = runner.get_model() if forward_module is not None else None
+        target = runner.get_model() if forward_module is not None else model
+        draft = module is not target  # not the served model's own forward
         seen: dict[str, Any] = {}
         target_seen: dict[str, Any] = {}
-        wrapped = [(module, seen)]
-        if target is not None and target is not module:
-            wrapped.append((target, target_seen))
+        wrapped = [(module, seen)] + ([(target, target_seen)] if draft else [])
         for wrapped_module, record in wrapped:
             wrapped_module.forward = _recording(wrapped_module.forward, record)
         try:
             _capture_batch(runner)
             drafter = getattr(runner, "drafter", None)
-            if "context" not in seen and forward_module is not None and drafter is not None:
+            if "context" not in seen and draft and drafter is not None:
                 # The dummy batch runs only EAGLE-style, draft-model and hidden-state drafters
                 # (v1/worker/gpu_model_runner.py:5856-5860); Medusa's heads have a dummy run
                 # of their own (v1/spec_decode/medusa.py:72) that nothing else calls.

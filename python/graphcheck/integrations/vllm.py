@@ -121,12 +121,12 @@ def _draft_models(runner: Any) -> dict[str, Any]:
     The drafter's model is read anew at every check (a reload may rebind it); proposers
     without a model (n-gram, suffix decoding) add nothing.
     """
-    import torch  # loaded by then (the worker ran); the plugin itself loads in every process
+    # Loads torch, loaded by then (the worker ran); the plugin itself loads in every process.
+    from ._vllm_forward import draft_model
 
-    drafter = getattr(runner, "drafter", None)
-    if not isinstance(getattr(drafter, "model", None), torch.nn.Module):
+    if draft_model(runner) is None:
         return {}
-    ref = weakref.ref(drafter)
+    ref = weakref.ref(runner.drafter)
 
     def get_draft() -> Any:
         live = ref()
