@@ -10,6 +10,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "graphcheck/detail/allocator_memory.h"
+
 #if !defined(TORCH_VERSION_MAJOR) || TORCH_VERSION_MAJOR < 2
 #error "graphcheck_cupti_torch needs torch >= 2.0 (SnapshotInfo with segment pool ids)"
 #endif
@@ -17,16 +19,9 @@
 namespace graphcheck::cupti {
 
 std::string torch_pool_name(TorchPoolId pool, const TorchSnapshotOptions& options) {
-  const std::string id = std::to_string(pool.first) + "," + std::to_string(pool.second);
-  if (pool.first == 0 && pool.second == 0) {
-    return "default";
-  }
   const bool listed = std::find(options.graph_pools.begin(), options.graph_pools.end(), pool) !=
                       options.graph_pools.end();
-  if ((pool.first != 0 && pool.second == 0) || listed) {
-    return "graph:" + id;
-  }
-  return "mempool:" + id;
+  return graphcheck::detail::torch_pool_name(pool, listed);
 }
 
 namespace detail {

@@ -31,6 +31,10 @@ void bind_snapshot(pybind11::module_& module);
 /// (python/core_report.cc). Needs bind_snapshot first (check() takes a Snapshot).
 void bind_report(pybind11::module_& module);
 
+/// Binds allocator_allocations() and add_allocator_memory(): PyTorch's caching allocator as
+/// epoch allocations (python/core_allocator.cc). Needs bind_snapshot first.
+void bind_allocator(pybind11::module_& module);
+
 /// `text` as a Python str; bytes that are not UTF-8 (kernel and attribute names may hold any)
 /// become U+FFFD, as in the JSON report, instead of raising on attribute access.
 inline pybind11::str to_py_str(std::string_view text) {

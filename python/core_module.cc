@@ -66,4 +66,5 @@ PYBIND11_MODULE(_core, m) {
 
   graphcheck::detail::bind_snapshot(m);
   graphcheck::detail::bind_report(m);
+  graphcheck::detail::bind_allocator(m);
 }

@@ -339,3 +339,16 @@ def format_address(address: int) -> str:
 
 def parse_address(text: str) -> int | None:
     """Parses '0x...' (1 to 16 hex digits); None for any other text."""
+
+def allocator_allocations(
+    segments: Iterable[Mapping[str, object]], graph_pools: Iterable[tuple[int, int]]
+) -> list[Allocation]:
+    """The caching allocator's segments as allocations in address order."""
+
+def add_allocator_memory(
+    epoch: Epoch,
+    segments: Iterable[Mapping[str, object]],
+    graph_pools: Iterable[tuple[int, int]],
+    labels: Iterable[tuple[int, int, str]],
+) -> None:
+    """Adds the caching allocator's segments and live blocks to epoch.allocations in place."""

@@ -7,8 +7,10 @@ runs the real allocator."""
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -168,6 +170,62 @@ def test_graphs_without_a_pool_and_odd_segments_are_skipped() -> None:
         (4096, 512, "default", "torch segment dev?"),  # an unreadable pool id: the default
         (16384, 256, "graph:7,0", "torch segment dev1"),
     ]
+
+
+def test_any_mapping_is_read_and_blocks_without_an_address_follow_the_one_before() -> None:
+    """The allocator's dicts, or any mapping (read in C++: ``_core.add_allocator_memory``)."""
+    segments: list[Mapping[str, Any]] = [
+        MappingProxyType(
+            {
+                "address": 1 << 20,
+                "total_size": 4096,
+                "device": 0,
+                "blocks": [
+                    MappingProxyType({"size": 1024, "state": "active_allocated"}),
+                    {"size": 1024, "state": "inactive"},
+                    {"size": 512, "state": "active_pending_free"},
+                    {"address": (1 << 20) + 3072, "size": 1024.0, "state": "active_allocated"},
+                ],
+            }
+        )
+    ]
+    epoch = graphcheck.Epoch("capture", [], [])
+    GraphPools(lambda: segments).apply(epoch, [((1 << 20) + 2100, (1 << 20) + 2200, "m.scale")])
+    found = [(a.begin - (1 << 20), a.size, a.pool, a.label) for a in epoch.allocations]
+    assert found == [
+        (0, 1024, "default", ""),
+        (0, 4096, "default", "torch segment dev0"),
+        (2048, 512, "default", "m.scale"),  # the label starting inside the block
+        (3072, 1024, "default", ""),  # int(1024.0), as the Python rule read it
+    ]
+
+
+@pytest.mark.parametrize(
+    ("segment", "error", "names"),
+    [
+        ({"address": 1 << 70, "total_size": 4096}, ValueError, "allocator segment 0 'address'"),
+        ({"address": 4096, "total_size": "big"}, ValueError, "allocator segment 0 'total_size'"),
+        (
+            {"address": 4096, "total_size": 4096, "blocks": [{"size": None}]},
+            TypeError,
+            "allocator segment 0 block 0 'size'",
+        ),
+    ],
+)
+def test_a_bad_allocator_field_is_named(
+    segment: dict[str, Any], error: type[Exception], names: str
+) -> None:
+    epoch = graphcheck.Epoch("capture", [], [])
+    with pytest.raises(error, match=re.escape(names)):
+        GraphPools(lambda: [segment]).apply(epoch)
+    assert epoch.allocations == []  # nothing half-added
+
+
+def test_a_bad_label_is_named() -> None:
+    epoch = graphcheck.Epoch("capture", [], [])
+    pools = GraphPools(lambda: [{"address": 4096, "total_size": 4096}])
+    with pytest.raises(TypeError, match=r"labels\[1\]: expected a \(begin, end, label\) tuple"):
+        pools.apply(epoch, [(0, 1, "a"), (0, 1)])  # type: ignore[list-item]
 
 
 def test_an_epoch_of_the_cpu_twin_reads_no_allocator() -> None:

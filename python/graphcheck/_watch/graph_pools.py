@@ -31,7 +31,6 @@ tagged ``weights`` pool, by its value). Other pools are ``default`` (``(0, 0)``)
 
 from __future__ import annotations
 
-import bisect
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -113,28 +112,19 @@ class GraphPools:
         with self._lock:
             return pool in self._listed
 
+    def _listed_pools(self) -> list[PoolId]:
+        with self._lock:
+            return list(self._listed)
+
     def allocations(self) -> list[_core.Allocation]:
         """Every segment now, and every live block outside graph pools (sorted, unlabelled).
 
         Segments are labelled ``torch segment dev<d>`` (a word in a free part of one is inside
         memory the allocator holds); blocks carry no label until :meth:`apply` names them.
+        Graph pools are named ``graph:<a>,<b>``, others ``default`` (``(0, 0)``) and
+        ``mempool:<a>,<b>``; read in C++ (``graphcheck/detail/allocator_memory.h``).
         """
-        result = []
-        for segment in self._segments():
-            begin, size = int(segment.get("address", 0)), int(segment.get("total_size", 0))
-            if begin <= 0 or size <= 0:
-                continue
-            pool = _pool_of(segment)
-            graph = self.is_graph_pool(pool)
-            name = pool_name(pool) if graph else _other_pool_name(pool)
-            device = segment.get("device", "?")
-            if not graph:
-                result += [_core.Allocation(b, n, name, 1, "") for b, n in _live_blocks(segment)]
-            # After its blocks: a block as large as its segment (a big tensor's own) ties with
-            # it, and ties go by position in the epoch.
-            result.append(_core.Allocation(begin, size, name, 1, f"torch segment dev{device}"))
-        result.sort(key=lambda allocation: allocation.begin)
-        return result
+        return _core.allocator_allocations(self._segments(), self._listed_pools())
 
     def apply(self, epoch: _core.Epoch, labels: Iterable[tuple[int, int, str]] = ()) -> _core.Epoch:
         """Adds the allocator's segments and live blocks to ``epoch`` in place; returns it.
@@ -143,70 +133,9 @@ class GraphPools:
         ATen window's ``aten:<op>`` storages: memory another graph of the pool produced). A
         block where an allocation of the epoch begins is not added (the dispatcher's storage is
         the tensor), nor a segment the epoch already has. Each added block takes the first of
-        ``labels`` (``(begin, end, label)``: census paths, then allocation frames) overlapping it.
+        ``labels`` (``(begin, end, label)``: census paths, then allocation frames) overlapping
+        it. In C++ (``_core.add_allocator_memory``): a server's allocator holds thousands of
+        blocks, read at every capture (issue 32 §2).
         """
-        memory = self.allocations()
-        if not memory:
-            return epoch
-        allocations = epoch.allocations
-        graph_segments = [a for a in memory if a.pool.startswith("graph:")]
-        begins = [segment.begin for segment in graph_segments]  # segments never overlap
-        for allocation in allocations:
-            i = bisect.bisect_right(begins, allocation.begin) - 1
-            if i >= 0 and allocation.end <= graph_segments[i].end:
-                allocation.pool = graph_segments[i].pool
-        starts = {a.begin for a in allocations}
-        ranges = {(a.begin, a.size) for a in allocations}
-        named = _LabelRanges(labels)
-        for allocation in memory:
-            segment = bool(allocation.label)  # blocks are unlabelled until here
-            if (allocation.begin, allocation.size) in ranges or (
-                not segment and allocation.begin in starts
-            ):
-                continue
-            if not allocation.label:
-                allocation.label = named.find(allocation.begin, allocation.end)
-            allocations.append(allocation)
-        epoch.allocations = allocations
+        _core.add_allocator_memory(epoch, self._segments(), self._listed_pools(), labels)
         return epoch
-
-
-def _other_pool_name(pool: PoolId) -> str:
-    return "default" if pool == (0, 0) else f"mempool:{pool[0]},{pool[1]}"
-
-
-def _live_blocks(segment: Mapping[str, Any]) -> list[tuple[int, int]]:
-    """``(begin, size)`` of the segment's live blocks (an address, else the running offset)."""
-    blocks = []
-    at = int(segment.get("address", 0))
-    for block in segment.get("blocks", ()):
-        size = int(block.get("size", 0))
-        begin = int(block.get("address", at))
-        if size > 0 and block.get("state") in _LIVE:
-            blocks.append((begin, size))
-        at = begin + size
-    return blocks
-
-
-_LIVE = ("active_allocated", "active_pending_free")
-
-
-class _LabelRanges:
-    """``(begin, end, label)`` ranges, found by overlap: the first (by begin) overlapping."""
-
-    def __init__(self, labels: Iterable[tuple[int, int, str]]) -> None:
-        self._ranges = sorted(labels)
-        self._begins = [begin for begin, _, _ in self._ranges]
-
-    def find(self, begin: int, end: int) -> str:
-        """The label of a range overlapping ``[begin, end)``, or ``""``.
-
-        The first range starting inside it, else the one starting just below that reaches
-        into it (as the native side's ``census_label``).
-        """
-        i = bisect.bisect_left(self._begins, begin)
-        if i < len(self._ranges) and self._ranges[i][0] < end:
-            return self._ranges[i][2]
-        if i > 0 and self._ranges[i - 1][1] > begin:
-            return self._ranges[i - 1][2]
-        return ""
