@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -70,12 +71,14 @@ py::object lookup(py::handle mapping, PyObject* key) {
 
 // Where a value was read, spelled only for an error message.
 struct Where {
-  const char* list = "allocator segment";
+  const char* list = "allocator segment";  // "labels": spelled labels[<item>]
   std::size_t item = 0;
   std::ptrdiff_t block = -1;
   const char* key = "";
   [[nodiscard]] std::string text() const {
-    std::string out = std::string(list) + " " + std::to_string(item);
+    const bool labels = std::string_view(list) == "labels";
+    std::string out = labels ? "labels[" + std::to_string(item) + "]"
+                             : std::string(list) + " " + std::to_string(item);
     if (block >= 0) {
       out += " block " + std::to_string(block);
     }
@@ -239,7 +242,8 @@ void bind_allocator(py::module_& module) {
       "The caching allocator's segments (the dicts of torch.cuda.memory_snapshot()) as "
       "allocations in address order: a graph pool's segment alone, any other segment's live "
       "blocks (unlabelled) then the segment ('torch segment dev<d>'). graph_pools: the pool ids "
-      "a graph was seen using. Raises ValueError for an address or size beyond 64 bits.");
+      "a graph was seen using. An address or size that is not an int below 2**64 raises "
+      "ValueError or TypeError naming its segment, block and key.");
   module.def(
       "add_allocator_memory",
       [](Epoch& epoch, const py::iterable& segments, const py::iterable& graph_pools,

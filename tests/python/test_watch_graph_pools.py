@@ -226,6 +226,8 @@ def test_a_bad_label_is_named() -> None:
     pools = GraphPools(lambda: [{"address": 4096, "total_size": 4096}])
     with pytest.raises(TypeError, match=r"labels\[1\]: expected a \(begin, end, label\) tuple"):
         pools.apply(epoch, [(0, 1, "a"), (0, 1)])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match=re.escape("labels[0] 'end': expected an int")):
+        pools.apply(epoch, [(0, "end", "a")])  # type: ignore[list-item]
 
 
 def test_an_epoch_of_the_cpu_twin_reads_no_allocator() -> None:
