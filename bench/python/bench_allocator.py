@@ -2,8 +2,8 @@
 
 At every epoch of a CUDA graph (each capture among them) the watch adds the allocator's
 segments and live blocks to the epoch (``GraphPools.apply``, ``_core.add_allocator_memory``):
-a server's allocator holds hundreds to thousands of segments (one per large tensor: weights,
-KV caches), so this runs on the capture's critical path once per graph. Measured on the CPU
+a server's allocator holds hundreds to thousands of segments and blocks (its weights, its KV
+caches), and this runs on the capture's critical path once per graph. Measured on the CPU
 with a stand-in table shaped like ``torch.cuda.memory_snapshot(include_traces=False)``:
 ``SEGMENTS`` segments of 3 blocks (2 live), one in twenty in a graph pool, a census label on
 every live block outside it. Beside it, its floor in the same run: a plain Python pass that
