@@ -36,7 +36,10 @@ const std::string* label_over(const std::vector<LabelRange>& labels, Address beg
 }  // namespace
 
 bool is_graph_pool(TorchPoolId pool, bool listed) {
-  return (pool.first != 0 && pool.second == 0) || listed;
+  if (pool.first == 0 && pool.second == 0) {
+    return false;  // the default pool, whatever was listed
+  }
+  return pool.second == 0 || listed;
 }
 
 std::string torch_pool_name(TorchPoolId pool, bool listed) {

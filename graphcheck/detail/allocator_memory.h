@@ -22,7 +22,8 @@ namespace graphcheck::detail {
 using TorchPoolId = std::pair<std::int64_t, std::int64_t>;
 
 /// True for a graph's private pool ({a,0}, a != 0) and for a pool a graph was seen using
-/// (`listed`: a shared {0,uid} id cannot be told from a user `MemPool` by its value).
+/// (`listed`: a shared {0,uid} id cannot be told from a user `MemPool` by its value); never
+/// for the default pool {0,0}.
 [[nodiscard]] bool is_graph_pool(TorchPoolId pool, bool listed);
 
 /// "default" for {0,0}; "graph:<a>,<b>" for a graph pool (`is_graph_pool`); "mempool:<a>,<b>"

@@ -28,6 +28,7 @@ TEST(AllocatorMemoryTest, PoolNamesFollowTheTorchRule) {
   EXPECT_EQ(torch_pool_name({-1, 3}, false), "mempool:-1,3");
   EXPECT_TRUE(is_graph_pool({5, 0}, false));
   EXPECT_FALSE(is_graph_pool({0, 77}, false));
+  EXPECT_FALSE(is_graph_pool({0, 0}, true));
 }
 
 TEST(AllocatorMemoryTest, BlocksComeBeforeTheirSegmentAndGraphPoolsKeepTheirBlocksOut) {
