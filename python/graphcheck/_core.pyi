@@ -340,6 +340,12 @@ def format_address(address: int) -> str:
 def parse_address(text: str) -> int | None:
     """Parses '0x...' (1 to 16 hex digits); None for any other text."""
 
+def is_graph_pool(pool: tuple[int, int], listed: bool) -> bool:
+    """Whether the caching-allocator pool id is a graph's (private, or listed; never (0, 0))."""
+
+def torch_pool_name(pool: tuple[int, int], listed: bool) -> str:
+    """'default', 'graph:<a>,<b>' or 'mempool:<a>,<b>'."""
+
 def allocator_allocations(
     segments: Iterable[Mapping[str, object]], graph_pools: Iterable[tuple[int, int]]
 ) -> list[Allocation]:

@@ -25,8 +25,9 @@ that pool too. A graph pool is a pool whose id is ``(a, 0)`` with ``a != 0`` (a 
 private pool) or the pool of a graph the watch saw captured (``CUDAGraph.pool()``, read when its
 capture ends: a shared ``(0, uid)`` id cannot be told from a user ``MemPool``, such as vLLM's
 tagged ``weights`` pool, by its value). Other pools are ``default`` (``(0, 0)``) and
-``mempool:<a>,<b>``: the same rule as the CUPTI backend's ``torch_pool_name``
-(cupti/torch_allocator_snapshot.h). Not yet run on a GPU in this form.
+``mempool:<a>,<b>``: one rule in C++ (graphcheck/detail/allocator_memory.h), which the CUPTI
+backend's ``torch_pool_name`` (cupti/torch_allocator_snapshot.h) uses too. Not yet run on a GPU
+in this form.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ SegmentSource = Callable[[], Iterable[Mapping[str, Any]]]
 
 
 def pool_name(pool: PoolId) -> str:
-    """``graph:<a>,<b>``: the allocation pool name of graph pool ``pool``."""
-    return f"graph:{pool[0]},{pool[1]}"
+    """``graph:<a>,<b>``: the allocation pool name of graph pool ``pool`` (the C++ rule's)."""
+    return _core.torch_pool_name(pool, True)
 
 
 def torch_segments() -> list[Mapping[str, Any]]:
@@ -107,10 +108,9 @@ class GraphPools:
 
     def is_graph_pool(self, pool: PoolId) -> bool:
         """A graph's own private pool ``(a, 0)``, ``a != 0``, or a pool a noted graph used."""
-        if pool[0] != 0 and pool[1] == 0:
-            return True
         with self._lock:
-            return pool in self._listed
+            listed = pool in self._listed
+        return _core.is_graph_pool(pool, listed)
 
     def _listed_pools(self) -> list[PoolId]:
         with self._lock:
