@@ -3,7 +3,9 @@
 // nodes each against 10k spans, checked after a sleep and wake (the registry's ranges
 // unchanged, the weights pool's generation new), beside the floor of reading all their
 // argument words. `first`: a fresh session's check (the epochs indexed once for all 64
-// graphs, every graph scanned and its table made). `again`: a later check point in the
+// graphs, every graph scanned and its table made), its graphs read on one thread per core
+// (CheckOptions::threads 0; wall time, and the CPU time of all threads); `first_one_thread`:
+// the same on the calling thread alone. `again`: a later check point in the
 // same state (the epoch put again, equal). `sleep_wake`: a later check point after another
 // sleep and wake (new generations, the same ranges: the index shared, each graph replayed
 // from its table). `per_graph_us` is the check point's time divided by its graphs.
@@ -86,9 +88,11 @@ void checkpoint_floor(benchmark::State& state) {
   count(state, kept);
 }
 
-void checkpoint_first(benchmark::State& state) {
+// `threads`: the check's thread count (0: one per core, CheckOptions::threads).
+void checkpoint_first(benchmark::State& state, std::size_t threads) {
   const Server& s = server();
-  const CheckOptions options = after_sleep();
+  CheckOptions options = after_sleep();
+  options.threads = threads;
   std::uint64_t references = 0;
   std::size_t findings = 0;
   for (auto _ : state) {
@@ -150,8 +154,17 @@ void register_checkpoint_benchmarks() {
                              "/spans:" + std::to_string(kSpans);
   benchmark::RegisterBenchmark(("checkpoint/floor" + suffix).c_str(), checkpoint_floor)
       ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark(("checkpoint/first" + suffix).c_str(), checkpoint_first)
-      ->Unit(benchmark::kMillisecond);
+  // Wall time, and the CPU time of every thread of the process: the check reads the graphs
+  // on one thread per core (two here), and on one thread alone in `first_one_thread`.
+  benchmark::RegisterBenchmark(("checkpoint/first" + suffix).c_str(), checkpoint_first, 0)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->MeasureProcessCPUTime();
+  benchmark::RegisterBenchmark(("checkpoint/first_one_thread" + suffix).c_str(), checkpoint_first,
+                               1)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->MeasureProcessCPUTime();
   benchmark::RegisterBenchmark(("checkpoint/again" + suffix).c_str(), checkpoint_again)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark(("checkpoint/sleep_wake" + suffix).c_str(), checkpoint_sleep_wake)

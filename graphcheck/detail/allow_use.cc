@@ -28,6 +28,15 @@ bool AllowUse::start_graph(const Epoch& capture, const AddressIndex& capture_ind
   return !current_->keep_ranges;
 }
 
+void AllowUse::merge(const std::vector<CellMark>& cells,
+                     const std::vector<std::pair<Address, Address>>& ranges) {
+  std::vector<CellMark>& into = current_->cells;
+  for (std::size_t cell = 0; cell < cells.size() && cell < into.size(); ++cell) {
+    into[cell].set = into[cell].set || cells[cell].set;
+  }
+  current_->ranges.insert(current_->ranges.end(), ranges.begin(), ranges.end());
+}
+
 void AllowUse::finish() {
   for (const auto& [capture, touches] : by_capture_) {
     for (const Epoch* epoch : indexes_.epochs()) {

@@ -67,6 +67,11 @@ class AllowUse {
     }
   }
 
+  /// Records what a graph's pass marked on its own (detail/graph_scan.h): `cells`, one mark
+  /// per cell of the current capture epoch (and a spare one), and `ranges`.
+  void merge(const std::vector<CellMark>& cells,
+             const std::vector<std::pair<Address, Address>>& ranges);
+
   /// Marks every glob matching an owner the recorded references have in some epoch.
   void finish();
 

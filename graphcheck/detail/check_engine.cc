@@ -1,7 +1,8 @@
-// The verdict engine: finds each graph's references (in batches of argument words, so that
-// the lookups of unrelated words overlap), decides them by their capture cell where the
-// cell alone decides, by the rules of detail/verdict_rules.cc (memoized) otherwise, and
-// builds the report. Operands are judged part by part where their extent crosses owners.
+// The verdict engine: finds each graph's references (detail/graph_scan.h: batches of
+// argument words, the cells that decide alone counted; the graphs of a check point read on
+// several threads), decides the rest by the rules of detail/verdict_rules.cc (memoized) on
+// the caller's thread, graph after graph, and builds the report. Operands are judged part
+// by part where their extent crosses owners.
 #include "graphcheck/detail/check_engine.h"
 
 #include <graphcheck/address_index.h>
@@ -16,20 +17,30 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #include "graphcheck/detail/allow_use.h"
 #include "graphcheck/detail/allowlist.h"
 #include "graphcheck/detail/cell_counts.h"
 #include "graphcheck/detail/decision_memo.h"
+#include "graphcheck/detail/graph_scan.h"
+#include "graphcheck/detail/ordered_work.h"
 #include "graphcheck/detail/reference_judge.h"
 #include "graphcheck/detail/unattributed.h"
 #include "graphcheck/detail/verdict_rules.h"
-#include "graphcheck/detail/word_batch.h"
 
 namespace graphcheck::detail {
 namespace {
 
 using Class = AddressIndex::CellClass;
+
+// Threads a check uses unasked: at most this many, each with this many nodes to read at
+// least (a thread costs tens of microseconds to start; 16k nodes take about a millisecond).
+constexpr std::uint64_t kMaxAutoThreads = 8;
+constexpr std::uint64_t kNodesPerThread = 16384;
+// Graphs whose first passes may be done ahead of the graph being decided, per thread.
+constexpr std::size_t kPassesAhead = 4;
 
 class Engine {
  public:
@@ -57,9 +68,23 @@ class Engine {
     report_.baseline = baseline_label();
     report_.stale_allow_policy = options_.stale_allow;
     report_.summary.graphs = input_.graphs.size();
-    for (std::size_t g = 0; g < input_.graphs.size(); ++g) {
-      check_graph(g);
+    const std::size_t count = input_.graphs.size();
+    std::vector<GraphScan> scans(count);
+    for (std::size_t g = 0; g < count; ++g) {
+      prepare(g, scans[g]);
     }
+    // The graphs' first passes on several threads, each graph decided in order on this one
+    // once its pass is done; a few passes ahead at most (each holds what it left undecided).
+    const std::size_t threads = thread_count(scans);
+    std::vector<GraphScanner> scanners(threads);
+    std::vector<ScanPass> passes(count);
+    run_ordered(
+        count, threads, kPassesAhead * threads,
+        [&](std::size_t g, std::size_t slot) { first_pass(scans[g], scanners[slot], passes[g]); },
+        [&](std::size_t g) {
+          finish_graph(scans[g], passes[g], scanners[0]);
+          passes[g] = ScanPass{};  // its memory back
+        });
     judge_.finish();
     report_.warnings = rules_.warnings();
     if (allow_use_.active()) {
@@ -83,22 +108,8 @@ class Engine {
     std::uint32_t fast = 0;        // classes decided by the cell alone (bit per class)
     GraphTable* table = nullptr;   // a session's table being filled
     std::vector<AllowUse::CellMark>* pool_cells = nullptr;  // graph pool cells touched
-    bool hold = false;        // the first pass: what the graph's ranges may change is held
-    bool has_ranges = false;  // ... and it met a mem_alloc node with an extent
-  };
-
-  // What the fast path leaves to the rules, in reference order: a word that is a reference
-  // (its node, argument, offset, lookup address and capture cell), a word in a gap that
-  // looks like a pointer, or a node's operands. The first pass of a graph holds these back.
-  struct Held {
-    enum class Kind : std::uint8_t { kWord, kGap, kOperands };
-    const Node* node = nullptr;
-    Address word = 0;
-    Address lookup = 0;
-    std::uint32_t param = 0;
-    std::uint32_t offset = 0;
-    std::uint32_t cell = AddressIndex::kNoCell;
-    Kind kind = Kind::kOperands;
+    bool replay = false;  // checked from its session table, not scanned
+    ScanSetup setup;      // how its passes scan it
   };
 
   [[nodiscard]] std::string baseline_label() const {
@@ -116,9 +127,10 @@ class Engine {
     return input_.graphs.front()->epoch;
   }
 
-  void check_graph(std::size_t position) {
+  // What a graph is checked with, decided before any graph is read: replayed from its
+  // table, or scanned (its first pass may run on another thread).
+  void prepare(std::size_t position, GraphScan& scan) {
     const GraphRecord& graph = *input_.graphs[position];
-    GraphScan scan;
     scan.graph = &graph;
     GraphEpochs& epochs = scan.epochs;
     epochs.capture = &indexes_.capture_of(graph, position);
@@ -137,55 +149,103 @@ class Engine {
       scan.keep_ranges = !allow_use_.start_graph(*epochs.capture, *scan.capture);
     }
     const bool one_epoch = epochs.checked == epochs.capture && epochs.baseline == epochs.capture;
-    GraphTable* table = nullptr;
     if (input_.tables != nullptr && scan.aligned) {
-      table = &(*input_.tables)[&graph];
-      if (table->valid && table->capture_layout == scan.capture->layout_id() && !scan.keep_ranges) {
-        replay(graph, *table, scan);
+      scan.table = &(*input_.tables)[&graph];
+      if (scan.table->valid && scan.table->capture_layout == scan.capture->layout_id() &&
+          !scan.keep_ranges) {
+        scan.replay = true;
         return;
       }
-    }
-    if (stats_ != nullptr) {
-      ++stats_->graphs_scanned;
     }
     // A session's table holds the references whose verdict a later epoch may change: an
     // input's may (it is not restored), so only a table-less check of one epoch counts them
     // by their cell.
     scan.fast =
-        scan.aligned ? (kFixedClasses | (one_epoch && table == nullptr ? kInputClass : 0)) : 0;
-    std::vector<AllowUse::CellMark> pool_cells;
+        scan.aligned ? (kFixedClasses | (one_epoch && scan.table == nullptr ? kInputClass : 0)) : 0;
+    scan.setup = {&graph,          scan.capture,     scan.fast,
+                  scan.record_use, scan.keep_ranges, scan.table != nullptr};
+  }
+
+  // How many threads read the graphs: as asked, or one per core while each has at least
+  // kNodesPerThread nodes to read; never more than the graphs to scan.
+  [[nodiscard]] std::size_t thread_count(const std::vector<GraphScan>& scans) const {
+    std::size_t graphs = 0;
+    std::uint64_t nodes = 0;
+    for (const GraphScan& scan : scans) {
+      if (!scan.replay) {
+        ++graphs;
+        nodes += scan.graph->nodes.size();
+      }
+    }
+    std::uint64_t wanted = options_.threads;
+    if (wanted == 0) {
+      const std::uint64_t cores = std::max(1U, std::thread::hardware_concurrency());
+      wanted =
+          std::min({cores, kMaxAutoThreads, std::max<std::uint64_t>(1, nodes / kNodesPerThread)});
+    }
+    return static_cast<std::size_t>(
+        std::max<std::uint64_t>(1, std::min<std::uint64_t>(wanted, graphs)));
+  }
+
+  // A graph's first pass, on any thread: it takes the graph's ranges to be empty (as they are
+  // in most graphs) and stops where they are not (`finish_graph` scans again with them).
+  void first_pass(const GraphScan& scan, GraphScanner& scanner, ScanPass& pass) const {
+    if (!scan.replay) {
+      scanner.scan(scan.setup, no_ranges_, /*stop_at_ranges=*/true, pass);
+    }
+  }
+
+  // Decides a graph's references on the caller's thread, graphs in order: what its pass
+  // held, or its table's.
+  void finish_graph(GraphScan& scan, ScanPass& pass, GraphScanner& scanner) {
+    const GraphRecord& graph = *scan.graph;
+    if (scan.record_use) {
+      allow_use_.start_graph(*scan.epochs.capture, *scan.capture);  // this graph's marks
+    }
+    if (scan.replay) {
+      replay(graph, *scan.table, scan);
+      return;
+    }
+    if (stats_ != nullptr) {
+      ++stats_->graphs_scanned;
+    }
+    std::optional<GraphRanges> ranges;
+    scan.ranges = &no_ranges_;
+    if (pass.has_ranges) {
+      ranges.emplace(graph);
+      scan.ranges = &*ranges;
+      scanner.scan(scan.setup, *ranges, /*stop_at_ranges=*/false, pass);
+    }
+    GraphTable* table = scan.table;
+    if (table != nullptr) {
+      *table = GraphTable{};
+      table->capture_layout = scan.capture->layout_id();
+      scan.pool_cells = &pass.pool_cells;
+    }
     const std::uint64_t references_before = report_.summary.references;
     const std::size_t unattributed_before = report_.unattributed.size();
-    // One pass over the nodes, not a pass for the graph's mem_alloc ranges first: the scan
-    // takes the ranges to be empty (as they are in most graphs) and holds back what they
-    // could change (`Held`), so that until it ends only counts and marks were made. A graph
-    // with ranges is scanned again with them, from the counts it had before (the marks
-    // the first pass made are a subset of the second pass's).
-    const Summary before = report_.summary;
-    const GraphRanges none;
-    std::optional<GraphRanges> ranges;
-    scan.hold = true;
-    std::uint64_t nodes = scan_pass(graph, none, scan, table, pool_cells);
-    scan.hold = false;
-    if (!scan.has_ranges) {
-      for (const Held& held : held_) {
-        release(held, scan);
+    report_.summary.references += pass.references;
+    for (std::size_t v = 0; v < kVerdictCount; ++v) {
+      report_.summary.counts[v] += pass.fixed[v];
+      if (table != nullptr) {
+        table->fixed[v] += pass.fixed[v];
       }
-    } else {
-      report_.summary = before;
-      ranges.emplace(graph);
-      nodes = scan_pass(graph, *ranges, scan, table, pool_cells);
     }
-    held_.clear();
-    report_.summary.nodes += nodes;
+    if (scan.record_use) {
+      allow_use_.merge(pass.touched, pass.points);
+    }
+    for (const Held& held : pass.held) {
+      release(held, scan);
+    }
+    report_.summary.nodes += pass.nodes;
     if (table != nullptr) {
-      table->nodes = nodes;
+      table->nodes = pass.nodes;
       table->unattributed.assign(
           report_.unattributed.begin() + static_cast<std::ptrdiff_t>(unattributed_before),
           report_.unattributed.end());
       table->references = report_.summary.references - references_before;
       for (std::size_t cell = 0; cell < scan.capture->cell_count(); ++cell) {
-        if (pool_cells[cell].set) {
+        if (pass.pool_cells[cell].set) {
           table->allow_cells.push_back(static_cast<std::uint32_t>(cell));
         }
       }
@@ -194,120 +254,7 @@ class Engine {
     }
   }
 
-  // One pass over the graph's nodes with `ranges`, a session's table (and its pool cell
-  // marks) started afresh; returns the node count.
-  std::uint64_t scan_pass(const GraphRecord& graph, const GraphRanges& ranges, GraphScan& scan,
-                          GraphTable* table, std::vector<AllowUse::CellMark>& pool_cells) {
-    if (table != nullptr) {
-      // Graph pool cells are recorded whatever this check's allowlist: a later check may
-      // have one.
-      *table = GraphTable{};
-      table->capture_layout = scan.capture->layout_id();
-      pool_cells.assign(scan.capture->cell_count() + 1, {});  // and a spare entry
-      scan.pool_cells = &pool_cells;
-      scan.table = table;
-    }
-    scan.ranges = &ranges;
-    batch_.set_window(*scan.capture, ranges);
-    const std::uint64_t nodes = scan_nodes(graph.nodes, scan);
-    flush(batch_, scan);
-    return nodes;
-  }
-
-  // Nodes in order, bodies right after the node holding them; returns the node count.
-  std::uint64_t scan_nodes(const NodeList& nodes, GraphScan& scan) {
-    std::uint64_t count = nodes.size();
-    for (const Node& node : nodes) {
-      switch (node.type) {
-        case NodeType::kKernel:
-          batch_.add(node, [&](WordBatch& batch) { flush(batch, scan); });
-          if (!node.operands.empty()) {
-            flush(batch_, scan);
-            emit({.node = &node}, scan);
-          }
-          break;
-        case NodeType::kMemAlloc:
-          // An extent makes the graph's ranges non-empty (GraphRanges): the first pass,
-          // which took them to be empty, stops; its count is not used.
-          scan.has_ranges =
-              scan.has_ranges || std::ranges::any_of(node.operands, [](const Operand& operand) {
-                return operand.size != 0;
-              });
-          if (scan.hold && scan.has_ranges) {
-            return count;
-          }
-          [[fallthrough]];
-        case NodeType::kMemcpy:
-        case NodeType::kMemset:
-        case NodeType::kMemFree:
-        case NodeType::kOp:
-        case NodeType::kBatchMemOp:
-          flush(batch_, scan);
-          emit({.node = &node}, scan);
-          break;
-        case NodeType::kChildGraph:
-        case NodeType::kConditional:
-          flush(batch_, scan);
-          for (const NodeList& body : node.bodies) {
-            count += scan_nodes(body, scan);
-          }
-          if (scan.hold && scan.has_ranges) {
-            return count;
-          }
-          break;
-        default:  // host, empty, event, external semaphore: no references
-          break;
-      }
-    }
-    return count;
-  }
-
-  void flush(WordBatch& batch, GraphScan& scan) {
-    if (batch.size() != 0) {
-      if (scan.pool_cells == nullptr) {
-        flush_use<false>(batch, scan);
-      } else {
-        flush_use<true>(batch, scan);
-      }
-    }
-    batch.clear();
-  }
-
-  template <bool kPool>
-  void flush_use(WordBatch& batch, GraphScan& scan) {
-    if (!scan.record_use) {
-      flush_batch<false, false, kPool>(batch, scan);
-    } else if (scan.keep_ranges) {
-      flush_batch<true, true, kPool>(batch, scan);
-    } else {
-      flush_batch<true, false, kPool>(batch, scan);
-    }
-  }
-
-  // The batch's words in order: those in a cell that decides alone are counted
-  // (`count_batch`); the others go through `slow_word`.
-  template <bool kTouch, bool kPoints, bool kPool>
-  void flush_batch(WordBatch& batch, GraphScan& scan) {
-    FastMarks marks;
-    marks.fast = scan.fast;
-    marks.pool_cells = scan.pool_cells != nullptr ? scan.pool_cells->data() : nullptr;
-    if constexpr (kTouch) {
-      marks.touched = allow_use_.cells();
-      marks.points = &allow_use_.ranges();
-    }
-    const std::uint64_t packed = count_batch<kTouch, kPoints, kPool>(
-        *scan.capture, batch.words(), batch.size(), marks,
-        [&](std::size_t i, std::uint32_t cell) { slow_word(batch, i, cell, scan); });
-    for (unsigned k = 0; k < kFastClasses; ++k) {
-      const std::uint64_t count = (packed >> (kCountBits * k)) & ((1U << kCountBits) - 1);
-      if (count != 0) {
-        report_.summary.references += count;
-        count_fixed(kClassVerdict[k], count, scan);
-      }
-    }
-  }
-
-  // References already counted, decided by their cell alone.
+  // A reference decided by its cell alone, counted.
   void count_fixed(Verdict verdict, std::uint64_t count, GraphScan& scan) {
     report_.summary.counts[static_cast<std::size_t>(verdict)] += count;
     if (scan.table != nullptr) {
@@ -315,46 +262,7 @@ class Engine {
     }
   }
 
-  // A word the fast path did not decide: an end pointer, a word in a gap (a reference only
-  // in the graph's ranges), or one whose cell does not decide alone.
-  [[gnu::noinline]] void slow_word(WordBatch& batch, std::size_t i, std::uint32_t cell,
-                                   GraphScan& scan) {
-    const AddressIndex& capture = *scan.capture;
-    const Address word = batch.words()[i];
-    Address lookup = word;
-    std::uint32_t at = cell;
-    bool is_reference = false;
-    // Only a word on a cell boundary (or just past the top range) can be an end pointer.
-    if (capture.may_end_pointer(word, at)) {
-      const std::uint32_t end = capture.end_pointer_cell(word, at);
-      if (end != AddressIndex::kNoCell) {
-        lookup = word - 1;
-        at = end;
-        is_reference = true;
-      }
-    }
-    if (!is_reference) {
-      is_reference = capture.holds(at) || scan.ranges->contains(word);
-    }
-    if (!is_reference) {
-      if (pointer_like_gap(capture, word, at)) {
-        emit({.node = batch.locate(i).node, .word = word, .kind = Held::Kind::kGap}, scan);
-      }
-      return;
-    }
-    const WordBatch::Location where = batch.locate(i);
-    emit({where.node, word, lookup, where.param, where.offset, at, Held::Kind::kWord}, scan);
-  }
-
-  // Held back in the first pass of a graph, else settled now.
-  void emit(const Held& held, GraphScan& scan) {
-    if (scan.hold) {
-      held_.push_back(held);
-    } else {
-      release(held, scan);
-    }
-  }
-
+  // A reference (or a node's operands, or a gap word) a graph's pass left undecided.
   void release(const Held& held, GraphScan& scan) {
     switch (held.kind) {
       case Held::Kind::kWord:
@@ -487,8 +395,7 @@ class Engine {
   CheckStats* stats_;
   const Epoch* checked_ = nullptr;
   const Epoch* baseline_ = nullptr;
-  WordBatch batch_;
-  std::vector<Held> held_;  // the current graph's, in its first pass
+  const GraphRanges no_ranges_;  // what a first pass takes a graph's ranges to be
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,10 @@ void expect_report(const Report& report, const std::vector<Expected>& expected,
   }
 }
 
-CheckOptions in_epoch(const std::string& label) {
+CheckOptions in_epoch(const std::string& label, std::size_t threads) {
   CheckOptions options;
   options.epoch = label;
+  options.threads = threads;
   return options;
 }
 
@@ -57,22 +59,26 @@ TEST(CheckerPropertyTest, RandomGraphsGetTheirConstructedVerdicts) {
   const std::vector<Expected>& expected = world.expected();
   ASSERT_GE(expected.size(), 10000U);
 
-  const Report after = check(world.snapshot(), in_epoch("after"));
-  EXPECT_EQ(after.epoch, "after");
-  EXPECT_EQ(after.baseline, "capture");
-  expect_report(after, expected, &Verdicts::after);
-  // Allowlist use does not depend on the epoch checked.
-  EXPECT_EQ(after.stale_allow, std::vector<std::string>{"unused.*"});
-  EXPECT_FALSE(after.warnings.empty());  // nested runtime/parameter pairs were referenced
+  // The same reports whether the graphs are read on the calling thread or on several.
+  for (const std::size_t threads : {std::size_t{1}, std::size_t{4}}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    const Report after = check(world.snapshot(), in_epoch("after", threads));
+    EXPECT_EQ(after.epoch, "after");
+    EXPECT_EQ(after.baseline, "capture");
+    expect_report(after, expected, &Verdicts::after);
+    // Allowlist use does not depend on the epoch checked.
+    EXPECT_EQ(after.stale_allow, std::vector<std::string>{"unused.*"});
+    EXPECT_FALSE(after.warnings.empty());  // nested runtime/parameter pairs were referenced
 
-  const Report wake = check(world.snapshot());  // the last epoch
-  EXPECT_EQ(wake.epoch, "wake");
-  expect_report(wake, expected, &Verdicts::wake);
-  EXPECT_EQ(wake.stale_allow, std::vector<std::string>{"unused.*"});
+    const Report wake = check(world.snapshot(), in_epoch("", threads));  // the last epoch
+    EXPECT_EQ(wake.epoch, "wake");
+    expect_report(wake, expected, &Verdicts::wake);
+    EXPECT_EQ(wake.stale_allow, std::vector<std::string>{"unused.*"});
 
-  const Report at_capture = check(world.snapshot(), in_epoch("capture"));
-  expect_report(at_capture, expected, &Verdicts::capture);
-  EXPECT_EQ(at_capture.stale_allow, std::vector<std::string>{"unused.*"});
+    const Report at_capture = check(world.snapshot(), in_epoch("capture", threads));
+    expect_report(at_capture, expected, &Verdicts::capture);
+    EXPECT_EQ(at_capture.stale_allow, std::vector<std::string>{"unused.*"});
+  }
 }
 
 }  // namespace

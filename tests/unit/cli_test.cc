@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -177,6 +178,25 @@ TEST_F(CliTest, EpochAndBaselineOptionsReachTheChecker) {
   EXPECT_EQ(parse_report(same.out), check(read_snapshot(data_dir() / "decode_step.json"), options));
 }
 
+TEST_F(CliTest, ThreadsReadTheGraphsAndLeaveTheReportAsItIs) {
+  // Four copies of the decode step's graph: a check point of four graphs.
+  Snapshot snapshot = read_snapshot(data_dir() / "decode_step.json");
+  ASSERT_EQ(snapshot.graphs.size(), 1U);
+  for (std::uint64_t id = 2; id <= 4; ++id) {
+    snapshot.graphs.push_back(snapshot.graphs.front());
+    snapshot.graphs.back().id = id;
+  }
+  const fs::path path = dir_ / "four_graphs.json";
+  write_snapshot(snapshot, path);
+  const Report expected = check(snapshot);
+  ASSERT_EQ(expected.summary.graphs, 4U);
+  for (const char* threads : {"0", "1", "3"}) {
+    RunResult result = run({"check", path.string(), "--threads", threads, "--format", "json"});
+    EXPECT_EQ(result.status, 1) << threads << ": " << result.err;
+    EXPECT_EQ(parse_report(result.out), expected) << threads;
+  }
+}
+
 TEST_F(CliTest, OutputWritesTheReportToAFileInsteadOfStdout) {
   const fs::path text_path = dir_ / "report.txt";
   const fs::path json_path = dir_ / "report.json";
@@ -262,6 +282,10 @@ TEST_F(CliTest, BadFlagsAndMissingArgumentsExitTwo) {
                      "--frobnicate");
   expect_usage_error(run({"check", data("verdict_registered.json"), "--format", "xml"}), "xml");
   expect_usage_error(run({"check"}), "SNAPSHOT");
+  for (const char* threads : {"-1", "many", "257"}) {
+    expect_usage_error(run({"check", data("verdict_registered.json"), "--threads", threads}),
+                       "--threads");
+  }
   expect_usage_error(run({}), "graphcheck --help");
   expect_usage_error(run({"frobnicate"}), "frobnicate");
   expect_usage_error(run({"check", data("verdict_registered.json"), "--allow",
@@ -281,7 +305,7 @@ TEST_F(CliTest, HelpPrintsUsageAndExitsZero) {
   RunResult check_help = run({"check", "--help"});
   EXPECT_EQ(check_help.status, 0);
   for (const char* option :
-       {"SNAPSHOT", "--epoch", "--baseline", "--allow", "--format", "--output"}) {
+       {"SNAPSHOT", "--epoch", "--baseline", "--allow", "--threads", "--format", "--output"}) {
     EXPECT_THAT(check_help.out, HasSubstr(option));
   }
 }
