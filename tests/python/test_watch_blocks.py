@@ -170,3 +170,29 @@ def test_blocks_take_census_paths_else_frames_else_no_label() -> None:
         (SEGMENT_B, SEGMENT_B_SIZE, "default", "torch segment dev0"),
         (SEGMENT_B, SEGMENT_B_SIZE, "default", frame),
     }
+
+
+def test_a_check_point_reads_the_allocator_once_for_all_its_graphs() -> None:
+    memory = Memory()
+    reads = []
+
+    def counted() -> list[Mapping[str, Any]]:
+        reads.append(1)
+        return memory.segments()
+
+    model = Quantized(memory)
+    nodes = [kernel(6, "triton_moe", memory.base + SEGMENT_B + 64)]
+    watch = fake_watch(graph_reader=NodesReader(nodes), graph_segments=counted)
+    watch.add_model(model)
+    x = torch.ones(2, 4)
+    watch.declare_input("x", x)
+    graphs = [capture_fake(model, x=x) for _ in range(3)]  # one per batch size, kept alive
+    assert len(watch.graphs) == 3 and len(reads) == 3  # each capture epoch reads it
+    later = watch.checkpoint("after_wake")
+    assert later is not None
+    assert len(reads) == 4  # one reading for the three epochs of the check point
+    assert findings(later.report) == {(6, "unregistered", "held")}
+    assert later.report.summary["unregistered"] == 3  # every graph judged against it
+    watch.checkpoint("after_reload")
+    assert len(reads) == 5  # the next check point reads it anew
+    assert len(graphs) == 3

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import struct
+import threading
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -238,3 +239,30 @@ def test_an_epoch_of_the_cpu_twin_reads_no_allocator() -> None:
     watch.capture(model, torch.ones(1, 4))
     watch.checkpoint("after_wake")
     assert segments.calls == 0
+
+
+def test_one_reading_serves_every_epoch_inside_it_on_its_thread_only() -> None:
+    reads: list[str] = []
+    segment = {"address": 4096, "total_size": 4096, "segment_pool_id": (0, 0), "blocks": []}
+
+    def source() -> list[Mapping[str, Any]]:
+        reads.append(threading.current_thread().name)
+        return [segment]
+
+    pools = GraphPools(source)
+    pools.apply(graphcheck.Epoch("a"))
+    pools.apply(graphcheck.Epoch("b"))
+    assert len(reads) == 2  # outside a reading: every epoch reads the allocator
+    with pools.one_reading():
+        assert len(reads) == 2  # nothing read until an epoch asks
+        first = pools.apply(graphcheck.Epoch("c"))
+        with pools.one_reading():  # nested: the same reading
+            pools.apply(graphcheck.Epoch("d"))
+        pools.allocations()
+        other = threading.Thread(target=lambda: pools.apply(graphcheck.Epoch("e")), name="other")
+        other.start()
+        other.join()
+        assert reads[2:] == ["MainThread", "other"]  # another thread reads its own
+        assert [(a.begin, a.size) for a in first.allocations] == [(4096, 4096)]
+    pools.apply(graphcheck.Epoch("f"))
+    assert len(reads) == 5  # the reading ended with its outermost scope

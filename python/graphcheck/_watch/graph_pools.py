@@ -32,9 +32,10 @@ in this form.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -80,16 +81,50 @@ def _pool_of(segment: Mapping[str, Any]) -> PoolId:
 class GraphPools:
     """The caching allocator's memory at each epoch: segments, live blocks, graph pools.
 
-    ``segments`` (default :func:`torch_segments`) is read at every :meth:`apply`. Thread
-    safety: :meth:`note` and :meth:`apply` may run on any thread (one lock over the pool ids;
-    the snapshot is taken outside it). Lifetime: pool ids are kept for the watch's life (a
-    destroyed graph's pool is released by torch only once no graph uses it).
+    ``segments`` (default :func:`torch_segments`) is read at every :meth:`apply`, or once for
+    all the epochs of one check point (:meth:`one_reading`). Thread safety: :meth:`note` and
+    :meth:`apply` may run on any thread (one lock over the pool ids; the snapshot is taken
+    outside it); a reading is kept for the thread that opened it only. Lifetime: pool ids are
+    kept for the watch's life (a destroyed graph's pool is released by torch only once no
+    graph uses it).
     """
 
     def __init__(self, segments: SegmentSource = torch_segments) -> None:
-        self._segments = segments
+        self._source = segments
         self._listed: set[PoolId] = set()
         self._lock = threading.Lock()
+        self._reading = threading.local()
+
+    def _segments(self) -> Iterable[Mapping[str, Any]]:
+        kept: list[Mapping[str, Any]] | None = getattr(self._reading, "segments", None)
+        if kept is not None:
+            return kept
+        depth: int = getattr(self._reading, "depth", 0)
+        segments = self._source()
+        if depth != 0:  # inside one_reading: the first reading serves the rest of it
+            kept = segments if isinstance(segments, list) else list(segments)
+            self._reading.segments = kept
+            return kept
+        return segments
+
+    @contextlib.contextmanager
+    def one_reading(self) -> Iterator[None]:
+        """Reads the allocator once for every epoch made inside (on this thread).
+
+        A check point records one epoch per watched graph; the allocator is the same for all
+        of them (nothing between them allocates device memory), so one
+        ``torch.cuda.memory_snapshot()`` serves them all instead of one per graph, and the
+        epochs of one check point show one state of the process. Nests; the reading is dropped
+        when the outermost scope ends.
+        """
+        depth: int = getattr(self._reading, "depth", 0)
+        self._reading.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._reading.depth = depth
+            if depth == 0:
+                self._reading.segments = None
 
     def note(self, graph: object) -> None:
         """Notes the pool of ``graph`` (a ``torch.cuda.CUDAGraph`` whose capture ended)."""

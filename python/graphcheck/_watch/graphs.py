@@ -9,6 +9,7 @@ memory (:class:`~graphcheck._watch.graph_pools.GraphPools`), for a CUDA capture.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -193,14 +194,27 @@ class WatchedGraph:
 
 
 def check_graphs(
-    graphs: list[WatchedGraph], label: str, *, fresh: bool, allow: Iterable[str]
+    graphs: list[WatchedGraph],
+    label: str,
+    *,
+    fresh: bool,
+    allow: Iterable[str],
+    pools: GraphPools | None = None,
 ) -> tuple[list[_core.Report], list[WatchedGraph], list[str]]:
     """Checks each graph at a check point: its reports, the graphs checked, and the skipped.
 
     ``fresh``: record a new epoch ``label`` (``label-2``, ... when repeated) for each graph and
     check that; else check each in its capture epoch. A graph that cannot be checked (its
     model was freed) is skipped with a line saying why; the others are marked checked.
+    ``pools``: the caching allocator the epochs hold, read once for all of them.
     """
+    with pools.one_reading() if pools is not None else contextlib.nullcontext():
+        return _check_each(graphs, label, fresh=fresh, allow=allow)
+
+
+def _check_each(
+    graphs: list[WatchedGraph], label: str, *, fresh: bool, allow: Iterable[str]
+) -> tuple[list[_core.Report], list[WatchedGraph], list[str]]:
     reports, checked, skipped = [], [], []
     for graph in graphs:
         try:

@@ -435,7 +435,9 @@ class Watch:
             self.flush()  # the pending pages show the epochs of their own check points only
         start = time.perf_counter()
         with self._lock:
-            reports, checked, skipped = check_graphs(graphs, label, fresh=fresh, allow=self.allow)
+            reports, checked, skipped = check_graphs(
+                graphs, label, fresh=fresh, allow=self.allow, pools=self._pools
+            )
             if not checked and not skipped:
                 return None
             notes += self._profiling.take_notes()
