@@ -17,7 +17,6 @@
 #include <memory>
 #include <optional>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "graphcheck/detail/allow_use.h"
@@ -179,7 +178,7 @@ class Engine {
     }
     std::uint64_t wanted = options_.threads;
     if (wanted == 0) {
-      const std::uint64_t cores = std::max(1U, std::thread::hardware_concurrency());
+      const std::uint64_t cores = usable_cores();
       wanted =
           std::min({cores, kMaxAutoThreads, std::max<std::uint64_t>(1, nodes / kNodesPerThread)});
     }

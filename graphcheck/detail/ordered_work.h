@@ -5,6 +5,10 @@
 #ifndef GRAPHCHECK_DETAIL_ORDERED_WORK_H_
 #define GRAPHCHECK_DETAIL_ORDERED_WORK_H_
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -14,6 +18,21 @@
 #include <vector>
 
 namespace graphcheck::detail {
+
+/// The cores this process may run on: its CPU affinity where the system says (a container
+/// or `taskset` limits it; `std::thread::hardware_concurrency` counts the machine's), else
+/// the machine's; at least 1.
+inline std::size_t usable_cores() {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
+    return static_cast<std::size_t>(CPU_COUNT(&set));
+  }
+#endif
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores == 0 ? 1 : cores;
+}
 
 /// Runs `produce(i, slot)` for every i in [0, n) on up to `threads` threads (the caller's
 /// among them, as slot 0; the others are slots 1 to threads - 1, one thread each, so that a

@@ -24,9 +24,10 @@ struct CheckOptions {
   /// Whether globs that match the owner of no reference in any epoch fail the check.
   StaleAllowPolicy stale_allow = StaleAllowPolicy::kFail;
   /// Threads that read the graphs' argument words at once (a check point of many graphs):
-  /// 0 means one per core (at most 8), while each has at least 16,384 nodes to read; 1
-  /// reads them on the calling thread. References are decided on the calling thread, graph
-  /// after graph, so the report is the same whatever the count.
+  /// 0 means one per core the process may run on (its CPU affinity; at most 8), while each
+  /// has at least 16,384 nodes to read; 1 reads them on the calling thread. References are
+  /// decided on the calling thread, graph after graph, so the report is the same whatever
+  /// the count. The threads are started and joined within the check.
   std::size_t threads = 0;
 };
 

@@ -103,6 +103,17 @@ TEST(OrderedWorkTest, AnExceptionOfAConsumerStopsTheThreadsAndReachesTheCaller) 
   EXPECT_LE(made.load(), 5U + 8U);  // nothing past the window of the failed item
 }
 
+TEST(OrderedWorkTest, UsableCoresAreTheAffinitysAndAtLeastOne) {
+  const std::size_t cores = usable_cores();
+  EXPECT_GE(cores, 1U);
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  EXPECT_EQ(cores, static_cast<std::size_t>(CPU_COUNT(&set)));
+#endif
+}
+
 TEST(OrderedWorkTest, NothingToDoCallsNothing) {
   int calls = 0;
   run_ordered(
