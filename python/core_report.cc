@@ -71,12 +71,30 @@ std::vector<std::string> allow_globs(const py::object& allow) {
   return globs;
 }
 
+// `threads`: an int from 0 to kMaxCheckThreads (CheckOptions::threads); a bool is no count.
+std::size_t check_threads(const py::object& threads) {
+  if (!py::isinstance<py::int_>(threads) || py::isinstance<py::bool_>(threads)) {
+    throw py::type_error(py::str("threads: expected an int from 0 to {}, found {}")
+                             .format(kMaxCheckThreads, py::type::of(threads).attr("__name__"))
+                             .cast<std::string>());
+  }
+  const py::int_ most(kMaxCheckThreads);
+  if (threads < py::int_(0) || threads > most) {
+    throw py::value_error(py::str("threads: expected an int from 0 to {}, found {}")
+                              .format(kMaxCheckThreads, threads)
+                              .cast<std::string>());
+  }
+  return threads.cast<std::size_t>();
+}
+
 CheckOptions check_options(const std::optional<TextArg>& epoch,
-                           const std::optional<TextArg>& baseline, const py::object& allow) {
+                           const std::optional<TextArg>& baseline, const py::object& allow,
+                           const py::object& threads) {
   CheckOptions options;
   options.epoch = epoch ? epoch->utf8("epoch") : "";
   options.baseline = baseline ? baseline->utf8("baseline") : "";
   options.allow = allow_globs(allow);
+  options.threads = check_threads(threads);
   return options;
 }
 
@@ -86,8 +104,11 @@ constexpr const char* kCheckDoc =
     "epoch: the epoch to check in (default: the snapshot's last). baseline: the epoch to "
     "compare against for 'stale' and 'lost' (default: each graph's capture epoch). allow: "
     "allowlist globs (fnmatch over owner names and allocation labels) added to the snapshot's "
-    "own. Findings are data in the report, never exceptions; GraphcheckError is raised for an "
-    "epoch the snapshot lacks (the message lists those it has) or an unreadable file.";
+    "own. threads: how many threads read the graphs' argument words (0, the default: one per "
+    "core the process may run on, at most 8, for snapshots large enough to gain; 1: this "
+    "thread); the report is the same whatever the count. Findings are data in the report, "
+    "never exceptions; GraphcheckError is raised for an epoch the snapshot lacks (the message "
+    "lists those it has) or an unreadable file.";
 
 void bind_finding(py::module_& m) {
   py::class_<Finding> finding(m, "Finding",
@@ -281,11 +302,12 @@ void bind_session(py::module_& m) {
   session.def(
       "check",
       [](CheckSession& self, const std::optional<TextArg>& epoch,
-         const std::optional<TextArg>& baseline, const py::object& allow) {
-        return Report(*self.check(check_options(epoch, baseline, allow)));
+         const std::optional<TextArg>& baseline, const py::object& allow,
+         const py::object& threads) {
+        return Report(*self.check(check_options(epoch, baseline, allow, threads)));
       },
       py::arg("epoch") = py::none(), py::arg("baseline") = py::none(),
-      py::arg("allow") = py::tuple(),
+      py::arg("allow") = py::tuple(), py::arg("threads") = 0,
       "check(snapshot) of the session's contents, with check()'s arguments and errors.");
   session.def_property_readonly(
       "last_stats",
@@ -312,20 +334,22 @@ void bind_report(py::module_& m) {
   m.def(
       "check",
       [](const Snapshot& snapshot, const std::optional<TextArg>& epoch,
-         const std::optional<TextArg>& baseline, const py::object& allow) {
-        return check(snapshot, check_options(epoch, baseline, allow));
+         const std::optional<TextArg>& baseline, const py::object& allow,
+         const py::object& threads) {
+        return check(snapshot, check_options(epoch, baseline, allow, threads));
       },
       py::arg("snapshot"), py::arg("epoch") = py::none(), py::arg("baseline") = py::none(),
-      py::arg("allow") = py::tuple(), kCheckDoc);
+      py::arg("allow") = py::tuple(), py::arg("threads") = 0, kCheckDoc);
   m.def(
       "check",
       [](const std::filesystem::path& path, const std::optional<TextArg>& epoch,
-         const std::optional<TextArg>& baseline, const py::object& allow) {
-        const CheckOptions options = check_options(epoch, baseline, allow);
+         const std::optional<TextArg>& baseline, const py::object& allow,
+         const py::object& threads) {
+        const CheckOptions options = check_options(epoch, baseline, allow, threads);
         return check(read_snapshot(path), options);
       },
       py::arg("snapshot"), py::arg("epoch") = py::none(), py::arg("baseline") = py::none(),
-      py::arg("allow") = py::tuple());
+      py::arg("allow") = py::tuple(), py::arg("threads") = 0);
   m.def(
       "parse_report", [](const TextArg& text) { return parse_report(text.view("text")); },
       py::arg("text"),

@@ -32,9 +32,6 @@ struct CheckArgs {
   std::size_t threads = 0;
 };
 
-// More threads than this is a typo, not a machine.
-constexpr std::size_t kMaxCliThreads = 256;
-
 // "-" reads the snapshot from stdin so that a backend can pipe into the checker.
 Snapshot load_snapshot(const std::string& path) {
   if (path != "-") {
@@ -110,7 +107,7 @@ void add_check_command(CLI::App& app, Action& run) {
                    "Threads that read the graphs' argument words (default 0: one per core, at "
                    "most 8, for snapshots large enough to gain from it); the report is the same "
                    "whatever the count")
-      ->check(CLI::Range(std::size_t{0}, kMaxCliThreads))
+      ->check(CLI::Range(std::size_t{0}, kMaxCheckThreads))
       ->type_name("N");
   command
       ->add_option("--format", args->format,

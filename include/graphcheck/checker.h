@@ -31,6 +31,10 @@ struct CheckOptions {
   std::size_t threads = 0;
 };
 
+/// @brief The most threads the command line (`--threads`) and the Python `threads` argument
+/// accept: more is a typo, not a machine.
+inline constexpr std::size_t kMaxCheckThreads = 256;
+
 /// @brief Checks every graph of `snapshot` in one epoch (DESIGN.md, "Verdicts").
 ///
 /// Findings are data in the report, never exceptions. The snapshot is not modified.

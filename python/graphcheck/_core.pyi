@@ -298,6 +298,7 @@ def check(
     epoch: str | None = None,
     baseline: str | None = None,
     allow: Iterable[str] = (),
+    threads: int = 0,
 ) -> Report:
     """Checks every graph of `snapshot` (or of the snapshot file) in one epoch."""
 
@@ -315,6 +316,7 @@ class CheckSession(metaclass=_pybind11_type):
         epoch: str | None = None,
         baseline: str | None = None,
         allow: Iterable[str] = (),
+        threads: int = 0,
     ) -> Report: ...
     @property
     def last_stats(self) -> dict[str, int | bool]: ...

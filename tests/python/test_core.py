@@ -22,6 +22,7 @@ from graphcheck import (
     Producer,
     Snapshot,
     Span,
+    _core,
 )
 
 WEIGHTS = 0x7F3A00000000
@@ -250,6 +251,37 @@ def test_allow_must_be_an_iterable_of_str() -> None:
     with pytest.raises(TypeError, match=r"allow\[1\]: expected a str glob, found int"):
         graphcheck.check(small_snapshot(), allow=["a", 3])
     assert graphcheck.check(small_snapshot(), allow=(g for g in ["layers.**"])).ok
+
+
+def test_threads_leave_the_report_as_it_is(data_dir: Path) -> None:
+    one = graphcheck.read_snapshot(data_dir / "decode_step.json")
+    graph = one.graphs[0]
+    many = Snapshot(  # a check point of four graphs (one per batch size)
+        producer=one.producer,
+        epochs=one.epochs,
+        graphs=[GraphRecord(i, graph.epoch, graph.nodes) for i in range(1, 5)],
+        allow=one.allow,
+    )
+    expected = graphcheck.check(many, threads=1)
+    assert expected.summary["graphs"] == 4 and not expected.ok
+    for threads in (0, 2, 4):
+        assert graphcheck.check(many, threads=threads) == expected
+    session = _core.CheckSession(many)  # what a Capture's checks go through
+    assert session.check(threads=3) == expected
+    assert graphcheck.check(data_dir / "decode_step.json", threads=2) == graphcheck.check(one)
+
+
+def test_threads_must_be_an_int_from_0_to_256() -> None:
+    with pytest.raises(ValueError, match=r"threads: expected an int from 0 to 256, found -1"):
+        graphcheck.check(small_snapshot(), threads=-1)
+    with pytest.raises(ValueError, match=r"found 257"):
+        graphcheck.check(small_snapshot(), threads=257)
+    with pytest.raises(ValueError, match=r"found 18446744073709551616"):
+        graphcheck.check(small_snapshot(), threads=2**64)
+    for wrong, name in ((2.0, "float"), ("2", "str"), (True, "bool"), (None, "NoneType")):
+        with pytest.raises(TypeError, match=rf"expected an int from 0 to 256, found {name}$"):
+            graphcheck.check(small_snapshot(), threads=wrong)  # type: ignore[arg-type]
+    assert graphcheck.check(small_snapshot(), threads=256).summary["graphs"] == 1
 
 
 # --- reports -------------------------------------------------------------------------------
