@@ -42,7 +42,9 @@ struct ScanSetup {
   std::uint32_t fast = 0;    // classes decided by the cell alone (bit per class)
   bool record_use = false;   // the allowlist has globs: touched cells are marked
   bool keep_ranges = false;  // ... and every address kept (an epoch has other cells)
-  bool pool = false;         // a session's table marks the graph pool cells touched
+  // A session's table marks the graph pool cells touched, whatever this check's allowlist: a
+  // later check may have one.
+  bool pool = false;
 };
 
 /// What one pass found. The marks have one entry per capture cell and a spare one past
