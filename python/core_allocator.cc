@@ -233,22 +233,12 @@ std::vector<LabelRange> labels_of(const py::iterable& labels) {
 }  // namespace
 
 void bind_allocator(py::module_& module) {
-  module.def(
-      "is_graph_pool",
-      [](std::pair<std::int64_t, std::int64_t> pool, bool listed) {
-        return is_graph_pool(pool, listed);
-      },
-      py::arg("pool"), py::arg("listed"),
-      "Whether the caching-allocator pool id `pool` is a graph's: a private pool (a, 0), "
-      "a != 0, or any other but the default (0, 0) that a graph was seen using (`listed`).");
-  module.def(
-      "torch_pool_name",
-      [](std::pair<std::int64_t, std::int64_t> pool, bool listed) {
-        return torch_pool_name(pool, listed);
-      },
-      py::arg("pool"), py::arg("listed"),
-      "'default' for (0, 0), 'graph:<a>,<b>' for a graph pool (is_graph_pool), else "
-      "'mempool:<a>,<b>'.");
+  module.def("is_graph_pool", &is_graph_pool, py::arg("pool"), py::arg("listed"),
+             "Whether the caching-allocator pool id `pool` is a graph's: a private pool (a, 0), "
+             "a != 0, or any other but the default (0, 0) that a graph was seen using (`listed`).");
+  module.def("torch_pool_name", &torch_pool_name, py::arg("pool"), py::arg("listed"),
+             "'default' for (0, 0), 'graph:<a>,<b>' for a graph pool (is_graph_pool), else "
+             "'mempool:<a>,<b>'.");
   module.def(
       "allocator_allocations",
       [](const py::iterable& segments, const py::iterable& graph_pools) {

@@ -73,16 +73,16 @@ std::vector<std::string> allow_globs(const py::object& allow) {
 
 // `threads`: an int from 0 to kMaxCheckThreads (CheckOptions::threads); a bool is no count.
 std::size_t check_threads(const py::object& threads) {
+  const auto expected = [](const py::handle found) {
+    return py::str("threads: expected an int from 0 to {}, found {}")
+        .format(kMaxCheckThreads, found)
+        .cast<std::string>();
+  };
   if (!py::isinstance<py::int_>(threads) || py::isinstance<py::bool_>(threads)) {
-    throw py::type_error(py::str("threads: expected an int from 0 to {}, found {}")
-                             .format(kMaxCheckThreads, py::type::of(threads).attr("__name__"))
-                             .cast<std::string>());
+    throw py::type_error(expected(py::type::of(threads).attr("__name__")));
   }
-  const py::int_ most(kMaxCheckThreads);
-  if (threads < py::int_(0) || threads > most) {
-    throw py::value_error(py::str("threads: expected an int from 0 to {}, found {}")
-                              .format(kMaxCheckThreads, threads)
-                              .cast<std::string>());
+  if (threads < py::int_(0) || threads > py::int_(kMaxCheckThreads)) {
+    throw py::value_error(expected(threads));
   }
   return threads.cast<std::size_t>();
 }

@@ -13,15 +13,7 @@ namespace graphcheck::detail {
 
 void GraphScanner::scan(const ScanSetup& setup, const GraphRanges& ranges, bool stop_at_ranges,
                         ScanPass& out) {
-  // Emptied, its memory kept for the next pass.
-  out.held.clear();
-  out.nodes = 0;
-  out.references = 0;
-  out.fixed = {};
-  out.has_ranges = false;
-  out.touched.clear();
-  out.points.clear();
-  out.pool_cells.clear();
+  out = ScanPass{};
   const std::size_t marks = setup.capture->cell_count() + 1;  // and a spare entry
   if (setup.record_use) {
     out.touched.assign(marks, {});
