@@ -3,7 +3,7 @@
 # leave the Python package `graphcheck` installed in the bootstrap's environment.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run example test bootstrap configure build build-asan lint bench zoo vllm-zoo screenshots clean
+.PHONY: run example test bootstrap configure build build-asan lint fuzz bench zoo vllm-zoo screenshots clean
 
 VENV = $(shell scripts/bootstrap.sh | tail -n 1)
 JOBS ?= $(shell nproc)
@@ -46,6 +46,23 @@ example: build
 
 lint: configure
 	scripts/lint.sh build
+
+# The fuzz targets (tests/fuzz/README.md) under libFuzzer with ASan and UBSan, FUZZ_SECONDS
+# each, from their committed corpora (tests/data/fuzz/); new inputs go to build-fuzz/corpus/,
+# an input that breaks a promise to build-fuzz/crashes/. Not part of `make test`, whose unit
+# tier replays the committed corpora.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@scripts/bootstrap.sh fuzz
+	@cmake --preset fuzz >/dev/null
+	cmake --build --preset fuzz -j $(JOBS)
+	@rc=0; mkdir -p build-fuzz/crashes; for t in snapshot report allowlist; do \
+	  mkdir -p build-fuzz/corpus/$$t; \
+	  build-fuzz/bin/graphcheck_fuzz_$$t -dict=tests/fuzz/json.dict -max_len=8192 -timeout=10 \
+	    -rss_limit_mb=3072 -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/crashes/$$t- build-fuzz/corpus/$$t tests/data/fuzz/$$t \
+	    || rc=1; \
+	done; exit $$rc
 
 # Every tier in both configurations and lint, then the table of tiers (scripts/tier_table.py):
 # what ran, with its counts and pytest's skips by name, and what was skipped, with the reason
@@ -94,4 +111,4 @@ vllm-zoo: build
 	  done; exit $$rc
 
 clean:
-	rm -rf build build-asan build-debug
+	rm -rf build build-asan build-debug build-fuzz

