@@ -56,7 +56,7 @@ fuzz:
 	@scripts/bootstrap.sh fuzz
 	@cmake --preset fuzz >/dev/null
 	cmake --build --preset fuzz -j $(JOBS)
-	@rc=0; mkdir -p build-fuzz/crashes; for t in snapshot report allowlist; do \
+	@rc=0; mkdir -p build-fuzz/crashes; for t in snapshot report allowlist watch; do \
 	  mkdir -p build-fuzz/corpus/$$t; \
 	  build-fuzz/bin/graphcheck_fuzz_$$t -dict=tests/fuzz/json.dict -max_len=8192 -timeout=10 \
 	    -rss_limit_mb=3072 -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \

@@ -201,7 +201,7 @@ Json::parser_callback_t refuse_deep_nesting(const std::string& where) {
   };
 }
 
-std::string parse_error_text(const Json::parse_error& error) {
+std::string parse_error_text(const Json::exception& error) {
   // "[json.exception.parse_error.101] parse error at line 1, column 7: ..." -> "parse error
   // at column 7: ...": the line number that matters is the index line's, named before.
   std::string text = error.what();
@@ -293,6 +293,13 @@ WatchIndex read_watch_index(const fs::path& dir) {
           "writing it",
           where, parse_error_text(parse_error)));
       continue;
+    } catch (const Json::out_of_range& range_error) {
+      // Whole JSON with a number no double holds ("1e999"): not torn, and not written by
+      // graphcheck (its numbers are counts, ids and times), so an edited or damaged line.
+      throw Error(fmt::format(
+          "{}: {} (expected the numbers graphcheck writes: counts, ids, times); fix or remove "
+          "the line",
+          where, parse_error_text(range_error)));
     }
     read.entries.push_back(read_entry(line, number, where));
   }

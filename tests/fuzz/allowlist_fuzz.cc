@@ -82,8 +82,9 @@ class ReferenceGlob {
   std::vector<char> memo_;
 };
 
-// The input in a file of its own (one per process: libFuzzer's workers are processes).
-std::string input_path() {
+// The input in a file of its own (one per process: libFuzzer's workers are processes),
+// removed at exit.
+const std::string& input_path() {
   static const std::string path = [] {
     std::string templ = "/tmp/graphcheck-allowlist-fuzz-XXXXXX";
     const int fd = ::mkstemp(templ.data());
@@ -91,6 +92,8 @@ std::string input_path() {
     ::close(fd);
     return templ;
   }();
+  static const int removed_at_exit = std::atexit([] { ::unlink(path.c_str()); });
+  static_cast<void>(removed_at_exit);
   return path;
 }
 
@@ -120,7 +123,7 @@ void require_glob_text(std::string_view glob) {
 }  // namespace
 
 void allowlist_input(std::string_view bytes) {
-  const std::string path = input_path();
+  const std::string& path = input_path();
   write_file(path, bytes);
   std::vector<std::string> globs;
   try {

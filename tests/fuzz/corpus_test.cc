@@ -64,5 +64,9 @@ TEST(FuzzCorpusTest, EveryAllowlistInputKeepsItsPromises) {
   EXPECT_GE(replay("allowlist", allowlist_input), kLeastInputs);
 }
 
+TEST(FuzzCorpusTest, EveryWatchFolderInputKeepsItsPromises) {
+  EXPECT_GE(replay("watch", watch_input), kLeastInputs);
+}
+
 }  // namespace
 }  // namespace graphcheck::fuzz

@@ -19,6 +19,8 @@ void snapshot_input(std::string_view text);
 void report_input(std::string_view text);
 /// An allowlist file's bytes: read, and its globs matched (allowlist_fuzz.cc).
 void allowlist_input(std::string_view bytes);
+/// A watch folder's index.jsonl and report: summarized as text and JSON (watch_fuzz.cc).
+void watch_input(std::string_view bytes);
 
 /// Aborts (a crash libFuzzer keeps with its input) when `holds` is false.
 inline void require(bool holds, const char* what) {

@@ -41,6 +41,19 @@ TEST_F(CliReportTest, BadIndexLinesNameTheLineAndTheField) {
   expect_error(run({"report", folder().string()}),
                {index + ":1: notes[1]: expected a string, found 7"});
 
+  // Valid JSON whose number no double holds: nlohmann_json's out_of_range, not parse_error
+  // (found by tests/fuzz/watch_fuzz.cc: "internal error" before).
+  for (const std::string number : {"1e999", "-1e999"}) {
+    Json line = lines_.back();
+    line["time"] = 0;
+    std::string text = line.dump();
+    text.replace(text.find("\"time\":0"), 8, "\"time\":" + number);
+    write_text(folder() / "index.jsonl", good + "\n" + text + "\n");
+    expect_error(run({"report", folder().string()}),
+                 {index + ":2: number overflow parsing '" + number + "'",
+                  "expected the numbers graphcheck writes", "fix or remove the line"});
+  }
+
   write_text(folder() / "index.jsonl", "[1, 2]\n");
   expect_error(run({"report", folder().string()}),
                {index + ":1: expected one JSON object per line, found [1,2]"});
