@@ -225,10 +225,7 @@ class Engine {
     const std::size_t unattributed_before = report_.unattributed.size();
     report_.summary.references += pass.references;
     for (std::size_t v = 0; v < kVerdictCount; ++v) {
-      report_.summary.counts[v] += pass.fixed[v];
-      if (table != nullptr) {
-        table->fixed[v] += pass.fixed[v];
-      }
+      count_fixed(static_cast<Verdict>(v), pass.fixed[v], scan);
     }
     if (scan.record_use) {
       allow_use_.merge(pass.touched, pass.points);

@@ -4,13 +4,11 @@
 // then every glob is matched against every other glob and a few census paths, and
 // `glob_matches` must agree with a second matcher written from its documented rules (top-down
 // over tokens rather than its row-by-row program).
-#include <fcntl.h>
 #include <graphcheck/checker.h>
 #include <graphcheck/error.h>
-#include <unistd.h>
 
 #include <cstddef>
-#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,33 +80,6 @@ class ReferenceGlob {
   std::vector<char> memo_;
 };
 
-// The input in a file of its own (one per process: libFuzzer's workers are processes),
-// removed at exit.
-const std::string& input_path() {
-  static const std::string path = [] {
-    std::string templ = "/tmp/graphcheck-allowlist-fuzz-XXXXXX";
-    const int fd = ::mkstemp(templ.data());
-    require(fd >= 0, "mkstemp failed");
-    ::close(fd);
-    return templ;
-  }();
-  static const int removed_at_exit = std::atexit([] { ::unlink(path.c_str()); });
-  static_cast<void>(removed_at_exit);
-  return path;
-}
-
-void write_file(const std::string& path, std::string_view bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);  // NOLINT
-  require(fd >= 0, "cannot open the input file");
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t wrote = ::write(fd, bytes.data() + done, bytes.size() - done);
-    require(wrote > 0, "cannot write the input file");
-    done += static_cast<std::size_t>(wrote);
-  }
-  ::close(fd);
-}
-
 void require_glob_text(std::string_view glob) {
   constexpr std::string_view kSpace = " \t\r\n\f\v";
   require(!glob.empty(), "an empty glob");
@@ -123,11 +94,11 @@ void require_glob_text(std::string_view glob) {
 }  // namespace
 
 void allowlist_input(std::string_view bytes) {
-  const std::string& path = input_path();
+  const std::filesystem::path path = scratch_folder() / "allowlist.txt";
   write_file(path, bytes);
   std::vector<std::string> globs;
   try {
-    globs = read_allowlist(path);
+    globs = read_allowlist(path.string());
   } catch (const Error& error) {
     require_one_line(error);
     return;

@@ -6,6 +6,7 @@
 
 #include "tests/fuzz/fuzz_support.h"
 
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   GRAPHCHECK_FUZZ_TARGET(std::string_view(reinterpret_cast<const char*>(data), size));  // NOLINT
   return 0;

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string_view>
 
 namespace graphcheck::fuzz {
@@ -36,6 +37,17 @@ inline void require_one_line(const Error& error) {
   require(!message.empty(), "an Error without a message");
   require(message.find('\n') == std::string_view::npos, "an Error message of several lines");
 }
+
+/// Text meant for a terminal (to_text's reports and summaries, which pass every name through
+/// `printable`): no control byte but line breaks, no DEL. `what` names the text.
+void require_terminal_text(std::string_view text, const char* what);
+
+/// This process's scratch folder for inputs that are files (libFuzzer's workers are processes,
+/// each with its own), made at first use and removed at exit.
+[[nodiscard]] const std::filesystem::path& scratch_folder();
+
+/// Writes `bytes` to `path`, replacing what was there; aborts when it cannot.
+void write_file(const std::filesystem::path& path, std::string_view bytes);
 
 }  // namespace graphcheck::fuzz
 

@@ -7,7 +7,6 @@
 #include <graphcheck/report_html.h>
 
 #include <cstdio>
-#include <string>
 #include <string_view>
 
 #include "tests/fuzz/fuzz_support.h"
@@ -28,13 +27,7 @@ void report_input(std::string_view text) {
     std::fprintf(stderr, "%s\n", error.what());
     require(false, "the writer's report JSON is refused by the reader");
   }
-  const std::string text_report = to_text(report);
-  for (const char byte : text_report) {
-    // to_text promises no control byte but the line breaks (printable()).
-    require(byte == '\n' || static_cast<unsigned char>(byte) >= 0x20U,
-            "a control byte in the text report");
-    require(byte != '\x7f', "DEL in the text report");
-  }
+  require_terminal_text(to_text(report), "the text report");
   static_cast<void>(to_html(report));
 }
 

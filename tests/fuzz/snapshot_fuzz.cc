@@ -76,8 +76,8 @@ std::optional<Report> check_three_ways(const Snapshot& snapshot, CheckSession& s
 void write_every_way(const Report& report, const Snapshot& snapshot) {
   const std::string json = to_json(report);
   require(parse_report(json) == report, "a report's JSON does not parse back to it");
-  require(to_json(report, -1) == to_json(parse_report(to_json(report, -1)), -1),
-          "compact report JSON is not stable");
+  const std::string compact = to_json(report, -1);
+  require(to_json(parse_report(compact), -1) == compact, "compact report JSON is not stable");
   static_cast<void>(to_text(report));
   HtmlOptions html;
   html.other_epochs = false;  // every epoch is checked here anyway

@@ -6,17 +6,13 @@
 // summary's.
 #include <graphcheck/error.h>
 #include <graphcheck/report.h>
-#include <stdlib.h>  // NOLINT(modernize-deprecated-headers): mkdtemp is POSIX, not <cstdlib>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-#include <system_error>
 
 #include "graphcheck/cli/watch_summary.h"
 #include "tests/fuzz/fuzz_support.h"
@@ -26,25 +22,14 @@ namespace {
 
 constexpr std::string_view kReportLine = "\n#report\n";
 
-// The watch folder, one per process (libFuzzer's workers are processes), removed at exit.
+// The watch folder, in this process's scratch folder.
 const std::filesystem::path& folder() {
   static const std::filesystem::path path = [] {
-    std::string templ = "/tmp/graphcheck-watch-fuzz-XXXXXX";
-    require(::mkdtemp(templ.data()) != nullptr, "mkdtemp failed");
-    return std::filesystem::path(templ);
+    std::filesystem::path watch = scratch_folder() / "watch";
+    std::filesystem::create_directory(watch);
+    return watch;
   }();
-  static const int removed_at_exit = std::atexit([] {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  });
-  static_cast<void>(removed_at_exit);
   return path;
-}
-
-void write_file(const std::filesystem::path& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  require(out.good(), "cannot write the watch folder");
 }
 
 }  // namespace
@@ -62,10 +47,7 @@ void watch_input(std::string_view bytes) {
     require_one_line(error);
     return;
   }
-  for (const char byte : cli::to_text(summary)) {
-    require(byte == '\n' || (static_cast<unsigned char>(byte) >= 0x20U && byte != '\x7f'),
-            "a control byte in the text summary");
-  }
+  require_terminal_text(cli::to_text(summary), "the text summary");
   const nlohmann::json json = nlohmann::json::parse(cli::to_json(summary), nullptr, false);
   require(!json.is_discarded(), "the JSON summary is not JSON");
   require(json.value("findings", std::uint64_t{0}) == summary.findings(),
