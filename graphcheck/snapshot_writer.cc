@@ -162,12 +162,18 @@ void write_node(Emitter& emitter, const Node& node) {
       }
       break;
     case NodeType::kMemcpy:
-      // The validator guarantees "src" before "dst", either one optional, one size.
+      // The validator guarantees "src" before "dst", either one optional. A pitched copy between
+      // different pitches covers a different extent on each side: one size per side then.
       for (const Operand& operand : node.operands) {
         emitter.key(operand.role);
         emitter.address(operand.begin);
       }
-      if (!node.operands.empty()) {
+      if (node.operands.size() == 2 && node.operands[0].size != node.operands[1].size) {
+        emitter.key("src_size");
+        emitter.number(node.operands[0].size);
+        emitter.key("dst_size");
+        emitter.number(node.operands[1].size);
+      } else if (!node.operands.empty()) {
         emitter.key("size");
         emitter.number(node.operands[0].size);
       }

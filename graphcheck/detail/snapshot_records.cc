@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <initializer_list>
+#include <optional>
+#include <utility>
 
 #include "graphcheck/detail/snapshot_validate.h"
 
@@ -186,12 +188,14 @@ SnapshotKind member_kind(SnapshotKind record, std::string_view key) {
       {{"label", K::kScalar}, {"spans", K::kSpans}, {"allocations", K::kAllocations}}};
   static constexpr std::array<Member, 4> kGraphMembers = {
       {{"id", K::kScalar}, {"epoch", K::kScalar}, {"reader", K::kScalar}, {"nodes", K::kNodes}}};
-  static constexpr std::array<Member, 14> kNodeMembers = {{{"id", K::kScalar},
+  static constexpr std::array<Member, 16> kNodeMembers = {{{"id", K::kScalar},
                                                            {"type", K::kScalar},
                                                            {"name", K::kScalar},
                                                            {"src", K::kScalar},
                                                            {"dst", K::kScalar},
                                                            {"size", K::kScalar},
+                                                           {"src_size", K::kScalar},
+                                                           {"dst_size", K::kScalar},
                                                            {"begin", K::kScalar},
                                                            {"dptr", K::kScalar},
                                                            {"params", K::kParams},
@@ -349,6 +353,30 @@ NodeList read_body(const JsonField& fields, RecordLists& lists) {
   return required_list<NodeList>(fields, "nodes", lists);
 }
 
+namespace {
+
+// A memcpy's sides: `size` for both, or, in a pitched copy between different pitches (both
+// sides present), `src_size` and `dst_size` instead; never both forms.
+std::pair<std::uint64_t, std::uint64_t> memcpy_sizes(const JsonField& fields, bool both_sides) {
+  const std::optional<JsonField> src_size = fields.optional("src_size");
+  const std::optional<JsonField> dst_size = fields.optional("dst_size");
+  if (const std::optional<JsonField> size = fields.optional("size")) {
+    if (src_size || dst_size) {
+      (src_size ? *src_size : *dst_size)
+          .fail_with(
+              R"(a memcpy gives "size" (both sides) or "src_size" and "dst_size", not both)");
+    }
+    const std::uint64_t bytes = size->as_positive();
+    return {bytes, bytes};
+  }
+  if (!both_sides || (!src_size && !dst_size)) {
+    (void)fields.required("size");  // throws: the one size a copy with one side needs
+  }
+  return {fields.required("src_size").as_positive(), fields.required("dst_size").as_positive()};
+}
+
+}  // namespace
+
 Node read_node(const JsonField& fields, RecordLists& lists) {
   Node node;
   node.id = fields.required("id").as_uint();
@@ -377,12 +405,12 @@ Node read_node(const JsonField& fields, RecordLists& lists) {
       if (!src && !dst) {
         break;
       }
-      const std::uint64_t size = fields.required("size").as_positive();
+      const auto [src_size, dst_size] = memcpy_sizes(fields, src && dst);
       if (src) {
-        node.operands.push_back({"src", src->as_address(), size, Access::kRead});
+        node.operands.push_back({"src", src->as_address(), src_size, Access::kRead});
       }
       if (dst) {
-        node.operands.push_back({"dst", dst->as_address(), size, Access::kWrite});
+        node.operands.push_back({"dst", dst->as_address(), dst_size, Access::kWrite});
       }
       break;
     }

@@ -247,9 +247,10 @@ class Validator {
     };
     switch (node.type) {
       case NodeType::kMemcpy: {
-        // Each side is optional (host or array memory is no device address), in this order.
+        // Each side is optional (host or array memory is no device address), in this order;
+        // each has its own size (a pitched copy between different pitches covers two extents).
         if (operands.size() > 2) {
-          expect(2, R"(at most "src" (read) and "dst" (write) of one size)");
+          expect(2, R"(at most "src" (read) and "dst" (write))");
         }
         const bool dst_only = operands.size() == 1 && operands[0].role == "dst";
         if (!operands.empty() && !dst_only) {
@@ -257,10 +258,6 @@ class Validator {
         }
         if (operands.size() == 2 || dst_only) {
           check(operands.size() - 1, "dst", Access::kWrite, "");
-        }
-        if (operands.size() == 2 && operands[0].size != operands[1].size) {
-          fail(path + ".size", "one size for \"src\" and \"dst\"",
-               std::to_string(operands[0].size) + " and " + std::to_string(operands[1].size));
         }
         break;
       }

@@ -113,6 +113,46 @@ TEST_F(GpuRunTest, EveryNodeTheReaderMakesIsOneTheSnapshotWriterTakes) {
   EXPECT_EQ(report.summary.count(Verdict::kGraph), 2U);
 }
 
+// A desk check before the second GPU run: a 2D copy between different pitches
+// (cudaMemcpy2DAsync from a cudaMallocPitch buffer into a dense one) covers a different
+// extent on each side, which the writer refused ("one size for src and dst") as it refused the
+// pinned-host copies above. Each side keeps its own size, through the writer and back.
+TEST_F(GpuRunTest, APitchedCopyBetweenDifferentPitchesKeepsEachSidesExtent) {
+  constexpr CUdeviceptr kPitched = 0x7f4242800000;
+  constexpr CUdeviceptr kDense = 0x7f4242900000;
+  CUgraph graph = api_.add_graph(1);
+  FakeNode copy;
+  copy.type = CU_GRAPH_NODE_TYPE_MEMCPY;
+  copy.id = 1;
+  copy.memcpy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.memcpy.srcDevice = kPitched;
+  copy.memcpy.srcPitch = 512;
+  copy.memcpy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.memcpy.dstDevice = kDense;
+  copy.memcpy.dstPitch = 100;
+  copy.memcpy.WidthInBytes = 100;
+  copy.memcpy.Height = 4;
+  copy.memcpy.Depth = 1;
+  api_.add_node(graph, copy);
+  end_capture(graph);
+  ASSERT_EQ(callback_error(), "");
+  const Snapshot snapshot = round_trip();
+  // (Height - 1) * pitch + width on each side.
+  EXPECT_THAT(snapshot.graphs[0].nodes[0].operands,
+              ElementsAre(Operand{"src", kPitched, 3 * 512 + 100, Access::kRead},
+                          Operand{"dst", kDense, 3 * 100 + 100, Access::kWrite}));
+  EXPECT_THAT(to_json(snapshot), ::testing::HasSubstr(R"("src_size": 1636, "dst_size": 400)"));
+  // Each side is judged over its own extent: the destination ends where its tensor does, and
+  // the unregistered neighbour after it (which the source's 1636 bytes would reach) is not read.
+  Snapshot with_memory = snapshot;
+  with_memory.epochs[0].spans = {Span{kPitched, 2048, OwnerKind::kBuffer, "pitched", ""},
+                                 Span{kDense, 400, OwnerKind::kBuffer, "dense", ""}};
+  with_memory.epochs[0].allocations = {Allocation{kDense + 400, 4096, "default", 1, "neighbour"}};
+  const Report report = check(with_memory);
+  EXPECT_EQ(report.summary.count(Verdict::kRegistered), 2U);
+  EXPECT_TRUE(report.findings.empty());
+}
+
 // GpuLaunchStylesTest.AGridConstantTmaDescriptorIsAttributedToItsGlobalAddress: the kernel
 // `tma_kernel(CUtensorMap, float*)` as the H200 laid it out (cuFuncGetParamInfo: offsets 112
 // and 240), with the descriptor bytes recorded there. The operand was missing: the reader

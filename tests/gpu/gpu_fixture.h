@@ -116,6 +116,20 @@ class GpuFixture : public ::testing::Test {
   /// Keeps `exec` until TearDown destroys it.
   void keep(cudaGraphExec_t exec) { execs_.push_back(exec); }
 
+  /// `instantiate(graph)`, one `launch`, and the exec graph's record; null (and a failure)
+  /// when a step fails.
+  std::shared_ptr<const GraphRecord> run_captured(cudaGraph_t graph) {
+    const cudaGraphExec_t exec = instantiate(graph);
+    EXPECT_NE(exec, nullptr) << "cudaGraphInstantiate failed";
+    if (exec == nullptr) {
+      return nullptr;
+    }
+    launch(exec);
+    auto made = record(exec);
+    EXPECT_NE(made, nullptr) << "the backend saw no instantiate";
+    return made;
+  }
+
   /// The record of `exec` as the backend holds it (null when it saw no instantiate).
   std::shared_ptr<const GraphRecord> record(cudaGraphExec_t exec) {
     return backend().capture().exec_graph(exec);

@@ -67,6 +67,40 @@ TEST_F(GpuNodeTypesTest, DeviceToDeviceMemcpyReadsItsSourceAndWritesItsDestinati
   finish("memcpy_device_to_device");
 }
 
+// A 2D copy between different pitches (found in a desk check before the second GPU run: the
+// snapshot writer wanted one size for both sides): each side's own extent, written and judged.
+TEST_F(GpuNodeTypesTest, APitchedCopyKeepsEachSidesExtent) {
+  constexpr std::size_t kWidth = 256;  // bytes per row
+  constexpr std::size_t kRows = 4;
+  float* dense = buffer();
+  ASSERT_NE(dense, nullptr);
+  void* pitched = nullptr;
+  std::size_t pitch = 0;
+  GRAPHCHECK_CUDA_OK(cudaMallocPitch(&pitched, &pitch, kWidth, kRows));
+  ASSERT_GT(pitch, kWidth) << "the driver padded no row: the sides would not differ";
+  backend().session().set_spans(
+      {Span{address_of(pitched), pitch * kRows, OwnerKind::kBuffer, "model.pitched", ""},
+       Span{address_of(dense), kBytes, OwnerKind::kInput, "out", "static graph output"}});
+  cudaGraph_t graph = nullptr;
+  GRAPHCHECK_CUDA_OK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal));
+  GRAPHCHECK_CUDA_OK(cudaMemcpy2DAsync(dense, kWidth, pitched, pitch, kWidth, kRows,
+                                       cudaMemcpyDeviceToDevice, stream_));
+  GRAPHCHECK_CUDA_OK(cudaStreamEndCapture(stream_, &graph));
+  const auto rec = run_captured(graph);
+  ASSERT_NE(rec, nullptr);
+  ASSERT_EQ(rec->nodes.size(), 1u);
+  const std::vector<Operand> expected{
+      {"src", address_of(pitched), (kRows - 1) * pitch + kWidth, Access::kRead},
+      {"dst", address_of(dense), kRows * kWidth, Access::kWrite}};
+  EXPECT_EQ(rec->nodes[0].operands, expected);
+  const Report report = backend().session().check_now("check");
+  EXPECT_EQ(report.summary.count(Verdict::kRegistered), 1u);
+  EXPECT_EQ(report.summary.count(Verdict::kInput), 1u);
+  EXPECT_FALSE(report.has_findings());
+  finish("memcpy_2d_pitches");  // writes the snapshot: the node must be one the writer takes
+  GRAPHCHECK_CUDA_OK(cudaFree(pitched));
+}
+
 TEST_F(GpuNodeTypesTest, PinnedHostSidesOfMemcpyNodesAreNotReferences) {
   float* weight = buffer();
   float* out = buffer();

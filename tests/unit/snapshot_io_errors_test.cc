@@ -75,6 +75,19 @@ TEST(SnapshotErrors, MissingRequiredKeyNamesTheObjectAndTheKey) {
             R"(t.json: graphs[0].nodes[0]: missing required key "size")");
   EXPECT_EQ(error_of(with_nodes(R"({"id": 0, "type": "memcpy", "src": "0x1", "size": 4})")),
             "<parsed>");
+  // A size per side is for a copy with two sides, both given, and never beside `size`.
+  EXPECT_EQ(error_of(with_nodes(R"({"id": 0, "type": "memcpy", "src": "0x1", "src_size": 4})")),
+            R"(t.json: graphs[0].nodes[0]: missing required key "size")");
+  EXPECT_EQ(error_of(with_nodes(
+                R"({"id": 0, "type": "memcpy", "src": "0x1", "dst": "0x9", "src_size": 4})")),
+            R"(t.json: graphs[0].nodes[0]: missing required key "dst_size")");
+  EXPECT_EQ(error_of(with_nodes(R"({"id": 0, "type": "memcpy", "src": "0x1", "dst": "0x9",)"
+                                R"( "size": 4, "dst_size": 4})")),
+            R"(t.json: graphs[0].nodes[0].dst_size: a memcpy gives "size" (both sides) or )"
+            R"("src_size" and "dst_size", not both)");
+  EXPECT_EQ(error_of(with_nodes(R"({"id": 0, "type": "memcpy", "src": "0x1", "dst": "0x9",)"
+                                R"( "src_size": 0, "dst_size": 4})")),
+            R"(t.json: graphs[0].nodes[0].src_size: expected a positive integer, found 0)");
 }
 
 TEST(SnapshotErrors, BadAddressNamesPathAndValue) {

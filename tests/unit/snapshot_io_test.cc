@@ -16,6 +16,7 @@ namespace graphcheck {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing_helpers::error_of;
 using testing_helpers::kExample;
 using testing_helpers::with_epoch;
@@ -98,6 +99,23 @@ TEST(SnapshotNodes, MemcpyHasSourceReadAndDestinationWriteOfOneSize) {
   EXPECT_EQ(node.type, NodeType::kMemcpy);
   EXPECT_EQ(node.operands, (std::vector<Operand>{{"src", 0x1000, 64, Access::kRead},
                                                  {"dst", 0x2000, 64, Access::kWrite}}));
+}
+
+// A 2D copy between different pitches covers a different extent on each side: one size per
+// side, written only then (an equal pair keeps the one `size`).
+TEST(SnapshotNodes, MemcpyOfTwoExtentsHasASizePerSideAndRoundTrips) {
+  const char* two = R"({"id": 1, "type": "memcpy", "src": "0x1000", "dst": "0x2000",)"
+                    R"( "src_size": 1636, "dst_size": 400})";
+  EXPECT_EQ(only_node(two).operands, (std::vector<Operand>{{"src", 0x1000, 1636, Access::kRead},
+                                                           {"dst", 0x2000, 400, Access::kWrite}}));
+  const Snapshot snapshot = parse_snapshot(with_nodes(two));
+  const std::string text = to_json(snapshot);
+  EXPECT_THAT(text, HasSubstr(R"("src_size": 1636, "dst_size": 400)"));
+  EXPECT_THAT(text, Not(HasSubstr(R"("size")")));
+  EXPECT_EQ(parse_snapshot(text), snapshot);
+  const Snapshot equal = parse_snapshot(with_nodes(
+      R"({"id": 1, "type": "memcpy", "src": "0x1000", "dst": "0x2000", "src_size": 64, "dst_size": 64})"));
+  EXPECT_THAT(to_json(equal), HasSubstr(R"("dst": "0x2000", "size": 64)"));
 }
 
 // A pinned-host copy has one device side (the first GPU run: the writer refused the node).
