@@ -10,6 +10,7 @@
 #include <torch/csrc/profiler/orchestration/observer.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -120,6 +121,9 @@ struct CaptureState {
   std::unique_ptr<GraphRecorder> recorder;    // null with ReplayOps::kDrop
   CaptureRecord record;
   bool finished = false;
+  // Set by a destructor on another thread, which then gives the state up to its own thread
+  // (the only thread that may remove its callback and restore its debug info).
+  std::atomic<bool> abandoned{false};
 };
 
 namespace {
@@ -215,9 +219,11 @@ StorageOrigin origin_of(const CaptureState& state, const at::Tensor& tensor) {
   return found->origin == Origin::kGraph ? StorageOrigin::kGraph : StorageOrigin::kPreexisting;
 }
 
+bool reclaim_abandoned();
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   CaptureState* state = t_active;
-  if (state == nullptr) {
+  if (state == nullptr || reclaim_abandoned()) {
     return nullptr;
   }
   const std::uint32_t name = state->names.intern(fn.name());
@@ -264,6 +270,34 @@ void stop(CaptureState& state) {
   state.memory_guard.reset();
   t_active = nullptr;
 }
+
+bool reclaim_abandoned() {
+  CaptureState* state = t_active;
+  if (state == nullptr || !state->abandoned.load(std::memory_order_acquire)) {
+    return false;
+  }
+  stop(*state);  // on its own thread, as a window's stop must be
+  delete state;  // NOLINT(cppcoreguidelines-owning-memory): released by ~CaptureWindow
+  return true;
+}
+
+// Frees a window abandoned on a thread that exits before its next op. First touched after the
+// thread's RecordFunction callback is added, so it is destroyed before torch's thread-local
+// callback registry is (thread-local objects are destroyed in reverse order of construction).
+struct AbandonedAtExit {
+  AbandonedAtExit() = default;
+  AbandonedAtExit(const AbandonedAtExit&) = delete;
+  AbandonedAtExit& operator=(const AbandonedAtExit&) = delete;
+  AbandonedAtExit(AbandonedAtExit&&) = delete;
+  AbandonedAtExit& operator=(AbandonedAtExit&&) = delete;
+  ~AbandonedAtExit() {
+    if (armed) {
+      (void)reclaim_abandoned();
+    }
+  }
+  bool armed = false;
+};
+thread_local AbandonedAtExit t_at_exit;
 
 // The op nodes of the log: "reads[i]" for the inputs, "writes[i]" for the outputs.
 NodeList build_nodes(const CaptureState& state) {
@@ -335,6 +369,7 @@ bool ExternalStorage::alive() const {
 
 CaptureWindow::CaptureWindow(CaptureOptions options)
     : state_(std::make_unique<detail::CaptureState>()) {
+  (void)detail::reclaim_abandoned();
   if (detail::t_active != nullptr) {
     throw Error(
         "CaptureWindow: this thread already has an open capture window; finish it first "
@@ -360,12 +395,21 @@ CaptureWindow::CaptureWindow(CaptureOptions options)
                                      .needsInputs(true)
                                      .needsOutputs(true)
                                      .scopes({at::RecordScope::FUNCTION}));
+  detail::t_at_exit.armed = true;  // constructed now, after the callback registry (see there)
 }
 
 CaptureWindow::~CaptureWindow() {
-  if (state_ && !state_->finished && std::this_thread::get_id() == state_->thread) {
-    detail::stop(*state_);
+  if (!state_ || state_->finished) {
+    return;
   }
+  if (std::this_thread::get_id() == state_->thread) {
+    detail::stop(*state_);
+    return;
+  }
+  // Another thread: the constructing thread's callback and t_active still point at the state,
+  // and only that thread may remove them; it frees the state at its next op or window.
+  state_->abandoned.store(true, std::memory_order_release);
+  (void)state_.release();
 }
 
 void CaptureWindow::declare_input(std::string name, const at::Tensor& tensor, std::string reason) {

@@ -91,8 +91,11 @@ struct CaptureRecord {
 /// `c10::DebugInfoGuard` (PROFILER_STATE): a profiler's memory events on this thread are
 /// not delivered while the window is open.
 ///
-/// Thread safety: one window per thread; ops on other threads are not recorded. The window
-/// must be finished or destroyed on the constructing thread. Not copyable or movable.
+/// Thread safety: one window per thread; ops on other threads are not recorded. `finish` runs
+/// on the constructing thread. Destroyed on another thread (a capture that ended elsewhere, a
+/// watch closed from another thread), an open window is abandoned, not freed: the constructing
+/// thread still points at it, so that thread frees it at its next op or its next window, and
+/// records nothing more meanwhile. Not copyable or movable.
 class CaptureWindow {
  public:
   /// @throws graphcheck::Error if this thread already has an open window.

@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
+#include <thread>
 
 namespace graphcheck::libtorch {
 namespace {
@@ -126,6 +128,30 @@ TEST(CaptureWindow, OneWindowPerThreadAndFinishOnce) {
               ::testing::ThrowsMessage<Error>(HasSubstr("called twice")));
   CaptureWindow after;  // the first one is closed: a new one may open
   EXPECT_EQ(after.op_count(), 0U);
+}
+
+// A window destroyed on another thread (a capture that ended elsewhere, a watch closed from
+// another thread) is abandoned, not freed under its own thread, whose callback still points at
+// it: that thread frees it at its next window or op and records nothing in it meanwhile.
+// Before, the next window there was refused ("already has an open capture window") and the
+// thread's next op wrote into freed memory.
+TEST(CaptureWindow, AWindowDestroyedOnAnotherThreadIsFreedByItsOwnThread) {
+  for (const bool op_between : {false, true}) {
+    auto window = std::make_unique<CaptureWindow>();
+    (void)at::ones({2}).add(1);
+    EXPECT_GT(window->op_count(), 0U);
+    std::thread([&window] { window.reset(); }).join();
+    if (op_between) {
+      (void)at::ones({2}).sub(1);  // frees the abandoned window; recorded nowhere
+    }
+    CaptureWindow next;
+    EXPECT_EQ(next.op_count(), 0U) << op_between;
+    (void)at::ones({2}).mul(2);
+    const CaptureRecord record = next.finish();
+    EXPECT_NE(find_op(record, "aten::mul"), nullptr) << op_between;
+    EXPECT_EQ(find_op(record, "aten::add"), nullptr) << op_between;
+    EXPECT_EQ(find_op(record, "aten::sub"), nullptr) << op_between;
+  }
 }
 
 TEST(CaptureWindow, StopsRecordingAtFinish) {
