@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -75,6 +76,112 @@ def test_a_failed_capture_records_nothing() -> None:
     assert watch.graphs == [] and watch.results == []
     capture_fake(model, input=torch.ones(1, 4))  # the window was closed: the next one works
     assert len(watch.results) == 1
+
+
+def test_a_failure_after_a_successful_capture_never_reaches_the_engine(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The capture succeeded: a failure in graphcheck's own recording (here the allocator's
+    # segments cannot be read) is logged, never raised out of capture_end, where
+    # torch.cuda.graph would skip restoring the caller's stream and the engine would see a
+    # failed capture of a good graph. Error mode too: only its FindingsError is raised there.
+    def unreadable() -> list[dict[str, object]]:
+        raise RuntimeError("segments unreadable")
+
+    model = torch.nn.Linear(4, 4)
+    watch = fake_watch(model=model, graph_segments=unreadable, mode="error")
+    with caplog.at_level("ERROR", logger="graphcheck.watch"):
+        graph = capture_fake(model, input=torch.ones(1, 4))
+    assert graph.captured and watch.graphs == [] and watch.results == []
+    assert "after its capture failed (the capture itself succeeded" in caplog.text
+    assert "segments unreadable" in caplog.text
+
+
+def test_the_capture_bodys_own_exception_is_the_one_the_caller_sees(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # torch.cuda.graph's __exit__ ends the capture when its body raised; error mode's findings
+    # must not replace the body's exception (they are recorded and logged instead).
+    class GraphContext:
+        def __init__(self, graph: FakeCUDAGraph) -> None:
+            self.graph = graph
+
+        def __enter__(self) -> None:
+            self.graph.capture_begin()
+
+        def __exit__(self, *exc: object) -> None:
+            self.graph.capture_end()
+
+    watch = fake_watch(mode="error")
+    model = build_reference_model(ReferenceConfig(variant="legacy"), 0)
+    inputs = reference_inputs(model)
+    with (
+        caplog.at_level("WARNING", logger="graphcheck.watch"),
+        pytest.raises(ValueError, match="the engine's own error"),
+        torch.no_grad(),
+        GraphContext(FakeCUDAGraph()),
+    ):
+        model(**inputs)
+        raise ValueError("the engine's own error")
+    assert watch.last is not None and not watch.last.ok  # recorded, not raised
+    assert "not raised while the capture's own ValueError propagates" in caplog.text
+    with pytest.raises(graphcheck.FindingsError):  # without an exception in flight: raised
+        capture_fake(model, **inputs)
+
+
+def test_torch_accelerator_graph_captures_reach_the_watch_too() -> None:
+    # torch 2.13's torch.accelerator.Graph calls torch._C._acceleratorGraph, not
+    # torch.cuda.CUDAGraph: wrapping only the latter would miss an engine that moved to it.
+    from graphcheck._watch.cuda_hooks import CaptureHooks
+
+    graph = getattr(getattr(torch, "accelerator", None), "Graph", None)
+    if graph is None:
+        pytest.skip("this torch has no torch.accelerator.Graph")
+    before = {c: (c.capture_begin, c.capture_end) for c in (torch.cuda.CUDAGraph, graph)}
+    seen: list[object] = []
+    hooks = CaptureHooks(seen.append, seen.append, seen.append, hooks_module=None)
+    how = hooks.install()
+    assert how.endswith("wrapped (and torch.accelerator.graphs.Graph's)")
+    try:
+        for cls, (begin, end) in before.items():
+            assert cls.capture_begin is not begin and cls.capture_end is not end
+    finally:
+        hooks.remove()
+    assert {c: (c.capture_begin, c.capture_end) for c in before} == before
+
+
+def test_a_capture_ended_on_another_thread_is_not_watched_and_breaks_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Its ATen window is thread-local: closed from the ending thread, it is abandoned and
+    # freed by the thread that opened it at its next op (it was freed under that thread's
+    # callback before, which then wrote into freed memory).
+    import threading
+
+    watch = fake_watch()
+    model = torch.nn.Linear(4, 4)
+    graph = FakeCUDAGraph()
+    began = threading.Event()
+    ended = threading.Event()
+    kept: list[FakeCUDAGraph] = []  # a freed graph is no longer watched
+
+    def capturing_thread() -> None:
+        graph.capture_begin()
+        model(torch.ones(1, 4))
+        began.set()
+        ended.wait()
+        model(torch.ones(1, 4))  # its next op frees the abandoned window
+        kept.append(capture_fake(model, input=torch.ones(1, 4)))  # a new window opens here
+
+    thread = threading.Thread(target=capturing_thread)
+    with caplog.at_level("WARNING", logger="graphcheck.watch"):
+        thread.start()
+        began.wait()
+        graph.capture_end()
+        ended.set()
+        thread.join()
+    assert "ended its capture on another thread than it began on" in caplog.text
+    assert kept[0].captured and [g.id for g in watch.graphs] == [2]
 
 
 def test_registered_model_given_to_watch_is_clean() -> None:
@@ -161,8 +268,15 @@ def test_the_import_hook_starts_the_watch_when_torch_is_imported(tmp_path: Path)
     out = _run_probe(
         {"GRAPHCHECK": "1", "GRAPHCHECK_MODE": "error", "GRAPHCHECK_DIR": str(tmp_path)}
     )
+    # torch 2.13's torch.accelerator.Graph is a class of its own: wrapped too.
+    accelerator = (
+        " (and torch.accelerator.graphs.Graph's)"
+        if hasattr(getattr(torch, "accelerator", None), "Graph")
+        else ""
+    )
     assert out == (
-        "GRAPHCHECK=1 import hook torch.cuda.graphs.CUDAGraph.capture_begin/capture_end wrapped "
+        "GRAPHCHECK=1 import hook torch.cuda.graphs.CUDAGraph.capture_begin/capture_end wrapped"
+        f"{accelerator} "
         "error"
     )
 
@@ -195,16 +309,50 @@ def test_allocator_frames_label_what_the_census_does_not_reach() -> None:
                      "history": [{"frames": [internal]}]},
                     {"state": "active_allocated", "address": 32768, "size": 64,
                      "history": [{"frames": [user]}]},
+                    # Freed while a stream still uses it: live, as the epochs hold it.
+                    {"state": "active_pending_free", "address": 65536, "size": 128,
+                     "frames": [user]},
                 ]
             }
         ]
     }  # fmt: skip
     label = "/srv/engine/runner.py:42 in alloc_buffers"
-    assert allocator_sites(snapshot) == [(4096, 4608, label), (32768, 32832, label)]
+    assert allocator_sites(snapshot) == [
+        (4096, 4608, label),
+        (32768, 32832, label),
+        (65536, 65664, label),
+    ]
     assert frame_label([internal], [str(Path(torch.__file__).parent) + os.sep]) is None
     # Census paths win: a frame label overlapping a census range is dropped.
     taken = [(4000, 4200, "model.x")]
-    assert outside(allocator_sites(snapshot), taken) == [(32768, 32832, label)]
+    assert outside(allocator_sites(snapshot), taken) == [
+        (32768, 32832, label),
+        (65536, 65664, label),
+    ]
+
+
+def test_a_history_disabled_before_cuda_starts_never_switches_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # torch queues the switch until CUDA's initialization and cannot drop it: a watch closed
+    # before then must not leave every later allocation recording a Python stack.
+    from graphcheck._watch.cuda_hooks import AllocatorHistory
+
+    queued: list[Any] = []
+    switched: list[dict[str, Any]] = []
+    monkeypatch.setattr(torch.cuda, "_lazy_call", queued.append)
+    monkeypatch.setattr(torch._C, "_cuda_isHistoryEnabled", lambda: False, raising=False)
+    monkeypatch.setattr(
+        torch.cuda.memory, "_record_memory_history", lambda **kw: switched.append(kw)
+    )
+    closed_early, kept = AllocatorHistory(), AllocatorHistory()
+    closed_early.enable()
+    kept.enable()
+    closed_early.disable()
+    for call in queued:  # CUDA initializes
+        call()
+    assert not closed_early.owned and kept.owned
+    assert switched == [{"enabled": "state", "context": "alloc", "stacks": "python"}]
 
 
 def test_captures_inside_a_profiling_window_are_not_watched() -> None:

@@ -153,6 +153,24 @@ def test_the_default_reader_reads_nothing_without_cuda() -> None:
     assert not torch.cuda.is_initialized()  # type: ignore[no-untyped-call]
 
 
+def test_the_default_reader_loads_the_driver_at_cudas_initialization(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Not inside the first capture (where loading CUPTI could make a call the capture
+    # forbids): the watch queues the reader's prepare() for CUDA's initialization.
+    from graphcheck._watch.cuda_capture import CudaGraphReader
+
+    queued: list[object] = []
+    monkeypatch.setattr(torch.cuda, "_lazy_call", queued.append)
+    watch = fake_watch(graph_reader=CudaGraphReader())
+    assert [getattr(c, "__func__", None) for c in queued] == [CudaGraphReader.prepare]
+    watch.close()
+    for call in queued:  # CUDA initializes (here: it cannot, and prepare never raises)
+        call()  # type: ignore[operator]
+    fake_watch(graph_reader=FakeReader([])).close()  # a reader without prepare(): none queued
+    assert len(queued) == 1
+
+
 def test_a_snapshot_says_which_backend_read_each_graph() -> None:
     graph = graphcheck.GraphRecord(1, "capture", [graphcheck.Node(0)])
     graph.reader = READER_CUDA_GRAPH

@@ -75,7 +75,9 @@ class GraphReader(Protocol):
     ``begin`` runs right after ``capture_begin`` on the capturing thread and returns what
     ``read`` needs (the capture stream); ``read`` runs right before ``capture_end`` on the
     same thread. Either raises :class:`graphcheck.GraphcheckError` (or any exception) saying
-    why the graph cannot be read: the watch then keeps the dispatcher's ops as its nodes.
+    why the graph cannot be read: the watch then keeps the dispatcher's ops as its nodes. A
+    reader may also have a ``prepare()`` method, run once at CUDA's initialization
+    (``torch.cuda._lazy_call``), before any capture.
     """
 
     name: str
@@ -104,6 +106,18 @@ class CudaGraphReader:
     """
 
     name = READER_CUDA_GRAPH
+
+    def prepare(self) -> None:
+        """Loads the driver table and CUPTI now (at CUDA's initialization), not in a capture.
+
+        The first ``begin`` would load them inside the first capture, where a library's
+        initialization could make a call the capture forbids. Never raises: ``begin`` reports
+        a problem where it matters.
+        """
+        try:
+            _cuda_module().driver_problem()
+        except Exception as exc:  # never break CUDA's initialization
+            log.debug("graphcheck: the CUDA graph reader could not load the driver: %s", exc)
 
     def begin(self, graph: object) -> object:
         # torch.cuda.is_initialized has no annotations in torch's sources.
@@ -174,6 +188,10 @@ class CudaCaptures:
         self.reader = reader
         self._lock = threading.Lock()
         self._open: dict[int, _Open] = {}
+        prepare = getattr(reader, "prepare", None)
+        lazy_call = getattr(torch.cuda, "_lazy_call", None)
+        if callable(prepare) and callable(lazy_call):
+            lazy_call(prepare)  # at CUDA's initialization (now, if it happened), never before
 
     def begin(self, graph: object, graph_id: int, device: torch.device) -> None:
         """Opens the window (raises inside another window), notes what the reader needs."""
@@ -214,7 +232,8 @@ class CudaCaptures:
         """Finishes the window after ``capture_end``: what to record, or None.
 
         None for a graph not opened here, or ended on another thread than it began on (the
-        window is closed: nothing is recorded).
+        window is closed: nothing is recorded; a window closed off its thread is freed by that
+        thread at its next op, ``CaptureWindow``'s rule).
         """
         with self._lock:
             entry = self._open.pop(id(graph), None)

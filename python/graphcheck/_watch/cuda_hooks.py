@@ -2,7 +2,8 @@
 
 Every ``torch.cuda.graph`` capture, and every direct
 ``torch.cuda.CUDAGraph.capture_begin``/``capture_end`` pair (vLLM's breakable
-graphs call them directly), must reach the watch. Where PyTorch has global
+graphs call them directly), must reach the watch, and so must the captures of
+``torch.accelerator.Graph`` (torch 2.13), a class of its own. Where PyTorch has global
 capture hooks (a ``register_capture_begin_hook`` and a
 ``register_capture_end_hook`` in ``torch.cuda.graphs``, found with ``hasattr``),
 they are used; otherwise ``capture_begin`` and ``capture_end`` of
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -79,9 +81,13 @@ class CaptureHooks:
     the class whose methods are wrapped (default ``torch.cuda.CUDAGraph``);
     ``hooks_module`` the module probed for global capture hooks (default
     ``torch.cuda.graphs``; ``None`` probes nothing). The hooks never raise
-    from ``on_begin`` (a failure is logged and that graph is not recorded);
-    ``on_end`` may raise (a watch in ``error`` mode raises its findings there,
-    after the capture completed). Install once; not thread-safe to install or
+    from ``on_begin`` (a failure is logged and that graph is not recorded).
+    From ``on_end`` only the exceptions in ``raises`` leave the hook (a watch in ``error``
+    mode raises its findings there, after the capture completed), and not while another
+    exception propagates through ``capture_end`` (the body of a ``torch.cuda.graph`` raised:
+    its exception is the one the caller must see); anything else is logged. The capture
+    itself succeeded by then, and ``torch.cuda.graph`` restores the caller's stream only
+    after ``capture_end`` returns. Install once; not thread-safe to install or
     remove while another thread captures.
     """
 
@@ -94,9 +100,11 @@ class CaptureHooks:
         on_ending: Hook | None = None,
         graph_class: type | None = None,
         hooks_module: Any = "default",
+        raises: tuple[type[BaseException], ...] = (),
     ) -> None:
         self._on_begin = on_begin
         self._on_end = on_end
+        self._raises = raises
         self._on_abort = on_abort
         self._on_ending = on_ending
         self._graph_class = graph_class
@@ -117,10 +125,20 @@ class CaptureHooks:
         if api is not None:
             self._install_global(api, graph_class)
             self.how = f"global capture hooks of {getattr(module, '__name__', module)}"
-        else:
-            self._wrap(graph_class)
-            name = f"{graph_class.__module__}.{graph_class.__qualname__}"
-            self.how = f"{name}.capture_begin/capture_end wrapped"
+            return self.how
+        classes = [graph_class]
+        if self._graph_class is None:
+            classes += _accelerator_graph_classes()
+        try:
+            for wrapped in classes:
+                self._wrap(wrapped)
+        except BaseException:
+            self.remove()  # nothing half installed
+            raise
+        names = [f"{c.__module__}.{c.__qualname__}" for c in classes]
+        self.how = f"{names[0]}.capture_begin/capture_end wrapped"
+        if len(names) > 1:
+            self.how += f" (and {', '.join(names[1:])}'s)"
         return self.how
 
     def _install_global(self, api: tuple[Callable[..., Any], ...], graph_class: type) -> None:
@@ -132,11 +150,12 @@ class CaptureHooks:
         def end(*args: Any, **kwargs: Any) -> None:
             graph = _graph_argument(args, kwargs, graph_class)
             self._ending(graph)
-            self._on_end(graph)
+            self._end(graph)
 
         self._handles = [register_begin(begin), register_end(end)]
 
     def _wrap(self, graph_class: type) -> None:
+        """Wraps ``graph_class``'s two methods; adds them to what :meth:`remove` restores."""
         begin = graph_class.capture_begin  # type: ignore[attr-defined]
         end = graph_class.capture_end  # type: ignore[attr-defined]
         if getattr(begin, _ORIGINAL, None) is not None:
@@ -160,12 +179,12 @@ class CaptureHooks:
             except BaseException:
                 hooks._on_abort(graph)
                 raise
-            hooks._on_end(graph)
+            hooks._end(graph)
             return result
 
         setattr(capture_begin, _ORIGINAL, begin)
         setattr(capture_end, _ORIGINAL, end)
-        self._wrapped = [
+        self._wrapped += [
             (graph_class, name, name in graph_class.__dict__)
             for name in ("capture_begin", "capture_end")
         ]
@@ -177,6 +196,24 @@ class CaptureHooks:
             self._on_begin(graph)
         except Exception:
             log.exception("graphcheck: recording a CUDA graph capture failed; it is not watched")
+
+    def _end(self, graph: Any) -> None:
+        propagating = sys.exc_info()[1]
+        try:
+            self._on_end(graph)
+        except self._raises as exc:
+            if propagating is None:
+                raise
+            log.warning(
+                "graphcheck: not raised while the capture's own %s propagates: %s",
+                type(propagating).__name__,
+                exc,
+            )
+        except Exception:
+            log.exception(
+                "graphcheck: recording or checking a CUDA graph after its capture failed (the "
+                "capture itself succeeded; the graph may be unwatched or unchecked)"
+            )
 
     def _ending(self, graph: Any) -> None:
         if self._on_ending is None:
@@ -205,6 +242,21 @@ class CaptureHooks:
         self.how = "not installed"
 
 
+def _accelerator_graph_classes() -> list[type]:
+    """``torch.accelerator.Graph`` (torch 2.13), a second graph class an engine may capture with.
+
+    Its ``capture_begin``/``capture_end`` go to ``torch._C._acceleratorGraph``, not through
+    ``torch.cuda.CUDAGraph``, so wrapping only the latter would miss its captures. Empty where
+    it does not exist (torch 2.11) or is a subclass of ``torch.cuda.CUDAGraph`` already.
+    """
+    graph = getattr(getattr(torch, "accelerator", None), "Graph", None)
+    if not isinstance(graph, type) or issubclass(graph, torch.cuda.CUDAGraph):
+        return []
+    if not all(callable(getattr(graph, m, None)) for m in ("capture_begin", "capture_end")):
+        return []
+    return [graph]
+
+
 def capture_device(graph: Any) -> torch.device:
     """The device a real CUDA graph captures on: the current CUDA device."""
     return torch.device("cuda", torch.cuda.current_device())
@@ -222,6 +274,9 @@ class AllocatorHistory:
     def __init__(self) -> None:
         self.owned = False
         self.skipped_reason = ""
+        # torch runs a queued call at CUDA's initialization and cannot drop it: a history
+        # disabled before then must not switch itself on later.
+        self._cancelled = False
 
     def enable(self) -> None:
         """Turns the history on at CUDA's initialization (now, if CUDA is initialized)."""
@@ -232,6 +287,8 @@ class AllocatorHistory:
         lazy_call(self._switch_on)
 
     def _switch_on(self) -> None:
+        if self._cancelled:
+            return
         try:
             is_enabled = getattr(torch._C, "_cuda_isHistoryEnabled", None)
             if callable(is_enabled) and is_enabled():
@@ -252,7 +309,8 @@ class AllocatorHistory:
         return allocator_sites(torch.cuda.memory._snapshot())
 
     def disable(self) -> None:
-        """Turns the history off if this object turned it on."""
+        """Turns the history off if this object turned it on; a queued switch never runs."""
+        self._cancelled = True
         if self.owned:
             self.owned = False
             try:
@@ -277,6 +335,11 @@ def frame_label(frames: Iterable[Mapping[str, Any]], internal: Sequence[str]) ->
     return None
 
 
+#: The block states the epochs hold as live memory (``_core.add_allocator_memory``'s rule): a
+#: block freed while a stream still uses it is pending, and still read.
+_LIVE_STATES = frozenset({"active_allocated", "active_pending_free"})
+
+
 def allocator_sites(snapshot: Mapping[str, Any]) -> list[tuple[int, int, str]]:
     """Label ranges from a ``torch.cuda.memory._snapshot()``: each live block's frame.
 
@@ -288,7 +351,7 @@ def allocator_sites(snapshot: Mapping[str, Any]) -> list[tuple[int, int, str]]:
     sites = []
     for segment in snapshot.get("segments", ()):
         for block in segment.get("blocks", ()):
-            if block.get("state") != "active_allocated":
+            if block.get("state") not in _LIVE_STATES:
                 continue
             frames = block.get("frames")
             if frames is None and block.get("history"):

@@ -69,15 +69,6 @@ def torch_segments() -> list[Mapping[str, Any]]:
     return segments
 
 
-def _pool_of(segment: Mapping[str, Any]) -> PoolId:
-    pool = segment.get("segment_pool_id", (0, 0))
-    try:
-        first, second = pool
-        return int(first), int(second)
-    except (TypeError, ValueError):
-        return (0, 0)
-
-
 class GraphPools:
     """The caching allocator's memory at each epoch: segments, live blocks, graph pools.
 

@@ -42,7 +42,7 @@ from graphcheck._watch.graphs import (
     check_graphs,
     watched_capture,
 )
-from graphcheck._watch.output import CheckResult, census_lines, merge_reports
+from graphcheck._watch.output import CheckResult, FindingsError, census_lines, merge_reports
 from graphcheck._watch.profiling import ProfilingCaptures
 from graphcheck._watch.registry import ModelGetter, ModelSource, RegistryCache, weak_getter
 from graphcheck._watch.results import CheckPoints
@@ -134,6 +134,7 @@ class Watch:
                 on_ending=self._captures.ending,
                 graph_class=graph_class,
                 hooks_module=hooks_module,
+                raises=(FindingsError,),
             )
             self._hooks.install()
         self.closed = False
