@@ -257,6 +257,10 @@ if [[ -n "${GPU_CHECK_TORCH_TESTS}" ]]; then
 elif [[ "${mode}" == build-there ]]; then
   note "FAIL the build there made no ${bin}/graphcheck_gpu_reference_model_test"
   failed=1
+elif ((gpu_present)); then
+  # On a GPU the tier is the whole tier: a run without its LibTorch tests did not pass it.
+  note "FAIL torch-linked gpu tests not run on a machine with a GPU (GpuReferenceModelTest.*, GpuTorchGraphTest.*): carried binaries have no LibTorch build; carry the source (the default mode) or set GPU_CHECK_TORCH_TESTS"
+  failed=1
 else
   note "NOTE torch-linked gpu tests not run (GpuReferenceModelTest.*, GpuTorchGraphTest.*): they need LibTorch ${TORCH_VERSION:-2.13}, not carried; set GPU_CHECK_TORCH_TESTS where one is built"
 fi

@@ -46,9 +46,9 @@ cudaError_t launch_struct_kernel(const Pointers& pointers, cudaStream_t stream) 
   return cudaGetLastError();
 }
 
-cudaError_t capture_struct_kernel(const Pointers& pointers, cudaStream_t stream,
-                                  cudaGraph_t* graph) {
-  cudaError_t status = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
+cudaError_t capture_struct_kernel(const Pointers& pointers, cudaStream_t stream, cudaGraph_t* graph,
+                                  cudaStreamCaptureMode mode) {
+  cudaError_t status = cudaStreamBeginCapture(stream, mode);
   if (status != cudaSuccess) {
     return status;
   }

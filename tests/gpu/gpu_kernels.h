@@ -22,10 +22,12 @@ struct Pointers {
 /// out[i] = weight[i] * scratch[i] for i < n, as one kernel node "struct_kernel(Pointers)".
 cudaError_t launch_struct_kernel(const Pointers& pointers, cudaStream_t stream);
 
-/// Captures one struct_kernel launch on `stream` (global capture mode) into `*graph`, which
-/// the caller destroys. The first failing CUDA call's error, or cudaSuccess.
-cudaError_t capture_struct_kernel(const Pointers& pointers, cudaStream_t stream,
-                                  cudaGraph_t* graph);
+/// Captures one struct_kernel launch on `stream` into `*graph`, which the caller destroys. The
+/// first failing CUDA call's error, or cudaSuccess. `mode`: global by default; threads that
+/// capture while others instantiate use thread-local (a global capture is invalidated by
+/// another thread's unsafe call).
+cudaError_t capture_struct_kernel(const Pointers& pointers, cudaStream_t stream, cudaGraph_t* graph,
+                                  cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal);
 
 /// A one-block kernel "axpy_kernel(float, const float*, float*, int)": the unit of the
 /// 1,000-node benchmark graph.

@@ -175,7 +175,14 @@ TEST_F(GpuLaunchStylesTest, DriverSettersOfAnInstantiatedGraphAreFollowed) {
   const auto set_node =
       driver_entry<decltype(&cuGraphExecNodeSetParams)>("cuGraphExecNodeSetParams");
   const auto current = driver_entry<decltype(&cuCtxGetCurrent)>("cuCtxGetCurrent");
-  ASSERT_TRUE(get_kernel && set_kernel && get_memset && set_memset && set_node && current);
+  // One assertion per entry point: the first GPU run stopped at a combined one that did not
+  // say which entry point was missing.
+  ASSERT_NE(get_kernel, nullptr) << "cuGraphKernelNodeGetParams";
+  ASSERT_NE(set_kernel, nullptr) << "cuGraphExecKernelNodeSetParams";
+  ASSERT_NE(get_memset, nullptr) << "cuGraphMemsetNodeGetParams";
+  ASSERT_NE(set_memset, nullptr) << "cuGraphExecMemsetNodeSetParams";
+  ASSERT_NE(set_node, nullptr) << "cuGraphExecNodeSetParams";
+  ASSERT_NE(current, nullptr) << "cuCtxGetCurrent";
   float* cleared = buffer();
   float* cleared_next = buffer();
   float* weight_next = buffer();
@@ -216,7 +223,13 @@ TEST_F(GpuLaunchStylesTest, DriverSettersOfAnInstantiatedGraphAreFollowed) {
   void* next_args[] = {&next};
   kernel.kernelParams = next_args;
   kernel.extra = nullptr;
+  // A record that cannot follow a setter fails in the callback; say which setter it was.
+  const auto followed = [&](const char* setter) {
+    const cupti::Status error = backend().dispatcher().take_error();
+    EXPECT_TRUE(error.ok()) << setter << ": " << error.message();
+  };
   GRAPHCHECK_CU_OK(set_kernel(exec, kernel_node, &kernel));
+  followed("cuGraphExecKernelNodeSetParams");
   EXPECT_EQ(param_word(node_of(NodeType::kKernel), 0), address_of(weight_next));
 
   CUDA_MEMSET_NODE_PARAMS clear{};
@@ -225,6 +238,7 @@ TEST_F(GpuLaunchStylesTest, DriverSettersOfAnInstantiatedGraphAreFollowed) {
   CUcontext context = nullptr;
   GRAPHCHECK_CU_OK(current(&context));
   GRAPHCHECK_CU_OK(set_memset(exec, memset_node, &clear, context));
+  followed("cuGraphExecMemsetNodeSetParams");
   const Node memset_record = node_of(NodeType::kMemset);
   ASSERT_EQ(memset_record.operands.size(), 1u);
   EXPECT_EQ(memset_record.operands[0].begin, address_of(cleared_next));
@@ -246,6 +260,7 @@ TEST_F(GpuLaunchStylesTest, DriverSettersOfAnInstantiatedGraphAreFollowed) {
   generic.kernel.sharedMemBytes = kernel.sharedMemBytes;
   generic.kernel.kernelParams = last_args;
   GRAPHCHECK_CU_OK(set_node(exec, kernel_node, &generic));
+  followed("cuGraphExecNodeSetParams");
   EXPECT_EQ(param_word(node_of(NodeType::kKernel), 0), address_of(weight_last));
   launch(exec);
   cudaGraphDestroy(graph);

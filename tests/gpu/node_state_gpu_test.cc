@@ -218,13 +218,17 @@ TEST(GpuNodeStateTest, TwoThreadsInstantiatingAtOnceEachGetTheirRecord) {
   ASSERT_NE(first.weight, nullptr);
   ASSERT_NE(second.weight, nullptr);
   cudaGraphExec_t execs[2] = {};
-  const auto build = [&](const Buffers& buffers, cudaGraphExec_t* exec) {
+  int rounds[2] = {};
+  // Thread-local captures: in global mode one thread's instantiate invalidates the other's
+  // capture (the first GPU run lost 14 of 40 rounds that way, and a thread whose first round
+  // was lost had no exec graph to look at).
+  const auto build = [&](const Buffers& buffers, cudaGraphExec_t* exec, int* done) {
     cudaStream_t stream = nullptr;
     cudaGraph_t graph = nullptr;
     if (cudaStreamCreate(&stream) == cudaSuccess) {
-      for (int round = 0;
-           round < 20 && capture_struct_kernel(buffers.pointers(), stream, &graph) == cudaSuccess;
-           ++round) {
+      for (; *done < 20 && capture_struct_kernel(buffers.pointers(), stream, &graph,
+                                                 cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+           ++*done) {
         if (*exec != nullptr) {
           cudaGraphExecDestroy(*exec);
         }
@@ -234,13 +238,15 @@ TEST(GpuNodeStateTest, TwoThreadsInstantiatingAtOnceEachGetTheirRecord) {
       cudaStreamDestroy(stream);
     }
   };
-  std::thread other(build, std::cref(second), &execs[1]);
-  build(first, &execs[0]);
+  std::thread other(build, std::cref(second), &execs[1], &rounds[1]);
+  build(first, &execs[0], &rounds[0]);
   other.join();
+  EXPECT_EQ(rounds[0], 20) << "rounds captured by the first thread";
+  EXPECT_EQ(rounds[1], 20) << "rounds captured by the second thread";
   const cupti::Status error = backend.dispatcher().take_error();
   EXPECT_TRUE(error.ok()) << error.message();
   for (int k = 0; k < 2; ++k) {
-    ASSERT_NE(execs[k], nullptr);
+    ASSERT_NE(execs[k], nullptr) << "exec " << k << " (" << rounds[k] << " rounds captured)";
     const auto record = backend.capture().exec_graph(reinterpret_cast<CUgraphExec>(execs[k]));
     ASSERT_NE(record, nullptr) << "exec " << k;
     ASSERT_EQ(record->nodes.size(), 1U);

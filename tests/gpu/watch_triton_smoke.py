@@ -30,7 +30,9 @@ import torch
 from smoke_args import out_dir_or_skip
 
 ELEMENTS = 1024  # 4 KiB of float32: a multiple of the allocator's 512-byte rounding
-SEGMENT_ELEMENTS = 1 << 20  # 4 MiB: the large pool, a segment of its own
+# 16 MiB: past the caching allocator's 10 MiB, a segment of exactly its own size (between 1 and
+# 10 MiB it would share a 20 MiB segment with later large blocks).
+SEGMENT_ELEMENTS = 4 << 20
 
 
 def triton_kernel() -> Any:
