@@ -146,6 +146,7 @@ print(json.dumps({
     "caps_avx512": torch.cpu.get_capabilities().get("avx512_f"),
     "aten": torch.backends.cpu.get_cpu_capability(),
     "aten_env": os.environ.get("ATEN_CPU_CAPABILITY"),
+    "onednn": os.environ.get("ONEDNN_MAX_CPU_ISA"),
 }))
 """
 
@@ -179,6 +180,10 @@ def test_emulation_masks_the_probes_above_the_rung(level: str) -> None:
     if level != top:
         assert got["aten_env"] == cpu.ATEN_NAMES[level]
         assert got["aten"].lower() == cpu.ATEN_NAMES[level]
+        # oneDNN capped too: vLLM's bfloat16 matmul exists only from AVX-512 up.
+        assert got["onednn"] == cpu.ONEDNN_ISAS[level]
+    else:
+        assert got["onednn"] is None
 
 
 def test_the_zoo_refuses_a_capability_this_cpu_lacks_before_running() -> None:

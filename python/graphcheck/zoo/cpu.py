@@ -16,10 +16,13 @@ AMD Zen 4 and 5), ``amx`` (AMX tiles: Sapphire Rapids and later).
 
 :func:`emulate` runs a lower rung on a higher CPU: it masks torch's probes above the rung
 (and sets ATen's own dispatch, ``ATEN_CPU_CAPABILITY``, when torch is not imported yet), so
-that an engine that asks the probes takes the lower rung's code paths. The kernels those
-paths call are the ones a lower CPU runs, and a higher CPU executes them too; what no probe
-decides (a kernel's own ``cpuid`` check inside a native library) keeps the real CPU's choice,
-which changes speed, not which tensors a model keeps.
+that an engine that asks the probes takes the lower rung's code paths, and caps oneDNN's
+instruction set at the rung (``ONEDNN_MAX_CPU_ISA``, read when oneDNN first runs, in this
+process and the workers it starts): vLLM asks oneDNN for a bfloat16 matmul, which oneDNN
+refuses below AVX-512 (vLLM then keeps the plain weight and ``torch.nn.functional.linear``),
+so without the cap an AVX2 run emulated on an AVX-512 CPU kept oneDNN handles that a real
+AVX2 CPU never makes (found on an AVX2 machine, 2026-12-07). What neither a probe nor a cap
+decides (another library's own ``cpuid`` check) keeps the real CPU's choice.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ATEN_NAMES", "LEVELS", "current", "emulate", "native", "rank"]
+__all__ = ["ATEN_NAMES", "LEVELS", "ONEDNN_ISAS", "current", "emulate", "native", "rank"]
 
 #: The capability ladder, lowest first.
 LEVELS = ("default", "avx2", "avx512", "avx512_bf16", "amx")
@@ -41,6 +44,15 @@ ATEN_NAMES = {
     "avx512": "avx512",
     "avx512_bf16": "avx512",
     "amx": "avx512",
+}
+
+#: oneDNN's ``ONEDNN_MAX_CPU_ISA`` for each rung an emulation runs at (the top rung is never
+#: emulated: nothing is above it).
+ONEDNN_ISAS = {
+    "default": "SSE41",
+    "avx2": "AVX2",
+    "avx512": "AVX512_CORE",
+    "avx512_bf16": "AVX512_CORE_BF16",
 }
 
 # Probe (a torch.cpu function) -> the lowest rung at which it may answer True.
@@ -134,6 +146,8 @@ def emulate(level: str) -> str:
     _emulated = level
     if level == top:
         return level
+    # A cap the caller set stays (it may be lower still); oneDNN reads it at its first use.
+    os.environ.setdefault("ONEDNN_MAX_CPU_ISA", ONEDNN_ISAS[level])
     cpu = _torch_cpu()
     for probe, lowest in _PROBES.items():
         saved = f"_graphcheck_native{probe}"
