@@ -164,10 +164,19 @@ void capture_pairs(benchmark::State& state) {
     if (!ok) {
       return;
     }
-    // Graphs graphcheck read (1 per capture with graphcheck: at instantiate; 0 means CUPTI
-    // sent nothing and the comparison measures nothing).
-    state.counters["graphs_walked"] =
-        static_cast<double>(bench().live->backend->capture().stats().graphs_walked - walked);
+    // Graphs graphcheck read (1 per capture with graphcheck: at instantiate). Fewer than the
+    // captures made with it subscribed means CUPTI sent nothing after a resubscription: the
+    // "graphcheck" samples were plain ones, and their difference no figure.
+    const std::uint64_t read = bench().live->backend->capture().stats().graphs_walked - walked;
+    state.counters["graphs_walked"] = static_cast<double>(read);
+    constexpr std::uint64_t kWithGraphcheck = std::uint64_t{kPairs} * kRuns;
+    if (read < kWithGraphcheck) {
+      state.SkipWithError(("graphcheck read " + std::to_string(read) + " of the " +
+                           std::to_string(kWithGraphcheck) +
+                           " graphs captured while subscribed: the comparison measured nothing")
+                              .c_str());
+      return;
+    }
   }
 }
 BENCHMARK(capture_pairs)

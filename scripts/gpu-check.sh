@@ -54,15 +54,21 @@ failed=0
 
 note() { echo "gpu-check: [$(date -u +%T)] $*" | tee -a "${summary}"; }
 
-# pack: hands the results to $OUT (written aside first, then renamed, so a run killed
-# mid-pack leaves the previous pack whole). The tarball holds one folder, gpu-check/.
+# pack [now]: hands the results to $OUT (written aside first, then renamed, so a run killed
+# mid-pack leaves the previous pack whole). The tarball holds one folder, gpu-check/. Between
+# steps at most every 20 s (a tarball of the overhead runs' snapshots takes seconds to write,
+# and the budget pays for it); `now` at the end and before an early exit. SUMMARY.txt is
+# copied every time.
+last_pack=-100
 pack() {
   [[ -n "${OUT:-}" ]] || return 0
   mkdir -p "${OUT}"
+  cp -f "${summary}" "${OUT}/SUMMARY.txt"
+  [[ "${1:-}" == now ]] || ((SECONDS - last_pack >= 20)) || return 0
+  last_pack="${SECONDS}"
   tar -czf "${OUT}/.gpu-check-results.tar.gz" -C "$(dirname "${results}")" \
     --transform "s|^$(basename "${results}")|gpu-check|" "$(basename "${results}")" 2>/dev/null &&
     mv -f "${OUT}/.gpu-check-results.tar.gz" "${OUT}/gpu-check-results.tar.gz"
-  cp -f "${summary}" "${OUT}/SUMMARY.txt"
   [[ -f "${results}/bench/cupti_overhead.json" ]] && cp -f "${results}/bench/cupti_overhead.json" "${OUT}/"
   return 0
 }
@@ -125,7 +131,7 @@ expect() {
 # --- 1. environment, then what runs: built there (build-there) or carried (binaries) --------
 if [[ ! -f "${carry}/MANIFEST.txt" ]]; then
   note "FAIL no ${carry}/MANIFEST.txt: run scripts/gpu-pack.sh here first and carry gpu-carry"
-  pack
+  pack now
   exit 1
 fi
 mode="${GPU_CHECK_MODE:-$(sed -n 's/^mode: //p' "${carry}/MANIFEST.txt")}"
@@ -170,7 +176,7 @@ case "${mode}" in
       cp -f "${work}/build/CMakeFiles/CMakeError.log" "${work}/build/CMakeFiles/CMakeConfigureLog.yaml" \
         "${results}/logs/" 2>/dev/null
       note "FAIL nothing to run without the build; see logs/build-cxx.log"
-      pack
+      pack now
       exit 1
     fi
     # What the build proved about its dependencies (gpu-build.sh verify_prefix).
@@ -196,18 +202,36 @@ case "${mode}" in
     ;;
   *)
     note "FAIL GPU_CHECK_MODE '${mode}': expected build-there or binaries"
-    pack
+    pack now
     exit 1
     ;;
 esac
+# One probe of this Python for every later step (each cold `import torch` costs seconds of the
+# budget): torch, then the package (graphcheck._torch links libtorch_python, which `import
+# torch` loads: torch first), then its reference model.
+probe="$("${python}" - <<'PY' 2>&1
+import torch
+print("torch", torch.__version__)
+import graphcheck
+import graphcheck._torch
+print("package", graphcheck.__file__)
+import graphcheck.reference
+print("reference model")
+PY
+)"
+has_torch=0 has_package=0 has_reference=0
+grep -q '^torch ' <<< "${probe}" && has_torch=1
+grep -q '^package ' <<< "${probe}" && has_package=1
+grep -q '^reference model$' <<< "${probe}" && has_reference=1
 {
-  "${python}" -c 'import torch, graphcheck; print("graphcheck package:", graphcheck.__file__)' 2>&1 | tail -1
+  echo "== probe of ${python}"
+  echo "${probe}" | tail -n 4
   for file in "${bin}"/* "${inject_lib}" "${carry}"/lib/*.so*; do
     [[ -f "${file}" ]] && { echo "== ldd ${file##*/}"; ldd "${file}"; }
   done
 } >> "${results}/environment.txt" 2>&1
 # The ldd sections close environment.txt.
-if sed -n '/^== ldd/,$p' "${results}/environment.txt" | grep -q 'not found'; then
+if grep -q 'not found' < <(sed -n '/^== ldd/,$p' "${results}/environment.txt"); then
   note "FAIL a program to run misses a library here (see environment.txt)"
   failed=1
 fi
@@ -236,6 +260,12 @@ run_gpu_test() {  # run_gpu_test BINARY TEST
   elif ((status == 0)); then
     passed=$((passed + 1))
     note "PASS ${test} ($((SECONDS - start)) s)"
+  elif ((status == 125)); then
+    note "SKIP ${test} (time budget spent)"
+    failed=1
+  elif ((status == 124 || status == 137)); then
+    note "FAIL ${test} (timed out; see logs/gtest-${test}.log)"
+    failed=1
   else
     note "FAIL ${test} (exit ${status} after $((SECONDS - start)) s; see logs/gtest-${test}.log)"
     failed=1
@@ -294,7 +324,7 @@ fi
 
 # A torch program (torch.cuda.graph) under GRAPHCHECK_CHECK=launch: with no registry its
 # tensors read unregistered, so the first replay writes a launch snapshot holding the graph.
-if "${python}" -c 'import torch' 2>/dev/null; then
+if ((has_torch)); then
   mkdir -p "${results}/inject-torch"
   step "injection smoke run (torch)" inject-torch.log 90 env CUDA_INJECTION64_PATH="${inject_lib}" \
     GRAPHCHECK_CHECK=launch GRAPHCHECK_POLICY=warn GRAPHCHECK_OUT="${results}/inject-torch" \
@@ -332,8 +362,6 @@ fi
 # Before the benchmarks: what the flag finds matters more than what it costs, should the
 # budget run out. torch first: graphcheck._torch links libtorch_python, which `import torch`
 # loads.
-has_package=0
-"${python}" -c 'import torch, graphcheck._torch' 2>/dev/null && has_package=1
 if ((has_package)); then
   for variant in legacy registered; do
     step "watch smoke (${variant})" "watch-smoke-${variant}.log" 60 \
@@ -357,6 +385,30 @@ fi
 step "gpu benchmarks (100/1,000/10,000-node graphs, interleaved plain/graphcheck pairs)" \
   gpu-bench.log 90 "${bin}/graphcheck_gpu_bench" \
   --benchmark_out="${results}/bench/gpu_bench.json" --benchmark_out_format=json
+# Each pair benchmark's figures in SUMMARY.txt (issue 32 §3: per node at 100, 1,000 and 10,000
+# nodes), not only in the tarball.
+bench_lines() {
+  python3 - "${results}/bench/gpu_bench.json" <<'PY'
+import json, sys
+try:
+    benchmarks = json.load(open(sys.argv[1])).get("benchmarks", [])
+except (OSError, ValueError) as exc:
+    sys.exit(f"no gpu benchmark figures: {exc}")
+for b in benchmarks:
+    if b.get("error_occurred") or "plain_median" not in b:
+        continue
+    unit = "us per node" if b["name"].startswith("capture_pairs") else "us"
+    print(
+        f"{b['name']}: median {b['plain_median']:.3f} plain, {b['graphcheck_median']:.3f} with "
+        f"graphcheck {unit} (added {b['added']:+.3f}; min {b['plain_min']:.3f} / "
+        f"{b['graphcheck_min']:.3f}; spread {b['plain_spread']:.3f} / "
+        f"{b['graphcheck_spread']:.3f}; {int(b['pairs'])} pairs)"
+    )
+PY
+}
+if ((gpu_present)); then
+  while read -r line; do note "NOTE ${line}"; done < <(bench_lines 2>&1)
+fi
 if grep -q '"error_occurred": true' "${results}/bench/gpu_bench.json" 2>/dev/null; then
   if ((gpu_present)); then
     note "FAIL gpu benchmarks reported errors on a machine with a GPU; see logs/gpu-bench.log"
@@ -370,27 +422,37 @@ fi
 # interleaved, every run on the same model (the comparison refuses different ones).
 if ((!gpu_present)); then
   note "NOTE capture overhead not run (no GPU found, expected)"
-elif "${python}" -c 'import torch' 2>/dev/null; then
+elif ((has_torch)); then
   overhead="${results}/bench"
   model=decoder
-  if "${python}" -c 'import torch, graphcheck.reference' 2>/dev/null; then
-    model=reference
-  fi
+  ((has_reference)) && model=reference
   plain_runs=()
   checked_runs=()
+  overhead_run() {  # overhead_run plain|graphcheck PAIR
+    local side="$1" pair="$2" injection=()
+    if [[ "${side}" == graphcheck ]]; then
+      mkdir -p "${overhead}/overhead-inject-${pair}"
+      injection=(CUDA_INJECTION64_PATH="${inject_lib}" GRAPHCHECK_CHECK=exit
+        GRAPHCHECK_POLICY=warn GRAPHCHECK_OUT="${overhead}/overhead-inject-${pair}")
+    fi
+    step "capture overhead, ${side} (${model}, pair ${pair})" "overhead-${side}-${pair}.log" 60 \
+      env "${injection[@]}" "${python}" "${scripts}/cupti_overhead_bench.py" --model "${model}" \
+      --out "${overhead}/overhead-${side}-${pair}.json"
+  }
   for pair in 1 2 3 4 5; do
-    step "capture overhead, plain (${model}, pair ${pair})" "overhead-plain-${pair}.log" 60 \
-      "${python}" "${scripts}/cupti_overhead_bench.py" --model "${model}" \
-      --out "${overhead}/overhead-plain-${pair}.json"
-    mkdir -p "${overhead}/overhead-inject-${pair}"
-    step "capture overhead, with graphcheck (${model}, pair ${pair})" \
-      "overhead-graphcheck-${pair}.log" 60 env \
-      CUDA_INJECTION64_PATH="${inject_lib}" GRAPHCHECK_CHECK=exit GRAPHCHECK_POLICY=warn \
-      GRAPHCHECK_OUT="${overhead}/overhead-inject-${pair}" \
-      "${python}" "${scripts}/cupti_overhead_bench.py" --model "${model}" \
-      --out "${overhead}/overhead-graphcheck-${pair}.json"
-    plain_runs+=("${overhead}/overhead-plain-${pair}.json")
-    checked_runs+=("${overhead}/overhead-graphcheck-${pair}.json")
+    # Alternating which side runs first: what one run leaves (clocks, caches, the injected
+    # run's files) falls on both sides alike.
+    if ((pair % 2)); then order=(plain graphcheck); else order=(graphcheck plain); fi
+    for side in "${order[@]}"; do overhead_run "${side}" "${pair}"; done
+    # Only whole pairs are compared; a pair cut short (the budget, a crash) is named, not
+    # allowed to lose the others.
+    if [[ -f "${overhead}/overhead-plain-${pair}.json" &&
+      -f "${overhead}/overhead-graphcheck-${pair}.json" ]]; then
+      plain_runs+=("${overhead}/overhead-plain-${pair}.json")
+      checked_runs+=("${overhead}/overhead-graphcheck-${pair}.json")
+    else
+      note "NOTE overhead pair ${pair} incomplete: left out of the comparison"
+    fi
   done
   # Python's finalization destroys torch's graphs before the exit check: the injection checks
   # each as it is destroyed (its findings: no span is registered in this run), so the
@@ -419,12 +481,15 @@ step "cupti callback benchmark (CPU, fake driver)" cupti-bench.log 45 \
 # engine flow, with a check at each capture, and with files; targets +10 ms and +5%/+1 ms.
 if ((!gpu_present)); then
   note "NOTE watch capture overhead not run (no GPU found, expected)"
-elif ((has_package)) && step "watch capture overhead (CUDA)" watch-overhead.log 120 \
+elif ((!has_package)); then
+  note "FAIL watch capture overhead not run: ${python} cannot import graphcheck._torch"
+  failed=1
+elif step "watch capture overhead (CUDA)" watch-overhead.log 120 \
     "${python}" "${scripts}/bench_watch.py" --device cuda --only twin --hidden 1024 \
     --repeat 5 --later 6; then
   note "NOTE $(grep -E 'engine flow|check at capture' "${results}/logs/watch-overhead.log" | tr -s ' ' | paste -sd ';')"
 fi
 
 note "done in ${SECONDS} s; results in ${results}${OUT:+, packed into ${OUT}/gpu-check-results.tar.gz}"
-pack
+pack now
 exit "${failed}"

@@ -124,7 +124,9 @@ def bench_twin(
     ``device`` ``"cuda"``: real ``torch.cuda.graph`` captures of the model on the GPU, the plain
     ones while no watch is open (its hooks are on torch's class); not yet run on a GPU.
     """
-    model = build_reference_model(_config(hidden), 0).to(device)
+    # Made on the device: .to(device) would leave the tensors the model keeps outside its
+    # parameters and buffers (its workspace, the int8 sign tables, the RoPE cache) on the CPU.
+    model = build_reference_model(_config(hidden), 0, device=device)
     inputs = {k: v.to(device) for k, v in reference_inputs(model, TOKENS).items()}
     cuda = device != "cpu"
 
@@ -160,6 +162,11 @@ def bench_twin(
                         samples["check_per_graph"].append(t / len(kept))
                     # The files of a burst are written once it ends: their cost, after it.
                     samples["files_per_graph"].append(timed(watch.flush) / len(kept))
+                    if len(watch.graphs) != len(kept):  # else "watched" measured plain captures
+                        raise RuntimeError(
+                            f"the watch recorded {len(watch.graphs)} of {len(kept)} captures "
+                            f"({watch.capture_hooks})"
+                        )
                 finally:
                     watch.close()
                 if cuda:  # the plain captures of this round, with no watch open

@@ -352,22 +352,36 @@ def build_reference_model(
     config: ReferenceConfig | None = None,
     seed: int = 0,
     arena: WeightsArena | None = None,
+    *,
+    device: torch.device | str | None = None,
 ) -> ReferenceModel:
     """Build and load the model as an engine does.
 
     Construction, the checkpoint of ``seed``, ``process_weights_after_loading``
     and (registered) :func:`~graphcheck.register_held_tensors` run inside
     ``arena.loading()`` when an arena is given; the runtime workspace is
-    allocated after it (runtime state is not weights).
+    allocated after it (runtime state is not weights). ``device`` (default: torch's
+    default device) is where every tensor of the model is made, the ones it keeps outside
+    its parameters and buffers included: ``.to(device)`` afterwards would move only its
+    parameters and buffers and leave those behind. The checkpoint's values come from the CPU
+    whatever the device, so they are the same on every device.
     """
     config = config or ReferenceConfig()
+
+    def on_device() -> contextlib.AbstractContextManager[object]:
+        return torch.device(device) if device is not None else contextlib.nullcontext()
+
     with arena.loading() if arena is not None else contextlib.nullcontext():
-        model = ReferenceModel(config)
-        _load_in_place(model, make_checkpoint(model, seed))
-        model.process_weights_after_loading()
-        if config.variant == "registered":
-            register_held_tensors(model)
-    model.allocate_runtime_state()
+        with on_device():
+            model = ReferenceModel(config)
+        checkpoint = make_checkpoint(model, seed)  # a CPU generator: outside the device
+        with on_device():
+            _load_in_place(model, checkpoint)
+            model.process_weights_after_loading()
+            if config.variant == "registered":
+                register_held_tensors(model)
+    with on_device():
+        model.allocate_runtime_state()
     return model.eval()
 
 

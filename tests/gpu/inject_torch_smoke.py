@@ -19,7 +19,7 @@ import torch
 
 def main() -> int:
     if not torch.cuda.is_available():
-        print("inject_torch_smoke: no CUDA device")
+        print("inject_torch_smoke: SKIP (no CUDA device)")
         return 0
     x = torch.randn(4096, device="cuda")
     w = torch.randn(4096, device="cuda")

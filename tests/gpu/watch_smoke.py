@@ -29,23 +29,9 @@ import torch
 
 def build(variant: str) -> Any:
     """The reference model with every tensor on the GPU (the checkpoint comes from the CPU)."""
-    from graphcheck.contract import register_held_tensors
-    from graphcheck.reference import ReferenceConfig, ReferenceModel, make_checkpoint
+    from graphcheck.reference import ReferenceConfig, build_reference_model
 
-    config = ReferenceConfig(variant=variant)
-    with torch.device("meta"):
-        shapes = ReferenceModel(config)
-    weights = make_checkpoint(shapes, 0)
-    with torch.device("cuda"):
-        model = ReferenceModel(config)
-        with torch.no_grad():
-            for name, parameter in model.named_parameters():
-                parameter.copy_(weights[name])
-        model.process_weights_after_loading()
-        if variant == "registered":
-            register_held_tensors(model)
-        model.allocate_runtime_state()
-    return model.eval()
+    return build_reference_model(ReferenceConfig(variant=variant), 0, device="cuda")
 
 
 def capture(model: Any, static: dict[str, torch.Tensor]) -> tuple[Any, torch.Tensor, float]:
