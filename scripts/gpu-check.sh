@@ -460,7 +460,10 @@ elif ((has_torch)); then
   expect "the overhead run with graphcheck was attached" python3 \
     "${scripts}/check_inject_snapshots.py" "${overhead}/overhead-inject-1" --tag destroy \
     --graphs 1 --at-least
-  if "${python}" "${scripts}/cupti_overhead_bench.py" --out "${overhead}/cupti_overhead.json" \
+  if ((${#plain_runs[@]} == 0)); then
+    note "FAIL capture overhead: no whole pair to compare (see logs/overhead-*.log)"
+    failed=1
+  elif "${python}" "${scripts}/cupti_overhead_bench.py" --out "${overhead}/cupti_overhead.json" \
       --plain "${plain_runs[@]}" --graphcheck "${checked_runs[@]}" \
       > "${results}/logs/overhead-compare.log" 2>&1; then
     note "NOTE $(tail -1 "${results}/logs/overhead-compare.log")"
