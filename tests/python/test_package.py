@@ -98,8 +98,8 @@ def test_integrations_import_neither_torch_nor_an_engine() -> None:
 WATCH = PACKAGE / "_watch"
 # Down this order only (the subpackage's docstring): a module imports none listed before it.
 WATCH_ORDER = [
-    "process", "watch", "results", "graphs", "graph_pools", "registry", "cuda_hooks",
-    "cuda_capture", "writer", "output", "index_page", "profiling", "import_hook", "settings",
+    "process", "watch", "results", "graphs", "graph_pools", "registry", "cuda_capture",
+    "cuda_hooks", "writer", "output", "index_page", "profiling", "import_hook", "settings",
 ]  # fmt: skip
 
 

@@ -13,10 +13,11 @@ in a fresh interpreter and checks that no module imports one above it):
   every epoch of a CUDA capture;
 - :mod:`.registry`: where a graph's model comes from and the registry shared by the graphs
   of a watch;
-- :mod:`.cuda_hooks`: the hooks on CUDA graph capture and the caching allocator's history;
 - :mod:`.cuda_capture`: the captures between ``capture_begin`` and ``capture_end``, and
   which backend reads each graph's nodes (the CUDA graph itself through ``graphcheck._cuda``,
   or the ATen dispatcher's ops);
+- :mod:`.cuda_hooks`: the hooks on CUDA graph capture, the caching allocator's history, and
+  what runs at CUDA's initialization;
 - :mod:`.output`: a check point's result, merged report, files and error;
 - :mod:`.index_page`: the folder's ``index.html`` and the navigation block of each page
   (standard library only);

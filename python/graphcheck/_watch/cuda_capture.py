@@ -36,6 +36,7 @@ import torch
 
 from graphcheck import _core, _torch
 from graphcheck._errors import GraphcheckError
+from graphcheck._watch.cuda_hooks import at_cuda_initialization
 
 __all__ = [
     "READER_CUDA_GRAPH",
@@ -189,9 +190,8 @@ class CudaCaptures:
         self._lock = threading.Lock()
         self._open: dict[int, _Open] = {}
         prepare = getattr(reader, "prepare", None)
-        lazy_call = getattr(torch.cuda, "_lazy_call", None)
-        if callable(prepare) and callable(lazy_call):
-            lazy_call(prepare)  # at CUDA's initialization (now, if it happened), never before
+        if callable(prepare):
+            at_cuda_initialization(prepare)
 
     def begin(self, graph: object, graph_id: int, device: torch.device) -> None:
         """Opens the window (raises inside another window), notes what the reader needs."""

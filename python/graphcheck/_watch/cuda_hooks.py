@@ -47,6 +47,7 @@ __all__ = [
     "AllocatorHistory",
     "CaptureHooks",
     "allocator_sites",
+    "at_cuda_initialization",
     "capture_device",
     "frame_label",
 ]
@@ -257,6 +258,19 @@ def _accelerator_graph_classes() -> list[type]:
     return [graph]
 
 
+def at_cuda_initialization(call: Callable[[], None]) -> bool:
+    """Runs ``call`` when CUDA initializes (now, if it has), never initializing it itself.
+
+    Through ``torch.cuda._lazy_call``: a process that forks workers must have no CUDA context
+    before the fork. False (nothing queued) where this torch has no such hook.
+    """
+    lazy_call = getattr(torch.cuda, "_lazy_call", None)
+    if not callable(lazy_call):
+        return False
+    lazy_call(call)
+    return True
+
+
 def capture_device(graph: Any) -> torch.device:
     """The device a real CUDA graph captures on: the current CUDA device."""
     return torch.device("cuda", torch.cuda.current_device())
@@ -280,11 +294,10 @@ class AllocatorHistory:
 
     def enable(self) -> None:
         """Turns the history on at CUDA's initialization (now, if CUDA is initialized)."""
-        lazy_call = getattr(torch.cuda, "_lazy_call", None)
-        if not callable(lazy_call) or not hasattr(torch.cuda.memory, "_record_memory_history"):
+        if not hasattr(torch.cuda.memory, "_record_memory_history") or not at_cuda_initialization(
+            self._switch_on
+        ):
             self.skipped_reason = "this torch has no allocator history API"
-            return
-        lazy_call(self._switch_on)
 
     def _switch_on(self) -> None:
         if self._cancelled:
