@@ -4,6 +4,7 @@
 // Findings in the legacy variant are the point of the demo, so they do not change the exit
 // code: 0 when the story ran, 2 on errors (demo_main.cc maps exceptions). Built into its own
 // executable, graphcheck-demo, so that `graphcheck check` does not link LibTorch.
+#include <graphcheck/detail/text_groups.h>
 #include <graphcheck/error.h>
 #include <graphcheck/report.h>
 #include <graphcheck/report_html.h>
@@ -18,7 +19,6 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -60,7 +60,7 @@ std::string step_json(const libtorch::ReplayStep& step) {
   return out.str();
 }
 
-// One line per step, then the distinct owners of its findings (the sites to fix).
+// One line per step, then what to fix: each fix once, with the owners it covers.
 void print_step(const libtorch::ReplayStep& step) {
   const Summary& s = step.report.summary;
   std::ostringstream outputs;
@@ -80,20 +80,11 @@ void print_step(const libtorch::ReplayStep& step) {
             << " (unregistered " << s.count(Verdict::kUnregistered) << ", lost "
             << s.count(Verdict::kLost) << ", stale " << s.count(Verdict::kStale) << ", dangling "
             << s.count(Verdict::kDangling) << ")\n";
-  std::map<std::string, std::string> owners;  // owner -> "verdict: fix"
-  for (const Finding& finding : step.report.findings) {
-    owners.emplace(finding.owner.empty() ? format_address(finding.address) : finding.owner,
-                   std::string(to_string(finding.verdict)) + ": " + finding.fix);
-  }
-  constexpr std::size_t kShown = 8;
-  std::size_t shown = 0;
-  for (const auto& [owner, what] : owners) {
-    if (shown++ == kShown) {
-      std::cout << "      ... and " << owners.size() - kShown << " more owners\n";
-      break;
-    }
-    std::cout << "      " << owner << " (" << what << ")\n";
-  }
+  // What to fix, each fix once with the owners it covers, as the report's to-do list.
+  std::string fixes;
+  detail::append_fix_lines(fixes, step.report.findings, detail::group_fixes(step.report.findings),
+                           "      ");
+  std::cout << fixes;
 }
 
 void write_text(const std::filesystem::path& path, const std::string& text) {

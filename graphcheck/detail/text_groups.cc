@@ -158,11 +158,17 @@ std::vector<FixGroup> group_fixes(const std::vector<Finding>& findings) {
   return groups;
 }
 
-// "to fix (N), most urgent first:", then per fix its sentence once and the owners it covers
-// (families compacted as in the groups below: "layers.{0-1}.scale").
+// "to fix (N), most urgent first:", then the fixes' lines.
 void append_fixes(std::string& out, const std::vector<Finding>& findings,
                   const std::vector<FixGroup>& fixes) {
   out += fmt::format("\nto fix ({}), most urgent first:\n", fixes.size());
+  append_fix_lines(out, findings, fixes, "  ");
+}
+
+// Per fix its sentence once and the owners it covers (families compacted as in the report's
+// groups: "layers.{0-1}.scale").
+void append_fix_lines(std::string& out, const std::vector<Finding>& findings,
+                      const std::vector<FixGroup>& fixes, std::string_view indent) {
   for (std::size_t n = 0; n < fixes.size(); ++n) {
     const FixGroup& fix = fixes[n];
     std::set<std::pair<std::string_view, std::string_view>> owners;
@@ -188,9 +194,9 @@ void append_fixes(std::string& out, const std::vector<Finding>& findings,
         families.size() > kTodoOwnerFamilies
             ? fmt::format(", and {} more", families.size() - kTodoOwnerFamilies)
             : std::string();
-    out += fmt::format("  fix {}: {}\n", n + 1,
+    out += fmt::format("{}fix {}: {}\n", indent, n + 1,
                        fix.fix.empty() ? std::string("(no fix given)") : printable(fix.fix));
-    out += fmt::format("         {}, {}: {}{}\n", owners_text(findings, fix, owners.size()),
+    out += fmt::format("{}       {}, {}: {}{}\n", indent, owners_text(findings, fix, owners.size()),
                        plural(fix.members.size(), "reference"), fmt::join(names, ", "), more);
   }
 }

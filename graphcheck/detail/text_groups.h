@@ -52,6 +52,11 @@ std::vector<FixGroup> group_fixes(const std::vector<Finding>& findings);
 void append_fixes(std::string& out, const std::vector<Finding>& findings,
                   const std::vector<FixGroup>& fixes);
 
+/// Per fix, the lines of `append_fixes` without its heading, each starting with `indent`:
+/// "fix N: <sentence>", then the owners it covers (the demo prints them under each step).
+void append_fix_lines(std::string& out, const std::vector<Finding>& findings,
+                      const std::vector<FixGroup>& fixes, std::string_view indent);
+
 }  // namespace graphcheck::detail
 
 #endif  // GRAPHCHECK_DETAIL_TEXT_GROUPS_H_

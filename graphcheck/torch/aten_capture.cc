@@ -1,7 +1,6 @@
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
-#include <graphcheck/config.h>
 #include <graphcheck/detail/pointer_table.h>
 #include <graphcheck/error.h>
 #include <graphcheck/torch/aten_capture.h>
@@ -14,7 +13,6 @@
 #include <cstdint>
 #include <string>
 #include <thread>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -334,38 +332,8 @@ std::vector<Span> merge_graph_extents(std::vector<std::pair<Address, std::uint64
   return spans;
 }
 
-enum class Liveness : std::uint8_t { kAsCaptured, kNow };
-
-Epoch build_epoch(const std::string& label, const Registry& registry, const WeightsArena* arena,
-                  const CaptureRecord& record, Liveness liveness) {
-  Epoch epoch;
-  epoch.label = label;
-  epoch.spans = registry.spans();
-  epoch.spans.insert(epoch.spans.end(), record.input_spans.begin(), record.input_spans.end());
-  epoch.spans.insert(epoch.spans.end(), record.graph_spans.begin(), record.graph_spans.end());
-  if (arena != nullptr) {
-    epoch.allocations = arena->allocations();
-  }
-  std::unordered_set<Address> emitted;
-  for (const ExternalStorage& storage : record.external) {
-    if ((arena != nullptr && arena->contains(storage.begin)) ||
-        (liveness == Liveness::kNow && !storage.alive()) || !emitted.insert(storage.begin).second) {
-      continue;
-    }
-    epoch.allocations.push_back(
-        Allocation{storage.begin, storage.size, "default", 1, storage.label});
-  }
-  return epoch;
-}
-
 }  // namespace
 }  // namespace detail
-
-bool ExternalStorage::alive() const {
-  const auto strong = storage.lock();
-  return strong && reinterpret_cast<Address>(strong->data_ptr().get()) == begin &&
-         strong->nbytes() >= size;
-}
 
 CaptureWindow::CaptureWindow(CaptureOptions options)
     : state_(std::make_unique<detail::CaptureState>()) {
@@ -478,24 +446,5 @@ NodeList CaptureWindow::nodes() const {
 }
 
 std::uint64_t CaptureWindow::op_count() const { return state_->ops.size(); }
-
-Epoch make_epoch(const std::string& label, const Registry& registry, const WeightsArena* arena,
-                 const CaptureRecord& record) {
-  return detail::build_epoch(label, registry, arena, record, detail::Liveness::kNow);
-}
-
-Epoch make_capture_epoch(const Registry& registry, const WeightsArena* arena,
-                         const CaptureRecord& record) {
-  return detail::build_epoch(record.graph.epoch, registry, arena, record,
-                             detail::Liveness::kAsCaptured);
-}
-
-Snapshot make_snapshot(const CaptureRecord& record, std::vector<Epoch> epochs) {
-  Snapshot snapshot;
-  snapshot.producer = Producer{"aten", "graphcheck " GRAPHCHECK_VERSION_STRING};
-  snapshot.epochs = std::move(epochs);
-  snapshot.graphs.push_back(record.graph);
-  return snapshot;
-}
 
 }  // namespace graphcheck::libtorch

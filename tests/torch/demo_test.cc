@@ -205,6 +205,41 @@ TEST_F(DemoRun, StoryHasTheExactOutcomesAndCounts) {
   EXPECT_FALSE(legacy[3].contains("max_abs_diff"));
 }
 
+// Under each step, what to fix: each fix sentence once with every owner it covers (the
+// report's to-do list), not one line per owner repeating the sentence and cut at eight.
+TEST_F(DemoRun, EachStepListsEachFixOnceWithEveryOwnerItCovers) {
+  ASSERT_EQ(demo_->status, 0) << demo_->out;
+  const std::string& out = demo_->out;
+  const std::size_t registered = out.find("== registered variant");
+  ASSERT_NE(registered, std::string::npos) << out;
+  const std::string legacy_part = out.substr(0, registered);
+  const std::string rebind = legacy_part.substr(legacy_part.find("  after_reload_rebind"));
+  EXPECT_THAT(rebind, HasSubstr("      fix 1: reload the parameter in place with copy_ rather than "
+                                "rebinding it"));
+  EXPECT_THAT(rebind, HasSubstr("             7 parameters, 20 references: embed_tokens.weight, "
+                                "layers.{0-1}.input_layernorm.weight, "
+                                "layers.{0-1}.post_attention_layernorm.weight, norm.weight, "
+                                "lm_head.weight\n"));
+  EXPECT_THAT(rebind, HasSubstr("      fix 2: register it as a buffer so sleep restores it"));
+  EXPECT_THAT(rebind, HasSubstr("             3 allocation labels, 34 references: "));
+  for (const char* site : {"ReferenceInt8Method::process_weights_after_loading", "make_sign_table",
+                           "compute_cos_sin_cache"}) {
+    EXPECT_THAT(rebind, HasSubstr(site));
+  }
+  EXPECT_THAT(rebind, ::testing::Not(HasSubstr("more owners")));
+  // Four steps, each with findings and one fix (two after the rebinding reload): the
+  // sentence of the unregistered ones is printed once per step, not once per owner.
+  std::size_t sentences = 0;
+  for (std::size_t at = legacy_part.find("fix 1: register it (set_derived_buffer");
+       at != std::string::npos;
+       at = legacy_part.find("fix 1: register it (set_derived_buffer", at + 1)) {
+    ++sentences;
+  }
+  EXPECT_EQ(sentences, 2U) << legacy_part;  // capture and after_wake_l1
+  const std::string registered_part = out.substr(registered);
+  EXPECT_THAT(registered_part, ::testing::Not(HasSubstr("fix 2:")));
+}
+
 TEST(DemoCommand, UnwritableOutputIsAnErrorWithExitTwo) {
   const RunResult demo = run("demo --out /proc/graphcheck_no_such_dir 2>&1");
   EXPECT_EQ(demo.status, 2);
