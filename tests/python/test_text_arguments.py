@@ -48,7 +48,7 @@ def test_capture_methods_name_their_arguments() -> None:
             capture.check(**kwargs)  # type: ignore[arg-type]
     with pytest.raises(graphcheck.GraphcheckValueError, match="Capture.declare_runtime: name"):
         capture.declare_runtime(torch.ones(2), BAD, "scratch")
-    assert capture.check().ok is not None
+    assert capture.check().ok  # the refused arguments changed nothing: a plain Linear is clean
 
 
 def test_watch_allow_is_checked_when_given() -> None:

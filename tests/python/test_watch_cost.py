@@ -210,7 +210,14 @@ def test_a_background_writer_outside_a_watch_writes_in_order(tmp_path: Path) -> 
     pairs = zip(watch.results, watch.graphs, strict=True)
     names = [writer.submit(r, [(g.id, g.capture)], ()) for r, g in pairs]
     writer.flush()
-    assert all(Path(p).is_file() for files in names for p in files.values())
+    assert len(names) == 2
+    for files in names:
+        assert {"report_json", "report_text", "report_html"} <= set(files)
+        assert all(Path(p).is_file() for p in files.values())
+    index = [json.loads(line) for line in (tmp_path / "index.jsonl").read_text().splitlines()]
+    assert [e["seq"] for e in index] == [r.seq for r in watch.results]  # in order
+    # The first page links the second: written in the order submitted.
+    assert Path(names[1]["report_html"]).name in Path(names[0]["report_html"]).read_text()
     del graphs
 
 

@@ -92,7 +92,9 @@ def test_index_lists_every_check_point_with_what_changed_and_no_folder_path(
     assert "first check point of this process" in rows[0][2]
     assert "lost +34, unregistered -34" in rows[1][2]
     # Links are names in the folder: they work wherever the folder is.
-    for href in re.findall(r'href="([^"]+)"', listing):
+    hrefs = re.findall(r'href="([^"]+)"', listing)
+    assert len(hrefs) >= 9  # a page, a text and a JSON report per check point
+    for href in hrefs:
         assert "/" not in href and (tmp_path / href).is_file()
 
 

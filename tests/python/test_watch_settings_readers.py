@@ -43,6 +43,11 @@ def test_the_cpp_reader_and_the_flag_agree_on_every_file(tmp_path: Path) -> None
         "layers.*.w",
         "café.*",
     )
+    # The two refused files, by what each says (not only by agreeing with the C++ reader).
+    for name, words in (("bad.txt", "not valid UTF-8"), ("nul.txt", "NUL")):
+        globs, problem = watch_settings.read_allow_file(str(tmp_path / name), "GRAPHCHECK_ALLOW")
+        assert globs == ()
+        assert problem is not None and words in problem and problem.endswith("no allowlist is used")
 
 
 def test_engine_config_values_of_any_type_are_problems_not_errors(tmp_path: Path) -> None:

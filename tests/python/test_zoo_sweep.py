@@ -91,7 +91,8 @@ def test_scan_skips_what_is_not_a_value_switch() -> None:
     found = scan_switches(SOURCE)
     assert "pos_att_type" not in found  # `"c2p" in config.X`: membership of a list option
     assert "other_type" not in found  # a dict with non-string keys is no dispatch table
-    assert "hidden_act" not in found or found["hidden_act"] == {"gelu"}  # ACT2FN[...]: no table
+    # `config.hidden_act == "gelu"` is a switch; `ACT2FN[config.hidden_act]` adds no value.
+    assert found["hidden_act"] == {"gelu"}
     assert "config" not in found and "self" not in found
 
 
@@ -207,6 +208,8 @@ def test_rope_variants_of_a_real_config() -> None:
 
     names = {s.name for s in sweep.derive("LlamaModel", "llama")}
     rope_types = {t for t in ROPE_INIT_FUNCTIONS if t != "default"}
+    # Pinned, so that an empty or shrunk table (the sweep reads the same one) fails here.
+    assert {"linear", "dynamic", "yarn", "longrope", "llama3"} <= rope_types
     expected = {f"rope_type={t}" for t in rope_types}
     assert {n for n in names if n.startswith("rope_type=")} == expected
     deepseek = {s.value: s.deepseek for s in sweep.derive("DeepseekV3Model", "deepseek_v3")}

@@ -73,14 +73,18 @@ TEST(ReferenceModel, RegisteredVariantRegistersDerivedConstantAndHeldTensors) {
   EXPECT_TRUE(buffer_names(*legacy).empty());
 }
 
-TEST(ReferenceModel, InPlaceReloadKeepsEveryAddressAndTheNumbers) {
+TEST(ReferenceModel, InPlaceReloadKeepsEveryAddressAndTakesTheNewNumbers) {
   auto model = build_reference_model(config_for(ModelVariant::kRegistered), 3, nullptr);
   const at::Tensor before = run(*model);
   const auto where = addresses(*model);
-  model->load_weights_in_place(make_checkpoint(*model, 3));
+  // Another checkpoint (seed 4): a reload that wrote nothing would keep seed 3's output.
+  model->load_weights_in_place(make_checkpoint(*model, 4));
   model->process_weights_after_loading();
   EXPECT_EQ(addresses(*model), where);
-  EXPECT_TRUE(at::equal(run(*model), before));
+  const at::Tensor after = run(*model);
+  EXPECT_FALSE(at::equal(after, before));
+  auto fresh = build_reference_model(config_for(ModelVariant::kRegistered), 4, nullptr);
+  EXPECT_TRUE(at::equal(after, run(*fresh)));  // the derived buffers were refilled in place
 }
 
 TEST(ReferenceModel, RebindingReloadMovesParametersButKeepsDerivedBuffers) {
