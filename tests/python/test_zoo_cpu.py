@@ -268,3 +268,81 @@ def test_the_merge_refuses_reports_it_cannot_place(tmp_path: Path) -> None:
     good.write_text(json.dumps(_doc("avx2", {})))
     assert merge(["--output", str(tmp_path / "o.txt"), str(good), str(other)]) == 2
     assert merge(["--output", str(tmp_path / "o.txt"), str(tmp_path / "missing.json")]) == 2
+
+
+def test_a_baseline_is_brought_in_line_with_a_run_on_another_rung(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from graphcheck.zoo.baseline import main as merge
+    from graphcheck.zoo.baseline import updated_text
+
+    baseline = tmp_path / "baseline.txt"
+    baseline.write_text(
+        "# a baseline from runs on avx512_bf16 and amx\n"
+        "\n"
+        "# === A (t; ran on avx512_bf16, amx)\n"
+        "A:m.*.kept\n"  # found on avx2 too: unchanged
+        "A:m.*.handle\n"  # stale on avx2: holds above it only
+        "[cpu=avx2,amx] A:m.*.packed\n"  # stale on avx2: loses the rung
+        "[cpu=avx2] A:m.*.gone\n"  # stale on its only rung: removed
+        "[cpu=amx] A:m.*.scale\n"  # found on avx2 too: widened
+        "[cpu=amx] [verdict=dangling] A:m.*.scale\n"  # another verdict: not widened
+        "# === B (t; ran on amx)\n"
+        "[cpu=amx] B:b.*.w\n"  # B does not build on avx2: untouched
+    )
+    run = _doc(
+        "avx2",
+        {
+            "A": dict(
+                built(),
+                model_type="t",
+                findings=[
+                    _site("m.0.kept", "kept"),
+                    _site("m.0.scale", "scale"),
+                    _site("m.0.fresh", "fresh"),
+                ],
+            ),
+            "B": {"status": "failed", "error": "refused", "model_type": "t"},
+        },
+    )
+    before = rep.read_zoo_allowlist(baseline)
+    text, counts = updated_text(baseline, run)
+    assert counts == {"narrowed": 2, "removed": 1, "widened": 1, "added": 1}
+    assert text.splitlines() == [
+        "# a baseline from runs on avx512_bf16 and amx",
+        "",
+        "# === A (t; ran on avx512_bf16, amx)",
+        "A:m.*.kept",
+        "[cpu=avx512,avx512_bf16,amx] A:m.*.handle",
+        "[cpu=amx] A:m.*.packed",
+        "[cpu=avx2,amx] A:m.*.scale",
+        "[cpu=amx] [verdict=dangling] A:m.*.scale",
+        "# === B (t; ran on amx)",
+        "[cpu=amx] B:b.*.w",
+        "",
+        "# === A (t; ran on avx2)",
+        "# vllm.X.fresh (x.py): 1 storage(s), static",
+        "[cpu=avx2] A:m.*.fresh",
+    ]
+    after_file = tmp_path / "after.txt"
+    after_file.write_text(text)
+    after = rep.read_zoo_allowlist(after_file)
+    assert not rep.evaluate(run["architectures"], after, "avx2").failed()
+    assert rep.evaluate(run["architectures"], before, "avx2").failed()  # the run needed it
+    # Nothing changes on the rungs the run did not have.
+    for level in ("avx512", "avx512_bf16", "amx"):
+        held = [
+            {(e.arch, e.path, e.verdict) for e in es if e.holds_on(level)} for es in (before, after)
+        ]
+        assert held[0] == held[1], level
+    # The command line: in place, one line of counts per report; one of --output/--update.
+    report = tmp_path / "avx2.json"
+    report.write_text(json.dumps(run))
+    assert merge(["--update", str(baseline), str(report)]) == 0
+    assert baseline.read_text() == text
+    assert "2 narrowed, 1 removed, 1 widened, 1 added" in capsys.readouterr().out
+    assert merge(["--update", str(baseline), str(report)]) == 0  # again: nothing left to do
+    assert baseline.read_text() == text
+    assert "0 narrowed, 0 removed, 0 widened, 0 added" in capsys.readouterr().out
+    assert merge([str(report)]) == 2
+    assert "one of them; got neither" in capsys.readouterr().err

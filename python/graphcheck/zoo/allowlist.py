@@ -34,6 +34,7 @@ __all__ = [
     "AllowEntry",
     "allowlist_text",
     "is_allocation_label",
+    "read_entries",
     "read_zoo_allowlist",
     "site_globs",
     "write_allowlist",
@@ -107,22 +108,26 @@ def read_zoo_allowlist(path: str | Path) -> list[AllowEntry]:
     The zoo's format (``Arch:path-glob`` lines, the module docstring), not the one glob per
     line that :func:`graphcheck.read_allowlist` reads for the checker.
     """
+    return read_entries(Path(path).read_text(encoding="utf-8").splitlines(), str(path))
+
+
+def read_entries(lines: Iterable[str], where: str = "entries") -> list[AllowEntry]:
+    """Parses allowlist lines (:func:`read_zoo_allowlist`'s rules; ``where`` names them)."""
     entries: list[AllowEntry] = []
-    text = Path(path).read_text(encoding="utf-8")
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        cpus, verdict, line = _conditions(line, f"{path}:{number}")
+        cpus, verdict, line = _conditions(line, f"{where}:{number}")
         arch, sep, glob = line.partition(":")
         if not sep or not arch.strip() or not glob.strip():
             raise ValueError(
-                f"{path}:{number}: expected 'Arch:path-glob' (e.g. "
+                f"{where}:{number}: expected 'Arch:path-glob' (e.g. "
                 f"'EsmModel@rotary:encoder.layer.*.rotary_embeddings._cos_cached'), found {line!r}"
             )
         if is_op_label(glob.strip()):
             raise ValueError(
-                f"{path}:{number}: {glob.strip()!r} is an op label (the op that first read memory "
+                f"{where}:{number}: {glob.strip()!r} is an op label (the op that first read memory "
                 "nothing names), not a site: an entry for it would allow any such memory; name "
                 "the tensor's holder instead"
             )

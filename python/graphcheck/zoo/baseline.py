@@ -19,21 +19,39 @@ the earlier one's.
 ``Arch@bf16`` rows, whose sites shared with float32 the class's entries already cover. Its
 entries always carry the capabilities they were found on (``[cpu=amx]`` from one run on AMX):
 nothing says what the other rungs find.
+
+``--update FILE`` brings an existing baseline in line with runs on a rung its runs did not
+cover (the JSON of ``--baseline`` runs against FILE), in place, keeping every other line: an
+entry stale on the run's rung no longer holds there (a tagged entry loses the rung, an
+untagged one holds on the rungs above it only: nothing was seen below; one left with no rung
+is removed); a finding the run made outside the allowlist adds the rung to the entry of the
+same architecture, glob and verdict that holds on other rungs, or else a new entry for the
+rung alone, in a block of its architecture at the end. The file then allows exactly what the
+run found, and nothing changes on the other rungs.
+
+    python -m graphcheck.zoo.baseline --update baseline_allow.txt avx2-f32.json avx2-bf16.json
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from graphcheck.zoo.allowlist import architecture_blocks
+from graphcheck.zoo.allowlist import (
+    AllowEntry,
+    architecture_blocks,
+    read_entries,
+    read_zoo_allowlist,
+)
 from graphcheck.zoo.cpu import LEVELS, rank
+from graphcheck.zoo.evaluation import evaluate
 
-__all__ = ["main", "merged_text", "new_only"]
+__all__ = ["main", "merged_text", "new_only", "updated_text"]
 
 Doc = Mapping[str, Any]
 
@@ -127,6 +145,69 @@ def merged_text(docs: Sequence[Doc], header: Sequence[str] = (), *, only_new: bo
     return "\n".join(lines) + "\n"
 
 
+def _key(entry: AllowEntry) -> tuple[str, str, str]:
+    """What an entry allows, CPUs aside: architecture, glob, verdict."""
+    return entry.arch, entry.path, entry.verdict
+
+
+def _line(entry: AllowEntry, cpus: Sequence[str]) -> str:
+    return str(AllowEntry(entry.arch, entry.path, 0, tuple(sorted(cpus, key=rank)), entry.verdict))
+
+
+def updated_text(path: Path, doc: Doc) -> tuple[str, dict[str, int]]:
+    """Baseline ``path`` brought in line with the run ``doc`` (``--update``; module docstring).
+
+    Returns the new text and counts: ``narrowed`` (stale entries that no longer hold on the
+    run's rung), ``removed`` (left with no rung), ``widened`` (entries that now hold on it
+    too) and ``added`` (new entries for the rung alone).
+    """
+    level = str(doc.get("cpu_capability") or "")
+    if level not in LEVELS:
+        raise ValueError(f"the report has no known cpu_capability ({level!r})")
+    lines: list[str | None] = list(path.read_text(encoding="utf-8").splitlines())
+    entries = read_zoo_allowlist(path)
+    results = doc.get("architectures") or {}
+    ev = evaluate(results, entries, level)
+    counts = {"narrowed": 0, "removed": 0, "widened": 0, "added": 0}
+    for entry in ev.stale:
+        held = entry.cpus or tuple(lv for lv in LEVELS if rank(lv) > rank(level))
+        cpus = [lv for lv in held if lv != level]
+        lines[entry.line - 1] = _line(entry, cpus) if cpus else None
+        counts["narrowed" if cpus else "removed"] += 1
+    # Entries that hold on other rungs only, by what they allow: a finding of this run that
+    # one of them would allow widens it instead of adding a line.
+    elsewhere = {_key(e): e for e in ev.other_cpu}
+    added: list[str] = []
+    for name, result in results.items():
+        if result.get("status") != "built":
+            continue
+        outside = dict(
+            result,
+            new_findings=ev.new.get(name, []),
+            capture_new_findings=ev.capture_new.get(name, []),
+            later_new_findings=ev.later_new.get(name, []),
+        )
+        block: list[str] = []
+        for comment, found in architecture_blocks(name, new_only(outside)):
+            fresh = []
+            for entry in read_entries(found):
+                known = elsewhere.get(_key(entry))
+                if known is None:
+                    fresh.append(_line(entry, (level,)))
+                elif level not in known.cpus:
+                    widened = dataclasses.replace(known, cpus=(*known.cpus, level))
+                    lines[known.line - 1] = _line(widened, widened.cpus)
+                    elsewhere[_key(entry)] = widened
+                    counts["widened"] += 1
+            if fresh:
+                block += [f"# {comment}", *fresh]
+                counts["added"] += len(fresh)
+        if block:
+            added += ["", f"# === {name} ({result.get('model_type')}; ran on {level})", *block]
+    kept = [line for line in lines if line is not None]
+    return "\n".join(kept + added) + "\n", counts
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Writes the merged baseline; returns the exit status (2 for bad input)."""
     p = argparse.ArgumentParser(
@@ -135,7 +216,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "baseline allowlist, with a [cpu=...] condition on the entries found on some only.",
     )
     p.add_argument("reports", nargs="+", metavar="REPORT.json")
-    p.add_argument("--output", required=True, metavar="FILE")
+    p.add_argument("--output", metavar="FILE")
+    p.add_argument(
+        "--update",
+        metavar="FILE",
+        help="bring baseline FILE in line with the reports (runs with --baseline against it "
+        "on a rung it did not cover), in place",
+    )
     p.add_argument("--header", action="append", default=[], metavar="LINE")
     p.add_argument(
         "--new-only",
@@ -144,8 +231,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         "each entry conditioned on the capabilities it was found on",
     )
     args = p.parse_args(argv)
+    if (args.output is None) == (args.update is None):
+        print(
+            "graphcheck.zoo.baseline: error: give --output FILE (a merge of the reports) or "
+            f"--update FILE (a baseline brought in line with them), one of them; got "
+            f"{'both' if args.output else 'neither'}",
+            file=sys.stderr,
+        )
+        return 2
     try:
         docs = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.reports]
+        if args.update is not None:
+            for report, doc in zip(args.reports, docs, strict=True):
+                text, counts = updated_text(Path(args.update), doc)
+                Path(args.update).write_text(text, encoding="utf-8")
+                done = ", ".join(f"{v} {k}" for k, v in counts.items())
+                print(f"graphcheck.zoo.baseline: {args.update} from {report}: {done}")
+            return 0
         text = merged_text(docs, args.header, only_new=args.new_only)
         Path(args.output).write_text(text, encoding="utf-8")
     except (OSError, ValueError) as exc:
