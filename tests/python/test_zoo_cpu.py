@@ -346,3 +346,6 @@ def test_a_baseline_is_brought_in_line_with_a_run_on_another_rung(
     assert "0 narrowed, 0 removed, 0 widened, 0 added" in capsys.readouterr().out
     assert merge([str(report)]) == 2
     assert "one of them; got neither" in capsys.readouterr().err
+    assert merge(["--update", str(baseline), "--new-only", str(report)]) == 2
+    assert "--update keeps the file's own lines" in capsys.readouterr().err
+    assert baseline.read_text() == text

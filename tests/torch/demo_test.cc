@@ -213,7 +213,9 @@ TEST_F(DemoRun, EachStepListsEachFixOnceWithEveryOwnerItCovers) {
   const std::size_t registered = out.find("== registered variant");
   ASSERT_NE(registered, std::string::npos) << out;
   const std::string legacy_part = out.substr(0, registered);
-  const std::string rebind = legacy_part.substr(legacy_part.find("  after_reload_rebind"));
+  const std::size_t rebind_at = legacy_part.find("  after_reload_rebind");
+  ASSERT_NE(rebind_at, std::string::npos) << legacy_part;
+  const std::string rebind = legacy_part.substr(rebind_at);
   EXPECT_THAT(rebind, HasSubstr("      fix 1: reload the parameter in place with copy_ rather than "
                                 "rebinding it"));
   EXPECT_THAT(rebind, HasSubstr("             7 parameters, 20 references: embed_tokens.weight, "

@@ -239,6 +239,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.update is not None and (args.new_only or args.header):
+        print(
+            "graphcheck.zoo.baseline: error: --new-only and --header belong to a merge "
+            "(--output); --update keeps the file's own lines",
+            file=sys.stderr,
+        )
+        return 2
     try:
         docs = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.reports]
         if args.update is not None:
