@@ -255,6 +255,9 @@ void bind_allocator(py::module_& module) {
       [](Epoch& epoch, const py::iterable& segments, const py::iterable& graph_pools,
          const py::iterable& labels) {
         const std::vector<AllocatorSegment> parsed = segments_of(segments, graph_pools);
+        if (parsed.empty()) {
+          return;  // nothing to add: the labels are not read (the CPU twin, every capture)
+        }
         add_allocator_memory(epoch.allocations, parsed, labels_of(labels));
       },
       py::arg("epoch"), py::arg("segments"), py::arg("graph_pools"), py::arg("labels"),
@@ -262,7 +265,7 @@ void bind_allocator(py::module_& module) {
       "(graphcheck/detail/allocator_memory.h): an allocation of the epoch inside a graph pool's "
       "segment takes its pool; an entry whose range the epoch has, or a block where an "
       "allocation of the epoch begins, is left out; each added block takes the first of labels "
-      "((begin, end, label)) over it.");
+      "((begin, end, label)) over it; with no segments, nothing is read but the segments.");
 }
 
 }  // namespace graphcheck::detail

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -37,14 +38,52 @@ using RuntimeRanges = std::vector<std::tuple<Address, Address, std::string, std:
 /// (begin, end, path): census paths of unregistered storages, the best allocation labels.
 using LabelRanges = std::vector<std::tuple<Address, Address, std::string>>;
 
-/// What the registry holds at one moment, as the Python side lists it.
-struct RegistryState {
-  NamedTensors parameters;
-  NamedTensors buffers;
-  Declared runtime;
-  Declared inputs;
-  RuntimeRanges runtime_ranges;
-  LabelRanges labels;
+/// A model's registry as the Python side lists it (its parameters and buffers, the runtime
+/// ranges its census found, the census paths of its unregistered storages), turned into spans
+/// once: every epoch of the registry's moment copies them instead of reading each tensor again
+/// (the watch's captures of one unchanged model, issue 32). Holds the tensors, so their
+/// storages (and the identities that deduplicate declarations against them) stay valid.
+class RegistrySpans {
+ public:
+  RegistrySpans(const NamedTensors& parameters, const NamedTensors& buffers,
+                RuntimeRanges runtime_ranges, LabelRanges labels)
+      : runtime_ranges_(std::move(runtime_ranges)), labels_(std::move(labels)) {
+    registry_.add_named(parameters, OwnerKind::kParameter);
+    registry_.add_named(buffers, OwnerKind::kBuffer);
+    spans_ = registry_.spans();
+    identities_ = registry_.storage_identities();
+    std::sort(labels_.begin(), labels_.end());  // census_label's order
+  }
+
+  /// The spans of an epoch: the registry's, then the declarations' whose storages it lacks.
+  [[nodiscard]] std::vector<Span> with(const Declared& runtime, const Declared& inputs) const {
+    std::vector<Span> spans = spans_;
+    if (runtime.empty() && inputs.empty()) {
+      return spans;
+    }
+    libtorch::Registry declared;
+    for (const auto& [name, tensor, reason] : runtime) {
+      declared.declare_runtime(name, tensor, reason);
+    }
+    for (const auto& [name, tensor, reason] : inputs) {
+      declared.declare_input(name, tensor, reason);
+    }
+    std::vector<Span> more = declared.spans(identities_);
+    spans.insert(spans.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
+    return spans;
+  }
+
+  [[nodiscard]] const RuntimeRanges& runtime_ranges() const { return runtime_ranges_; }
+  [[nodiscard]] const LabelRanges& labels() const { return labels_; }
+  [[nodiscard]] std::size_t span_count() const { return spans_.size(); }
+
+ private:
+  libtorch::Registry registry_;
+  std::vector<Span> spans_;
+  std::unordered_set<const void*> identities_;
+  RuntimeRanges runtime_ranges_;
+  LabelRanges labels_;  // sorted by begin
 };
 
 enum class Liveness : std::uint8_t { kAsCaptured, kNow };
@@ -90,31 +129,23 @@ class PyRecord {
     }
   }
 
-  [[nodiscard]] Epoch epoch(const std::string& label, RegistryState state,
+  [[nodiscard]] Epoch epoch(const std::string& label, const RegistrySpans& registry,
+                            const Declared& runtime, const Declared& inputs,
                             Liveness liveness) const {
-    libtorch::Registry registry;
-    registry.add_named(state.parameters, OwnerKind::kParameter);
-    registry.add_named(state.buffers, OwnerKind::kBuffer);
-    for (auto& [name, tensor, reason] : state.runtime) {
-      registry.declare_runtime(std::move(name), tensor, std::move(reason));
-    }
-    for (auto& [name, tensor, reason] : state.inputs) {
-      registry.declare_input(std::move(name), tensor, std::move(reason));
-    }
     const libtorch::WeightsArena* arena = arena_ ? &arena_->arena() : nullptr;
+    std::vector<Span> spans = registry.with(runtime, inputs);
     Epoch epoch = liveness == Liveness::kAsCaptured
-                      ? libtorch::make_capture_epoch(registry, arena, record_)
-                      : libtorch::make_epoch(label, registry, arena, record_);
+                      ? libtorch::make_capture_epoch(std::move(spans), arena, record_)
+                      : libtorch::make_epoch(label, std::move(spans), arena, record_);
     // Runtime state found by the census, unless a span already starts there (registered
     // tensors take precedence, as in the registry).
     std::unordered_set<Address> starts;
     for (const Span& span : epoch.spans) {
       starts.insert(span.begin);
     }
-    for (auto& [begin, end, name, reason] : state.runtime_ranges) {
+    for (const auto& [begin, end, name, reason] : registry.runtime_ranges()) {
       if (end > begin && starts.insert(begin).second) {
-        epoch.spans.push_back(
-            Span{begin, end - begin, OwnerKind::kRuntime, std::move(name), std::move(reason)});
+        epoch.spans.push_back(Span{begin, end - begin, OwnerKind::kRuntime, name, reason});
       }
     }
     // Labels: the census path where the census reaches the storage, else the Python frame
@@ -122,10 +153,9 @@ class PyRecord {
     if (arena_) {
       arena_->label_allocations(epoch);
     }
-    std::sort(state.labels.begin(), state.labels.end());
     for (Allocation& allocation : epoch.allocations) {
-      if (const std::string* path =
-              census_label(state.labels, allocation.begin, allocation.begin + allocation.size)) {
+      if (const std::string* path = census_label(registry.labels(), allocation.begin,
+                                                 allocation.begin + allocation.size)) {
         allocation.label = *path;
       }
     }
@@ -252,31 +282,45 @@ void bind_capture(py::module_& module) {
   py::class_<PyRecord, std::shared_ptr<PyRecord>> record(
       module, "CaptureRecord",
       "What a capture window recorded: the graph of op nodes and the replayable ops.");
-  const auto state = [](NamedTensors parameters, NamedTensors buffers, Declared runtime,
-                        Declared inputs, RuntimeRanges runtime_ranges, LabelRanges labels) {
-    return RegistryState{std::move(parameters), std::move(buffers),        std::move(runtime),
-                         std::move(inputs),     std::move(runtime_ranges), std::move(labels)};
+  py::class_<RegistrySpans, std::shared_ptr<RegistrySpans>> spans(
+      module, "RegistrySpans",
+      "A model's registry turned into spans once, for many epochs of one unchanged registry.");
+  spans.def(py::init<const NamedTensors&, const NamedTensors&, RuntimeRanges, LabelRanges>(),
+            py::arg("parameters"), py::arg("buffers"), py::arg("runtime_ranges"),
+            py::arg("labels"));
+  spans.def("__len__", &RegistrySpans::span_count);
+  // The lists' form makes its RegistrySpans for the one epoch.
+  const auto registry_of = [](const NamedTensors& parameters, const NamedTensors& buffers,
+                              RuntimeRanges runtime_ranges, LabelRanges labels) {
+    return RegistrySpans(parameters, buffers, std::move(runtime_ranges), std::move(labels));
   };
   record.def(
       "capture_epoch",
-      [state](const PyRecord& self, NamedTensors parameters, NamedTensors buffers, Declared runtime,
-              Declared inputs, RuntimeRanges runtime_ranges, LabelRanges labels) {
-        return self.epoch({},
-                          state(std::move(parameters), std::move(buffers), std::move(runtime),
-                                std::move(inputs), std::move(runtime_ranges), std::move(labels)),
-                          Liveness::kAsCaptured);
+      [registry_of](const PyRecord& self, const NamedTensors& parameters,
+                    const NamedTensors& buffers, const Declared& runtime, const Declared& inputs,
+                    RuntimeRanges runtime_ranges, LabelRanges labels) {
+        return self.epoch(
+            {}, registry_of(parameters, buffers, std::move(runtime_ranges), std::move(labels)),
+            runtime, inputs, Liveness::kAsCaptured);
       },
       py::arg("parameters"), py::arg("buffers"), py::arg("runtime"), py::arg("inputs"),
       py::arg("runtime_ranges"), py::arg("labels"));
   record.def(
+      "capture_epoch_from",
+      [](const PyRecord& self, const RegistrySpans& registry, const Declared& runtime,
+         const Declared& inputs) {
+        return self.epoch({}, registry, runtime, inputs, Liveness::kAsCaptured);
+      },
+      py::arg("registry"), py::arg("runtime"), py::arg("inputs"));
+  record.def(
       "epoch",
-      [state](const PyRecord& self, const TextArg& label, NamedTensors parameters,
-              NamedTensors buffers, Declared runtime, Declared inputs, RuntimeRanges runtime_ranges,
-              LabelRanges labels) {
-        return self.epoch(label.utf8("epoch label"),
-                          state(std::move(parameters), std::move(buffers), std::move(runtime),
-                                std::move(inputs), std::move(runtime_ranges), std::move(labels)),
-                          Liveness::kNow);
+      [registry_of](const PyRecord& self, const TextArg& label, const NamedTensors& parameters,
+                    const NamedTensors& buffers, const Declared& runtime, const Declared& inputs,
+                    RuntimeRanges runtime_ranges, LabelRanges labels) {
+        return self.epoch(
+            label.utf8("epoch label"),
+            registry_of(parameters, buffers, std::move(runtime_ranges), std::move(labels)), runtime,
+            inputs, Liveness::kNow);
       },
       py::arg("label"), py::arg("parameters"), py::arg("buffers"), py::arg("runtime"),
       py::arg("inputs"), py::arg("runtime_ranges"), py::arg("labels"));

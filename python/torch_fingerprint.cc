@@ -28,19 +28,26 @@ constexpr std::uint64_t kNotATensor = ~std::uint64_t{1};
 
 std::uint64_t address_of(const void* object) { return reinterpret_cast<std::uintptr_t>(object); }
 
-std::uint64_t data_address(PyObject* value) {
+// Where a tensor's data lives: its data address and its storage's size (a storage resized in
+// place keeps its address and changes its span).
+struct DataPlace {
+  std::uint64_t address;
+  std::uint64_t storage_bytes;
+};
+
+DataPlace data_place(PyObject* value) {
   if (!THPVariable_Check(value)) {
-    return kNotATensor;
+    return {kNotATensor, 0};
   }
   try {
     const at::Tensor& tensor = THPVariable_Unpack(value);
     if (!tensor.defined() || !tensor.has_storage()) {
-      return kNoAddress;
+      return {kNoAddress, 0};
     }
     // const_data_ptr never materializes a copy-on-write storage (data_ptr() would).
-    return address_of(tensor.const_data_ptr());
+    return {address_of(tensor.const_data_ptr()), tensor.storage().nbytes()};
   } catch (const std::exception&) {
-    return kNoAddress;
+    return {kNoAddress, 0};
   }
 }
 
@@ -61,8 +68,8 @@ py::dict module_dict(PyObject* module, const py::str& name) {
 }
 
 // Per entry of a module's _parameters or _buffers: the name object's address and hash, the
-// value's address and its data's address. A None entry (a declared, unset parameter) counts
-// as nothing, as named_parameters() skips it.
+// value's address, its data's address and its storage's size. A None entry (a declared, unset
+// parameter) counts as nothing, as named_parameters() skips it.
 void add_tensors(PyObject* module, const py::str& which, std::vector<std::uint64_t>& out) {
   const py::dict tensors = module_dict(module, which);
   Py_ssize_t position = 0;
@@ -81,7 +88,9 @@ void add_tensors(PyObject* module, const py::str& which, std::vector<std::uint64
     out.push_back(address_of(key));
     out.push_back(static_cast<std::uint64_t>(hash));
     out.push_back(address_of(value));
-    out.push_back(data_address(value));
+    const DataPlace place = data_place(value);
+    out.push_back(place.address);
+    out.push_back(place.storage_bytes);
   }
 }
 

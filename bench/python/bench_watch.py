@@ -13,9 +13,10 @@ one torch thread, the Python reference model on the CPU twin):
   +1 ms, whichever is larger;
 - where a watched capture's time goes: each phase on its own (the ATen window around the
   forward, the census behind the registry, the fingerprint that lets later captures skip it,
-  the capture epoch, the check, the report's JSON and text, its HTML page, the snapshot, the
-  folder's index page); CUDA's own phases (the allocator's memory snapshot, the graph read)
-  run only on a GPU (tests/gpu/watch_smoke.py);
+  an epoch with its census, a capture epoch of a cached registry (``RegistrySpans``: the
+  watch's later captures), the check, the report's JSON and text, its HTML page, the
+  snapshot, the folder's index page); CUDA's own phases (the allocator's memory snapshot,
+  the graph read) run only on a GPU (tests/gpu/watch_smoke.py);
 - a capture through the watch (``Watch.capture``: the ATen window around the forward, the
   registry, the capture epoch and its check) against ``graphcheck.capture`` (the same
   without the watch's check) and against a bare forward;
@@ -29,8 +30,8 @@ one torch thread, the Python reference model on the CPU twin):
 The GPU figures (a real ``torch.cuda.graph`` capture under the watch) are prepared in
 tests/gpu/watch_smoke.py, which prints its capture times; they are unmeasured until a GPU run.
 
-Usage: ``python bench/python/bench_watch.py [--hidden 1024] [--repeat N] [--graphs 8]
-[--later 8] [--only twin,phases,capture,checkpoint,hook]``
+Usage: ``python bench/python/bench_watch.py [--hidden 1024] [--layers 2] [--repeat N]
+[--graphs 8] [--later 8] [--only twin,phases,capture,checkpoint,hook]``
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ class HookedGraph(PlainGraph):
     """The same stand-in, a class of its own: the watch wraps its methods."""
 
 
-def _config(hidden: int) -> ReferenceConfig:
-    return ReferenceConfig(hidden=hidden, head_dim=64 if hidden % 64 == 0 else 16)
+def _config(hidden: int, layers: int = 2) -> ReferenceConfig:
+    return ReferenceConfig(hidden=hidden, layers=layers, head_dim=64 if hidden % 64 == 0 else 16)
 
 
 def _capture(graph: Any, model: torch.nn.Module, inputs: dict[str, Any]) -> float:
@@ -117,7 +118,7 @@ def _start_watch(
 
 
 def bench_twin(
-    hidden: int, repeat: int, later: int, device: str = "cpu"
+    hidden: int, repeat: int, later: int, device: str = "cpu", layers: int = 2
 ) -> dict[str, dict[str, float]]:
     """Median seconds per setting: plain, first watched, later watched, check point per graph.
 
@@ -126,7 +127,7 @@ def bench_twin(
     """
     # Made on the device: .to(device) would leave the tensors the model keeps outside its
     # parameters and buffers (its workspace, the int8 sign tables, the RoPE cache) on the CPU.
-    model = build_reference_model(_config(hidden), 0, device=device)
+    model = build_reference_model(_config(hidden, layers), 0, device=device)
     inputs = {k: v.to(device) for k, v in reference_inputs(model, TOKENS).items()}
     cuda = device != "cpu"
 
@@ -184,12 +185,18 @@ def _verdict(extra: float, allowed: float) -> str:
 
 
 def print_twin(
-    hidden: int, repeat: int, later: int, t: dict[str, dict[str, float]], device: str = "cpu"
+    hidden: int,
+    repeat: int,
+    later: int,
+    t: dict[str, dict[str, float]],
+    device: str = "cpu",
+    layers: int = 2,
 ) -> None:
     """One block per setting, each figure beside the plain capture and its target."""
     where = "the CPU twin" if device == "cpu" else f"{torch.cuda.get_device_name()} (CUDA)"
     print(
-        f"CUDA capture path on {where} (hidden {hidden}, {TOKENS} tokens; medians of "
+        f"CUDA capture path on {where} (hidden {hidden}, {layers} layers, {TOKENS} tokens; "
+        f"medians of "
         f"{repeat} new watches x {later} later captures, plain captures in the same rounds):"
     )
     for setting, f in t.items():
@@ -212,14 +219,14 @@ def print_twin(
         )
 
 
-def bench_phases(hidden: int, repeat: int) -> dict[str, float]:
+def bench_phases(hidden: int, repeat: int, layers: int = 2) -> dict[str, float]:
     """Median seconds of each phase of a watched capture, run on its own."""
     from graphcheck import _torch
     from graphcheck._model_registry import model_registry
     from graphcheck._watch.registry import registered_fingerprint
     from graphcheck._watch.writer import ReportWriter
 
-    model = build_reference_model(_config(hidden), 0)
+    model = build_reference_model(_config(hidden, layers), 0)
     inputs = reference_inputs(model, TOKENS)
 
     def forward() -> object:
@@ -236,6 +243,11 @@ def bench_phases(hidden: int, repeat: int) -> dict[str, float]:
 
     capture = graphcheck.capture(model, warmup=0, **inputs)
     report = capture.check("capture")
+    registry = model_registry(model, [])
+    spans = _torch.RegistrySpans(
+        registry.parameters, registry.buffers, registry.runtime_ranges, registry.labels
+    )
+    record = in_window()
     epochs = graphcheck.capture(model, warmup=0, **inputs)  # grows by one epoch per call
     folder = tempfile.mkdtemp(prefix="graphcheck-bench-")
     writer = ReportWriter(folder)
@@ -265,6 +277,7 @@ def bench_phases(hidden: int, repeat: int) -> dict[str, float]:
             census_and_registry=lambda: model_registry(model, []),
             fingerprint=lambda: registered_fingerprint(model),
             capture_epoch=lambda: epochs.epoch(f"e{next(pages)}"),
+            capture_epoch_of_cached_registry=lambda: record.capture_epoch_from(spans, [], []),
             check=lambda: capture.check("capture"),
             report_json_and_text=files,
             html_page=html,
@@ -363,9 +376,9 @@ def bench_import_torch(repeat: int) -> dict[str, float]:
     return interleaved(repeat, off=run("0"), on=run("1"))
 
 
-def print_phases(hidden: int, repeat: int, t: dict[str, float]) -> None:
+def print_phases(hidden: int, repeat: int, t: dict[str, float], layers: int = 2) -> None:
     """One line per phase, beside the bare forward."""
-    print(f"phases (hidden {hidden}, median of {repeat}, each on its own):")
+    print(f"phases (hidden {hidden}, {layers} layers, median of {repeat}, each on its own):")
     for name, seconds in t.items():
         share = "" if name == "forward" else f" ({seconds / t['forward'] * 100:.0f}% of forward)"
         print(f"  {name.replace('_', ' ')}: {seconds * 1e3:.3f} ms{share}")
@@ -376,6 +389,9 @@ def main() -> int:
     """Run the benchmarks asked for and print one line per figure."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hidden", type=int, default=1024)
+    parser.add_argument(
+        "--layers", type=int, default=2, help="decoder layers of the model (twin, phases)"
+    )
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--graphs", type=int, default=8)
     parser.add_argument("--later", type=int, default=8)
@@ -389,10 +405,11 @@ def main() -> int:
     torch.set_num_threads(1)
     logging.getLogger("graphcheck").setLevel(logging.ERROR)  # findings are not the figure
     if "twin" in only:
-        twin = bench_twin(args.hidden, args.repeat, args.later, args.device)
-        print_twin(args.hidden, args.repeat, args.later, twin, args.device)
+        twin = bench_twin(args.hidden, args.repeat, args.later, args.device, args.layers)
+        print_twin(args.hidden, args.repeat, args.later, twin, args.device, args.layers)
     if "phases" in only:
-        print_phases(args.hidden, args.repeat, bench_phases(args.hidden, args.repeat))
+        phases = bench_phases(args.hidden, args.repeat, args.layers)
+        print_phases(args.hidden, args.repeat, phases, args.layers)
     if "capture" in only:
         t = bench_capture(args.hidden, args.repeat)
         print(

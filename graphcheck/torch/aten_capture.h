@@ -145,6 +145,14 @@ class CaptureWindow {
 [[nodiscard]] Epoch make_capture_epoch(const Registry& registry, const WeightsArena* arena,
                                        const CaptureRecord& record);
 
+/// @brief `make_epoch` and `make_capture_epoch` with the registry's spans given: a caller that
+/// builds many epochs of one unchanged registry computes `Registry::spans()` once (the watch's
+/// captures of one model) and passes them here, in the order `spans()` gives.
+[[nodiscard]] Epoch make_epoch(const std::string& label, std::vector<Span> registry_spans,
+                               const WeightsArena* arena, const CaptureRecord& record);
+[[nodiscard]] Epoch make_capture_epoch(std::vector<Span> registry_spans, const WeightsArena* arena,
+                                       const CaptureRecord& record);
+
 /// @brief A snapshot (version 1, producer backend "aten") of one capture and its epochs.
 [[nodiscard]] Snapshot make_snapshot(const CaptureRecord& record, std::vector<Epoch> epochs);
 

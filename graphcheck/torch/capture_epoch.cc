@@ -18,11 +18,11 @@ namespace {
 
 enum class Liveness : std::uint8_t { kAsCaptured, kNow };
 
-Epoch build_epoch(const std::string& label, const Registry& registry, const WeightsArena* arena,
-                  const CaptureRecord& record, Liveness liveness) {
+Epoch build_epoch(const std::string& label, std::vector<Span> registry_spans,
+                  const WeightsArena* arena, const CaptureRecord& record, Liveness liveness) {
   Epoch epoch;
   epoch.label = label;
-  epoch.spans = registry.spans();
+  epoch.spans = std::move(registry_spans);
   epoch.spans.insert(epoch.spans.end(), record.input_spans.begin(), record.input_spans.end());
   epoch.spans.insert(epoch.spans.end(), record.graph_spans.begin(), record.graph_spans.end());
   if (arena != nullptr) {
@@ -50,12 +50,23 @@ bool ExternalStorage::alive() const {
 
 Epoch make_epoch(const std::string& label, const Registry& registry, const WeightsArena* arena,
                  const CaptureRecord& record) {
-  return build_epoch(label, registry, arena, record, Liveness::kNow);
+  return build_epoch(label, registry.spans(), arena, record, Liveness::kNow);
+}
+
+Epoch make_epoch(const std::string& label, std::vector<Span> registry_spans,
+                 const WeightsArena* arena, const CaptureRecord& record) {
+  return build_epoch(label, std::move(registry_spans), arena, record, Liveness::kNow);
 }
 
 Epoch make_capture_epoch(const Registry& registry, const WeightsArena* arena,
                          const CaptureRecord& record) {
-  return build_epoch(record.graph.epoch, registry, arena, record, Liveness::kAsCaptured);
+  return make_capture_epoch(registry.spans(), arena, record);
+}
+
+Epoch make_capture_epoch(std::vector<Span> registry_spans, const WeightsArena* arena,
+                         const CaptureRecord& record) {
+  return build_epoch(record.graph.epoch, std::move(registry_spans), arena, record,
+                     Liveness::kAsCaptured);
 }
 
 Snapshot make_snapshot(const CaptureRecord& record, std::vector<Epoch> epochs) {

@@ -16,7 +16,7 @@ CMAKE_BUILD_TYPE=Release or RelWithDebInfo (cmake --preset release), or add -DND
 
 #include <exception>
 #include <sstream>
-#include <unordered_map>
+#include <unordered_set>
 
 namespace graphcheck::libtorch {
 namespace {
@@ -198,10 +198,12 @@ void Registry::add_checked(std::string name, const at::Tensor& tensor, OwnerKind
   entries_.push_back(Entry{std::move(name), kind, tensor, std::move(reason)});
 }
 
-std::vector<Span> Registry::spans() const {
+std::vector<Span> Registry::spans() const { return spans({}); }
+
+std::vector<Span> Registry::spans(const std::unordered_set<const void*>& taken) const {
   std::vector<Span> result;
   result.reserve(entries_.size());
-  std::unordered_map<const void*, std::size_t> seen;
+  std::unordered_set<const void*> seen;
   seen.reserve(entries_.size());
   for (const OwnerKind kind : kKindOrder) {
     for (const Entry& entry : entries_) {
@@ -209,7 +211,7 @@ std::vector<Span> Registry::spans() const {
         continue;
       }
       const auto storage = whole_storage(entry.tensor);
-      if (!storage || !seen.emplace(storage->identity, result.size()).second) {
+      if (!storage || taken.contains(storage->identity) || !seen.insert(storage->identity).second) {
         continue;
       }
       result.push_back(Span{storage->begin, storage->size, kind, entry.name, entry.reason});

@@ -97,6 +97,12 @@ class Registry {
   /// described on the class.
   [[nodiscard]] std::vector<Span> spans() const;
 
+  /// @brief As `spans()`, without the storages whose identities are in `taken`: the spans a
+  /// second registry adds after one whose `storage_identities()` are `taken` (a model's
+  /// registry computed once, then each epoch's declarations), in the precedence of one registry
+  /// holding both, the first's entries first.
+  [[nodiscard]] std::vector<Span> spans(const std::unordered_set<const void*>& taken) const;
+
   /// @brief True if a registered or declared tensor currently uses the storage whose
   /// `StorageImpl*` is `storage_identity` (as in `StorageExtent::identity`). O(number of
   /// entries); use `storage_identities()` for many queries.

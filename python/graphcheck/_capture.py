@@ -122,7 +122,7 @@ class Capture:
         self._arena = arena
         self._runtime = list(runtime)
         self._declared_inputs = list(declared_inputs)
-        self._epochs = [self._finish_epoch(record.capture_epoch(*self._registry_state(model)))]
+        self._epochs = [self._finish_epoch(self._capture_epoch(model))]
         # Made by the first check() from the record's graph (a capture that is never checked
         # on its own, as a watch's, never copies its graph).
         self._session: _core.CheckSession | None = None
@@ -185,6 +185,10 @@ class Capture:
     def _model_registry(self, model: torch.nn.Module) -> ModelRegistry:
         """The model's part of the registry now (the watch's captures share one per model)."""
         return model_registry(model, self._engine_states)
+
+    def _capture_epoch(self, model: torch.nn.Module) -> _core.Epoch:
+        """The capture epoch of the record, the registry as it is now."""
+        return self._record.capture_epoch(*self._registry_state(model))
 
     def _registry_state(self, model: torch.nn.Module) -> tuple[Any, ...]:
         """The registry now, as ``CaptureRecord.epoch`` takes it after the label."""

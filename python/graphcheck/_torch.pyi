@@ -46,6 +46,18 @@ _Declared = Sequence[tuple[str, torch.Tensor, str]]
 _RuntimeRanges = Sequence[tuple[int, int, str, str]]
 _Labels = Sequence[tuple[int, int, str]]
 
+class RegistrySpans(metaclass=_pybind11_type):
+    """A model's registry turned into spans once, for many epochs of one unchanged registry."""
+
+    def __init__(
+        self,
+        parameters: _Named,
+        buffers: _Named,
+        runtime_ranges: _RuntimeRanges,
+        labels: _Labels,
+    ) -> None: ...
+    def __len__(self) -> int: ...
+
 class CaptureRecord(metaclass=_pybind11_type):
     """What a capture window recorded: the graph of op nodes and the replayable ops."""
 
@@ -57,6 +69,9 @@ class CaptureRecord(metaclass=_pybind11_type):
         inputs: _Declared,
         runtime_ranges: _RuntimeRanges,
         labels: _Labels,
+    ) -> Epoch: ...
+    def capture_epoch_from(
+        self, registry: RegistrySpans, runtime: _Declared, inputs: _Declared
     ) -> Epoch: ...
     def epoch(
         self,

@@ -13,12 +13,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
 import graphcheck
+from graphcheck import _torch
+from graphcheck._model_registry import model_registry
 from graphcheck._watch.output import merge_reports
-from graphcheck._watch.registry import registered_fingerprint
+from graphcheck._watch.registry import RegistryCache, registered_fingerprint
 from graphcheck._watch.writer import BackgroundWriter
 from graphcheck.reference import ReferenceConfig, build_reference_model, reference_inputs
 from watch_fakes import capture_fake, fake_watch
@@ -97,6 +100,85 @@ def test_the_fingerprint_changes_with_what_the_registry_spans() -> None:
     # registry and the fingerprint.
     layer.add_module("shared", norm)
     assert registered_fingerprint(model) == rebound
+
+
+def test_the_fingerprint_changes_with_a_storage_size_at_the_same_address() -> None:
+    model, _ = _model()
+    norm = model.layers[0].input_layernorm
+    count = norm.weight.numel()
+    memory = np.ones(2 * count, dtype=np.float32)
+    with torch.no_grad():
+        norm.weight.data = torch.from_numpy(memory)[:count]  # a view of a larger storage
+    larger = registered_fingerprint(model)
+    with torch.no_grad():
+        norm.weight.data = torch.from_numpy(memory[:count])  # a storage of just the view
+    assert norm.weight.data_ptr() == memory.ctypes.data
+    # Same object, same data address; the registry's span (the whole storage) is smaller.
+    assert registered_fingerprint(model) != larger
+
+
+def _epoch_rows(epoch: graphcheck.Epoch) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    spans = [(s.begin, s.size, s.kind, s.name, s.reason) for s in epoch.spans]
+    allocations = [(a.begin, a.size, a.pool, a.generation, a.label) for a in epoch.allocations]
+    return spans, allocations
+
+
+def test_a_capture_epoch_of_registry_spans_equals_one_of_the_registry_lists() -> None:
+    model, inputs = _model()
+    hidden = torch.full((32,), 5.0)  # read by the forward, registered nowhere
+    window = _torch.CaptureWindow(None, 1, replay_ops="drop")
+    try:
+        with torch.no_grad():
+            model(**inputs)
+            hidden.add(1.0)
+        record = window.finish()
+    finally:
+        window.close()
+    registry = model_registry(model, [])
+    weight = model.layers[0].input_layernorm.weight
+    cache = torch.zeros(16)
+    runtime = [("kv_cache", cache, "KV cache"), ("weight_alias", weight, "declared too")]
+    declared = [("input_ids", inputs["input_ids"], "static graph input")]
+    labels = [*registry.labels, (hidden.data_ptr(), hidden.data_ptr() + 128, "model.hidden")]
+    spans = _torch.RegistrySpans(
+        registry.parameters, registry.buffers, registry.runtime_ranges, labels
+    )
+    tensors = (*registry.parameters, *registry.buffers)
+    assert len(spans) == len({t.untyped_storage().data_ptr() for _, t in tensors})
+    lists = record.capture_epoch(
+        registry.parameters, registry.buffers, runtime, declared, registry.runtime_ranges, labels
+    )
+    from_spans = record.capture_epoch_from(spans, runtime, declared)
+    assert _epoch_rows(from_spans) == _epoch_rows(lists)
+    rows, allocations = _epoch_rows(from_spans)
+    kinds = {name: kind for _, _, kind, name, _ in rows}
+    assert kinds["kv_cache"] == "runtime" and kinds["input_ids"] == "input"
+    assert "weight_alias" not in kinds  # the parameter's storage stays the parameter's
+    assert "model.hidden" in {label for *_, label in allocations}, allocations
+    # One RegistrySpans serves many epochs: a second equals the first.
+    assert _epoch_rows(record.capture_epoch_from(spans, runtime, declared)) == (rows, allocations)
+
+
+def test_graphs_captured_back_to_back_share_the_registrys_spans_until_a_rebind() -> None:
+    model, inputs = _model()
+    watch = fake_watch(model=model)
+    watch.check_on_capture = False
+    with pytest.raises(graphcheck.GraphcheckError, match="no registry yet"):
+        RegistryCache().spans()
+    graphs = [capture_fake(model, **inputs)]
+    spans = watch._registry.spans()
+    graphs.append(capture_fake(model, **inputs))
+    assert watch._registry.spans() is spans  # made once for the census both captures used
+    norm = model.layers[0].input_layernorm
+    with torch.no_grad():
+        norm.weight = torch.nn.Parameter(norm.weight.detach().clone())
+    graphs.append(capture_fake(model, **inputs))
+    assert watch._registry.computed == 2
+    assert watch._registry.spans() is not spans
+    epoch = watch.graphs[-1].capture.snapshot.epochs[0]
+    names = {s.name: s.begin for s in epoch.spans}
+    assert names["layers.0.input_layernorm.weight"] == norm.weight.data_ptr()
+    del graphs
 
 
 def test_the_fingerprint_refuses_what_is_no_module() -> None:

@@ -90,6 +90,28 @@ TEST(CaptureWindow, IntermediatesAreGraphOwnedAndInputsDeclared) {
   EXPECT_GT(record.operands, 0U);
 }
 
+TEST(CaptureWindow, EpochsFromARegistrysSpansEqualThoseFromTheRegistry) {
+  Registry registry;
+  const at::Tensor weight = at::full({32}, 3.0);
+  registry.add_named({{"w", weight}}, OwnerKind::kParameter);
+  const at::Tensor hidden = at::full({32}, 5.0);
+  const at::Tensor x = at::ones({32});
+  CaptureWindow window;
+  window.declare_input("x", x);
+  const at::Tensor y = x * weight + hidden;
+  const CaptureRecord record = window.finish();
+  const Epoch from_registry = make_capture_epoch(registry, nullptr, record);
+  const Epoch from_spans = make_capture_epoch(registry.spans(), nullptr, record);
+  EXPECT_EQ(from_spans.label, "capture");
+  EXPECT_EQ(from_spans.spans, from_registry.spans);
+  EXPECT_EQ(from_spans.allocations, from_registry.allocations);
+  ASSERT_FALSE(from_spans.allocations.empty());  // the unregistered `hidden`, at least
+  const Epoch now = make_epoch("after", registry.spans(), nullptr, record);
+  EXPECT_EQ(now.label, "after");
+  EXPECT_EQ(now.spans, make_epoch("after", registry, nullptr, record).spans);
+  EXPECT_EQ(now.allocations, make_epoch("after", registry, nullptr, record).allocations);
+}
+
 TEST(CaptureWindow, UnknownTensorIsUnregisteredNeverDangling) {
   Registry registry;
   const at::Tensor weight = at::full({32}, 3.0);

@@ -202,6 +202,37 @@ TEST(RegistryTest, RuntimeAndInputDeclarationsCarryTheirReasonsAfterRegisteredKi
             (Span{address_of(tokens), 16, OwnerKind::kInput, "input_ids", "static graph input"}));
 }
 
+TEST(RegistryTest, SpansAfterAnotherRegistryAreThoseOfOneRegistryHoldingBoth) {
+  const at::Tensor weight = at::ones({4});
+  const at::Tensor scale = at::ones({2});
+  const at::Tensor cache = at::zeros({16});
+  const at::Tensor tokens = at::zeros({2}, at::kLong);
+  Registry model;
+  model.add_named({{"w", weight}}, OwnerKind::kParameter);
+  model.add_named({{"scale", scale}}, OwnerKind::kBuffer);
+  Registry declared;
+  declared.declare_runtime("kv_cache.0", cache, "KV cache");
+  declared.declare_runtime("w_alias", weight.view({2, 2}), "also declared");
+  declared.declare_input("input_ids", tokens, "static graph input");
+  declared.declare_input("cache_again", cache, "static graph input");
+  Registry both;
+  both.add_named({{"w", weight}}, OwnerKind::kParameter);
+  both.add_named({{"scale", scale}}, OwnerKind::kBuffer);
+  both.declare_runtime("kv_cache.0", cache, "KV cache");
+  both.declare_runtime("w_alias", weight.view({2, 2}), "also declared");
+  both.declare_input("input_ids", tokens, "static graph input");
+  both.declare_input("cache_again", cache, "static graph input");
+
+  std::vector<Span> spans = model.spans();
+  const std::vector<Span> more = declared.spans(model.storage_identities());
+  spans.insert(spans.end(), more.begin(), more.end());
+  EXPECT_EQ(spans, both.spans());
+  ASSERT_EQ(more.size(), 2U);  // the weight's alias is the model's, the cache declared once
+  EXPECT_EQ(more[0].name, "kv_cache.0");
+  EXPECT_EQ(more[1].name, "input_ids");
+  EXPECT_EQ(declared.spans({}), declared.spans());
+}
+
 TEST(RegistryTest, CoversSpanOfAndIdentitiesAnswerByStorage) {
   const at::Tensor weight = at::ones({4, 4});
   const at::Tensor other = at::ones({4});

@@ -17,7 +17,7 @@ import torch
 
 from graphcheck import _core, _torch
 from graphcheck._capture import Capture
-from graphcheck._declarations import checked_input, checked_runtime
+from graphcheck._declarations import checked_input, checked_runtime, declared_leaves
 from graphcheck._model_registry import ModelRegistry
 from graphcheck._watch.cuda_capture import READER_DISPATCHER
 from graphcheck._watch.graph_pools import GraphPools
@@ -119,6 +119,16 @@ class WatchedCapture(Capture):
         # The labels of the epoch being built name the allocator's blocks too (_finish_epoch).
         self._labels, self._frames = registry.labels, self._registry.frames
         return registry
+
+    def _capture_epoch(self, model: torch.nn.Module) -> _core.Epoch:
+        # The watch rechecked the cached registry before this capture (RegistryCache.recheck):
+        # its spans, made once per census, are the model's now.
+        self._model_registry(model)
+        return self._record.capture_epoch_from(
+            self._registry.spans(),
+            declared_leaves(self._runtime),
+            declared_leaves(self._declared_inputs),
+        )
 
     def _finish_epoch(self, epoch: _core.Epoch) -> _core.Epoch:
         if self._pools is not None:

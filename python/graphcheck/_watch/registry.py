@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 import torch
 
 from graphcheck import _torch
-from graphcheck._errors import GraphcheckTypeError
+from graphcheck._errors import GraphcheckError, GraphcheckTypeError
 from graphcheck._model_registry import EngineState, ModelRegistry, model_registry
 
 __all__ = [
@@ -163,6 +163,7 @@ class RegistryCache:
         self._token = 0
         self._key: tuple[int, int, tuple[int, ...]] | None = None
         self._state: ModelRegistry | None = None
+        self._spans: _torch.RegistrySpans | None = None
         self._fingerprint = b""
         self._recheck = False
         self.computed = 0  # registries computed so far (each a census): for tests and benches
@@ -192,10 +193,26 @@ class RegistryCache:
                 return self._state
         else:
             fingerprint = registered_fingerprint(model)
-        self._state = self._compute(model)
+        self._state, self._spans = self._compute(model), None
         self._key, self._fingerprint = key, fingerprint
         self.computed += 1
         return self._state
+
+    def spans(self) -> _torch.RegistrySpans:
+        """The registry :meth:`state` returned last, as spans (made once per registry).
+
+        Call it right after :meth:`state` with a recheck: the spans are read from the
+        tensors when first asked for, and the fingerprint that kept the registry (data
+        addresses and storage sizes) says they are the same as at its census.
+        """
+        if self._state is None:
+            raise GraphcheckError("RegistryCache.spans: no registry yet; call state() first")
+        if self._spans is None:
+            state = self._state
+            self._spans = _torch.RegistrySpans(
+                state.parameters, state.buffers, state.runtime_ranges, state.labels
+            )
+        return self._spans
 
     def _compute(self, model: torch.nn.Module) -> ModelRegistry:
         registry = model_registry(model, self.engine_states)
@@ -209,8 +226,9 @@ class RegistryCache:
 def registered_fingerprint(model: torch.nn.Module) -> bytes:
     """Which modules, parameters and buffers ``model`` holds, and where their data lives.
 
-    Equal fingerprints mean no module, parameter or buffer was added, removed, rebound or
-    given new data (``param.data = ...``) in between: the registry's spans are the same.
+    Equal fingerprints mean no module, parameter or buffer was added, removed, rebound,
+    given new data (``param.data = ...``) or a storage of another size in between: the
+    registry's spans are the same.
     A tensor whose data pointer cannot be read (a wrapper subclass) counts by identity only.
     Read in C++ (``graphcheck._torch``): the watch asks it at every capture. Raises
     :class:`graphcheck.GraphcheckTypeError` for anything but a module.
