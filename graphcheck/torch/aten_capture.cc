@@ -39,15 +39,22 @@ class AllocationWatcher final : public torch::profiler::impl::ProfilerStateBase 
                          size_t /*total_reserved*/, c10::Device /*device*/) override {
     if (alloc_size > 0) {
       live_.insert(reinterpret_cast<std::uintptr_t>(ptr), true);
+      allocated_.emplace_back(reinterpret_cast<std::uintptr_t>(ptr),
+                              static_cast<std::uint64_t>(alloc_size));
     } else if (alloc_size < 0) {
       live_.erase(reinterpret_cast<std::uintptr_t>(ptr));
     }
   }
   [[nodiscard]] bool memoryProfilingEnabled() const override { return true; }
   [[nodiscard]] bool allocated_inside(Address begin) const { return live_.contains(begin); }
+  /// Every block allocated inside, freed or not, in order: the graph's memory.
+  [[nodiscard]] std::vector<std::pair<Address, std::uint64_t>> take_allocated() {
+    return std::move(allocated_);
+  }
 
  private:
   PointerTable<bool> live_;  // first bytes of the blocks allocated inside and not yet freed
+  std::vector<std::pair<Address, std::uint64_t>> allocated_;  // (begin, bytes)
 };
 
 enum class Origin : std::uint8_t { kGraph, kInput, kExternal };
@@ -105,9 +112,12 @@ struct CaptureState {
   at::CallbackHandle handle = 0;
   std::shared_ptr<AllocationWatcher> watcher;
   std::unique_ptr<c10::DebugInfoGuard> memory_guard;
-  // Keyed by StorageImpl*: each external storage's weak reference keeps its StorageImpl
-  // object (not its bytes) allocated, so no key is reused by another storage meanwhile; graph
-  // storages are held weakly for the same reason.
+  // The storages from outside the window (external, inputs) and those only an op's output
+  // says are the graph's, keyed by StorageImpl*: each one's weak reference keeps its
+  // StorageImpl object (not its bytes) allocated, so no key is reused by another storage
+  // meanwhile. A storage over memory allocated inside the window is not kept here: the
+  // allocation watcher logged its block, and one table entry per intermediate made every
+  // operand's lookup a cache miss in a deep forward (thousands of intermediates).
   PointerTable<StorageInfo> storages;
   std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> keep_keys;
   std::vector<std::pair<Address, std::uint64_t>> graph_extents;  // extents a storage left
@@ -150,10 +160,12 @@ void add_external(CaptureState& state, const at::Tensor& tensor, const StorageEx
   state.external_names.push_back(op);
 }
 
+// A storage first seen whose memory was not allocated inside the window: the graph's if an op
+// wrote it as an output, else external.
 void classify_new(CaptureState& state, const at::Tensor& tensor, const StorageExtent& extent,
                   Access access, std::uint32_t op) {
   StorageInfo info{Origin::kExternal, extent.storage_begin, extent.storage_size};
-  if (access == Access::kWrite || state.watcher->allocated_inside(extent.storage_begin)) {
+  if (access == Access::kWrite) {
     info.origin = Origin::kGraph;
     state.keep_keys.push_back(tensor.storage().getWeakStorageImpl());
   } else {
@@ -184,7 +196,9 @@ void note_tensor(CaptureState& state, const at::Tensor& tensor, Access access, s
   }
   StorageInfo* found = state.storages.find(key_of(extent->identity));
   if (found == nullptr) {
-    classify_new(state, tensor, *extent, access, op);
+    if (!state.watcher->allocated_inside(extent->storage_begin)) {
+      classify_new(state, tensor, *extent, access, op);
+    }  // else the graph's memory, logged at its allocation
   } else if (found->begin != extent->storage_begin || found->size != extent->storage_size) {
     note_moved(state, *found, tensor, *extent, op);
   }
@@ -208,11 +222,15 @@ void note_value(CaptureState& state, const c10::IValue& value, Access access, st
 }
 
 // Where a storage the recorder sees came from, by the window's classification (the tensor
-// was noted just before, so its storage is in the map unless it has no extent).
+// was noted just before: its storage is in the map, or over memory allocated inside, unless it
+// has no extent).
 StorageOrigin origin_of(const CaptureState& state, const at::Tensor& tensor) {
   const StorageInfo* found = state.storages.find(key_of(tensor.storage().unsafeGetStorageImpl()));
   if (found == nullptr) {
-    return StorageOrigin::kUnknown;
+    const auto extent = storage_extent(tensor);
+    return extent && state.watcher->allocated_inside(extent->storage_begin)
+               ? StorageOrigin::kGraph
+               : StorageOrigin::kUnknown;
   }
   return found->origin == Origin::kGraph ? StorageOrigin::kGraph : StorageOrigin::kPreexisting;
 }
@@ -407,6 +425,8 @@ CaptureRecord CaptureWindow::finish(Nodes nodes) {
   }
   detail::stop(*state_);
   auto extents = std::move(state_->graph_extents);
+  const auto allocated = state_->watcher->take_allocated();
+  extents.insert(extents.end(), allocated.begin(), allocated.end());
   state_->storages.for_each([&extents](std::uintptr_t /*impl*/, const detail::StorageInfo& info) {
     if (info.origin == detail::Origin::kGraph) {
       extents.emplace_back(info.begin, info.size);

@@ -1,6 +1,7 @@
 // The ATen capture window: op nodes with view extents, graph-owned intermediates, declared
 // inputs, unknown tensors as unregistered allocations, epochs at later moments.
 #include <ATen/ATen.h>
+#include <c10/core/CPUAllocator.h>
 #include <gmock/gmock.h>
 #include <graphcheck/checker.h>
 #include <graphcheck/error.h>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace graphcheck::libtorch {
 namespace {
@@ -88,6 +90,45 @@ TEST(CaptureWindow, IntermediatesAreGraphOwnedAndInputsDeclared) {
   EXPECT_EQ(record.external[0].begin, address_of(weight));
   EXPECT_EQ(record.external[0].label, "aten:aten::mul");
   EXPECT_GT(record.operands, 0U);
+}
+
+TEST(CaptureWindow, EveryBlockAllocatedInsideIsTheGraphsWhetherAnOpReadItOrNot) {
+  const at::Tensor input = at::ones({64});
+  CaptureWindow window;
+  window.declare_input("x", input);
+  at::Tensor chain = input;
+  std::vector<Address> freed;  // intermediates that die inside the window
+  for (int i = 0; i < 200; ++i) {
+    chain = chain * 1.5;
+    freed.push_back(address_of(chain));
+  }
+  // A kernel's own workspace: a block from the allocator that no op returns or reads.
+  const c10::DataPtr workspace = c10::GetCPUAllocator()->allocate(256);
+  const CaptureRecord record = window.finish();
+  for (const Address address : freed) {
+    EXPECT_TRUE(covered_by(record.graph_spans, address)) << address;
+  }
+  EXPECT_TRUE(covered_by(record.graph_spans, reinterpret_cast<Address>(workspace.get())));
+  EXPECT_FALSE(covered_by(record.graph_spans, address_of(input)));
+  EXPECT_TRUE(record.external.empty());
+}
+
+TEST(CaptureWindow, AStorageMadeInsideOverOutsideBytesIsExternal) {
+  std::vector<float> outside(32, 2.0F);  // bytes no allocator handed out inside the window
+  CaptureWindow window;
+  at::Tensor chain = at::ones({32});
+  for (int i = 0; i < 100; ++i) {  // intermediates freed inside: their StorageImpls too
+    chain = chain + 1.0;
+  }
+  const at::Tensor view = at::from_blob(outside.data(), {32});
+  const at::Tensor sum = chain + view;
+  const CaptureRecord record = window.finish();
+  const auto begin = reinterpret_cast<Address>(outside.data());
+  EXPECT_FALSE(covered_by(record.graph_spans, begin));
+  ASSERT_EQ(record.external.size(), 1U);
+  EXPECT_EQ(record.external[0].begin, begin);
+  EXPECT_EQ(record.external[0].size, 32 * sizeof(float));
+  EXPECT_EQ(record.external[0].label, "aten:aten::add");
 }
 
 TEST(CaptureWindow, EpochsFromARegistrysSpansEqualThoseFromTheRegistry) {
