@@ -13,12 +13,20 @@ namespace {
 constexpr std::size_t kMaxWarningLines = 100;
 constexpr std::uint32_t kUndecided = DecisionMemo::kUnknown;
 
+// The contract's ways to register a tensor, in the census's words (graphcheck/_census.py): a
+// derived tensor fills a declared slot, a constant is registered as one, and a tensor a
+// non-module object holds (a quant method's) is listed by that object and registered with
+// register_held_tensors, the step that listing alone does not do.
 constexpr std::string_view kFixUnregistered =
-    "register it (set_derived_buffer for weight-derived tensors, register_constant_buffer for "
-    "constants, persistent_tensors() for non-module holders) or declare it as runtime state";
+    "register it: fill a declared slot with set_derived_buffer, or register_constant_buffer for "
+    "a constant, or list it in persistent_tensors() of its holder and call "
+    "register_held_tensors(model); or declare it runtime state if the engine rewrites it before "
+    "each replay";
 constexpr std::string_view kFixLost =
-    "register it as a buffer so sleep restores it, or declare it runtime state if the engine "
-    "refills it before replay";
+    "register it so sleep restores it: fill a declared slot with set_derived_buffer, or "
+    "register_constant_buffer for a constant, or list it in persistent_tensors() of its holder "
+    "and call register_held_tensors(model); or declare it runtime state if the engine refills "
+    "it before replay";
 constexpr std::string_view kFixDangling =
     "keep the tensor alive (and registered) for the graph's lifetime, or recapture the graph "
     "after freeing it";

@@ -222,7 +222,7 @@ TEST_F(DemoRun, EachStepListsEachFixOnceWithEveryOwnerItCovers) {
                                 "layers.{0-1}.input_layernorm.weight, "
                                 "layers.{0-1}.post_attention_layernorm.weight, norm.weight, "
                                 "lm_head.weight\n"));
-  EXPECT_THAT(rebind, HasSubstr("      fix 2: register it as a buffer so sleep restores it"));
+  EXPECT_THAT(rebind, HasSubstr("      fix 2: register it so sleep restores it"));
   EXPECT_THAT(rebind, HasSubstr("             3 allocation labels, 34 references: "));
   for (const char* site : {"ReferenceInt8Method::process_weights_after_loading", "make_sign_table",
                            "compute_cos_sin_cache"}) {
@@ -232,9 +232,9 @@ TEST_F(DemoRun, EachStepListsEachFixOnceWithEveryOwnerItCovers) {
   // Four steps, each with findings and one fix (two after the rebinding reload): the
   // sentence of the unregistered ones is printed once per step, not once per owner.
   std::size_t sentences = 0;
-  for (std::size_t at = legacy_part.find("fix 1: register it (set_derived_buffer");
-       at != std::string::npos;
-       at = legacy_part.find("fix 1: register it (set_derived_buffer", at + 1)) {
+  const std::string sentence = "fix 1: register it: fill a declared slot";
+  for (std::size_t at = legacy_part.find(sentence); at != std::string::npos;
+       at = legacy_part.find(sentence, at + 1)) {
     ++sentences;
   }
   EXPECT_EQ(sentences, 2U) << legacy_part;  // capture and after_wake_l1
