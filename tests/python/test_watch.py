@@ -202,6 +202,19 @@ def test_declarations_apply_to_recorded_and_later_graphs() -> None:
     assert watch.last.ok
 
 
+def test_a_check_point_with_nothing_watched_says_so_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    watch = graphcheck.watch(allocator_history=False)
+    with caplog.at_level("INFO", logger="graphcheck.watch"):
+        assert watch.checkpoint("after_wake") is None
+        assert watch.checkpoint("after_reload") is None
+    said = [r.getMessage() for r in caplog.records if "no CUDA graph is watched" in r.getMessage()]
+    assert len(said) == 1, said  # silence would read as a clean check; once is enough
+    assert "check point 'after_wake'" in said[0]
+    assert "captures reach it through: " in said[0]
+
+
 def test_bad_arguments() -> None:
     watch = graphcheck.watch(allocator_history=False)
     with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
@@ -210,6 +223,10 @@ def test_bad_arguments() -> None:
         watch.capture(torch.nn.Linear(2, 2), torch.ones(1, 2), warmup=-1)
     with pytest.raises(ValueError, match="expected a non-empty label"):
         watch.checkpoint("")
+    with pytest.raises(
+        graphcheck.GraphcheckTypeError, match="checkpoint: label: expected a str, got int"
+    ):
+        watch.checkpoint(5)  # type: ignore[arg-type]
     assert watch.checkpoint("nothing_watched") is None
     with pytest.raises(TypeError, match="a model must be a torch.nn.Module or a callable"):
         watch.add_model(3)  # type: ignore[arg-type]

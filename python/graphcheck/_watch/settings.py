@@ -130,36 +130,32 @@ def read_allow_file(path: object, what: str) -> tuple[tuple[str, ...], str | Non
         return (), f"{what}: {one_line(exc)}; no allowlist is used"
 
 
-def _mode(value: object, source: str, problems: list[str]) -> str:
+def _mode(value: object, what: str, problems: list[str]) -> str:
     if value is None or value == "":
         return "warn"
     mode = value.strip().lower() if isinstance(value, str) else None
     if mode not in MODES:
-        problems.append(
-            f"{source} mode {_shown(value)}: expected one of {', '.join(MODES)}; using warn"
-        )
+        problems.append(f"{what} {_shown(value)}: expected one of {', '.join(MODES)}; using warn")
         return "warn"
     return mode
 
 
-def _folder(value: object, default: str | None, source: str, problems: list[str]) -> str | None:
+def _folder(value: object, default: str | None, what: str, problems: list[str]) -> str | None:
     folder = value or default
     if not folder:
         return None
     if not isinstance(folder, (str, os.PathLike)):
-        problems.append(f"{source} dir: expected a folder path, got {_shown(folder)}; no files")
+        problems.append(f"{what}: expected a folder path, got {_shown(folder)}; no files")
         return None
     path = os.fspath(folder)
     why = _text_problem(path) if isinstance(path, str) else "bytes, not text"
     if why is not None:
-        problems.append(
-            f"{source} dir {_shown(folder)}: expected a folder path, found {why}; no files"
-        )
+        problems.append(f"{what} {_shown(folder)}: expected a folder path, found {why}; no files")
         return None
     try:
         return os.path.abspath(path)
     except OSError as exc:  # a relative path while the working directory is gone
-        problems.append(f"{source} dir {_shown(folder)}: {one_line(exc)}; no files")
+        problems.append(f"{what} {_shown(folder)}: {one_line(exc)}; no files")
         return None
 
 
@@ -177,7 +173,7 @@ def _text_problem(value: str) -> str | None:
     return None
 
 
-def _glob_list(globs: Sequence[object], source: str, problems: list[str]) -> tuple[str, ...]:
+def _glob_list(globs: Sequence[object], what: str, problems: list[str]) -> tuple[str, ...]:
     kept: list[str] = []
     for index, glob in enumerate(globs):
         why = _text_problem(glob) if isinstance(glob, str) else "not a str"
@@ -185,25 +181,35 @@ def _glob_list(globs: Sequence[object], source: str, problems: list[str]) -> tup
             kept.append(str(glob))
         else:
             problems.append(
-                f"{source} allow[{index}] {_shown(glob)}: expected a glob, found {why}; skipped"
+                f"{what}[{index}] {_shown(glob)}: expected a glob, found {why}; skipped"
             )
     return tuple(kept)
 
 
-def _settings(values: Mapping[str, object], source: str, default_dir: str | None) -> Settings:
+def _settings(
+    values: Mapping[str, object],
+    source: str,
+    default_dir: str | None,
+    names: Mapping[str, str] | None = None,
+) -> Settings:
+    # What a problem names each key by: the variable it came from (GRAPHCHECK_MODE), or the
+    # source and the key ("--additional-config graphcheck mode").
+    def name(key: str) -> str:
+        return names[key] if names and key in names else f"{source} {key}"
+
     problems: list[str] = []
-    mode = _mode(values.get("mode"), source, problems)
-    out_dir = _folder(values.get("dir"), default_dir, source, problems)
+    mode = _mode(values.get("mode"), name("mode"), problems)
+    out_dir = _folder(values.get("dir"), default_dir, name("dir"), problems)
     allow_value = values.get("allow")
     allow: tuple[str, ...] = ()
     if isinstance(allow_value, (str, os.PathLike)) and os.fspath(allow_value):
-        allow, problem = read_allow_file(allow_value, f"{source} allow")
+        allow, problem = read_allow_file(allow_value, name("allow"))
         problems += [problem] if problem else []
     elif isinstance(allow_value, Sequence) and not isinstance(allow_value, (str, bytes)):
-        allow = _glob_list(allow_value, source, problems)
+        allow = _glob_list(allow_value, name("allow"), problems)
     elif allow_value:
         problems.append(
-            f"{source} allow: expected a file path or a list of globs, got {_shown(allow_value)}"
+            f"{name('allow')}: expected a file path or a list of globs, got {_shown(allow_value)}"
         )
     unknown = sorted(
         _shown(key) for key in values if key not in ("mode", "dir", "allow", "enabled")
@@ -216,13 +222,18 @@ def _settings(values: Mapping[str, object], source: str, default_dir: str | None
 
 
 def settings_from(
-    values: object, *, source: str, default_dir: str | None = DEFAULT_DIR
+    values: object,
+    *,
+    source: str,
+    default_dir: str | None = DEFAULT_DIR,
+    names: Mapping[str, str] | None = None,
 ) -> Settings:
     """Settings from a mapping with ``mode``, ``dir`` and ``allow`` (all optional).
 
     ``allow`` is an allowlist file path or a list of globs; ``enabled`` is accepted and
     ignored (the engine reads it). Unknown keys and bad values are reported in
-    :attr:`Settings.problems` (named by ``source``), never raised: whatever ``values`` holds
+    :attr:`Settings.problems` (named by ``source`` and the key, or by ``names[key]``: the
+    environment variable a value came from), never raised: whatever ``values`` holds
     (not a mapping at all, a path with a NUL byte, a glob that is not text), the result is
     settings with the fallback of each bad value.
     """
@@ -235,9 +246,13 @@ def settings_from(
                     "defaults used",
                 ),
             )
-        return _settings(values, source, default_dir)
+        return _settings(values, source, default_dir, names)
     except Exception as exc:  # a mapping whose methods raise: the host still runs
         return Settings(problems=(f"{source}: cannot be read ({one_line(exc)}); defaults used",))
+
+
+#: The variable each setting of :func:`settings_from_env` comes from (what a problem names).
+_ENV_NAMES = {"mode": "GRAPHCHECK_MODE", "dir": "GRAPHCHECK_DIR", "allow": "GRAPHCHECK_ALLOW"}
 
 
 def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
@@ -249,14 +264,10 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
     """
     try:
         env = os.environ if environ is None else environ
-        values = {
-            "mode": env.get("GRAPHCHECK_MODE", ""),
-            "dir": env.get("GRAPHCHECK_DIR", ""),
-            "allow": env.get("GRAPHCHECK_ALLOW", ""),
-        }
+        values = {key: env.get(variable, "") for key, variable in _ENV_NAMES.items()}
     except Exception as exc:
         return Settings(
             problems=(f"GRAPHCHECK_*: cannot be read ({one_line(exc)}); defaults used",)
         )
     default_dir = DEFAULT_DIR if flag_on(env) else None
-    return settings_from(values, source="GRAPHCHECK_*", default_dir=default_dir)
+    return settings_from(values, source="GRAPHCHECK_*", default_dir=default_dir, names=_ENV_NAMES)

@@ -120,6 +120,7 @@ class Watch:
         self._device_of = device_of
         self._on_close = on_close
         self._profiling = ProfilingCaptures()
+        self._told_nothing_watched = False  # the first empty check point logs why
         self._pools = GraphPools(graph_segments)
         self._history = AllocatorHistory()
         if allocator_history:
@@ -396,18 +397,31 @@ class Watch:
 
         Returns the check point (one merged report, its files), or None when
         no graph is watched. Raises :class:`FindingsError` in ``error`` mode
-        when there are findings (after writing the files), and
+        when there are findings (after writing the files),
+        :class:`graphcheck.GraphcheckTypeError` for a label that is not a str and
         :class:`graphcheck.GraphcheckValueError` for an empty label or ``"now"``. ``notes``
-        go into the result (what the caller checked besides, or could not check).
+        go into the result (what the caller checked besides, or could not check). The first
+        check point that finds no graph watched says so in the log (INFO), once per watch.
         """
-        if not isinstance(label, str) or not label or label == "now":
+        require_text(label, "graphcheck.checkpoint: label")
+        if not label or label == "now":
             raise GraphcheckValueError(
                 f"graphcheck.checkpoint: expected a non-empty label other than 'now', got {label!r}"
             )
-        require_text(label, "graphcheck.checkpoint: label")
         with self._lock:
             graphs = list(self._graphs)
             self._registry.invalidate()
+            tell = not graphs and not self._told_nothing_watched
+            self._told_nothing_watched |= tell
+        if tell:
+            # Silence would read as a clean check: say once why nothing was checked.
+            log.info(
+                "graphcheck: check point %r: no CUDA graph is watched in this process, nothing "
+                "checked (a graph captured before the watch started, or through a graph class "
+                "it does not hook, is not seen; captures reach it through: %s)",
+                label,
+                self.capture_hooks,
+            )
         return self._check(label, graphs, fresh=True, notes=tuple(notes))
 
     def check_pending(
