@@ -44,6 +44,9 @@ CENSUS_FIX = (
     "register_held_tensors for a non-module holder"
 )
 
+#: How many owners a check point's log line names (the report names them all).
+SUMMARY_OWNERS = 3
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 # What a terminal must not get raw: C0 and C1 controls, DEL, and lone surrogates (bytes that
 # were not UTF-8, decoded with surrogateescape).
@@ -158,12 +161,24 @@ class CheckResult:
         return f"{self.header()}\n\n{self.report}"
 
     def summary_line(self) -> str:
-        """One line for logs: label, graphs and the finding counts."""
+        """One line for logs: label, graphs, the finding counts and the first owners by name.
+
+        A server's log may be all an engineer reads: the line names up to
+        :data:`SUMMARY_OWNERS` owners (in the report's order) and how many more there are.
+        """
         counts = ", ".join(f"{v} {n}" for v, n in self.counts.items()) or "no findings"
         who = f"graphcheck[{printable(self.role)}]" if self.role else "graphcheck"
+        owners = list(dict.fromkeys(f.owner for f in self.report.findings))
+        named = ""
+        if owners:
+            shown = ", ".join(printable(o) for o in owners[:SUMMARY_OWNERS])
+            more = len(owners) - SUMMARY_OWNERS
+            named = f" in {len(owners)} owner(s): {shown}" + (
+                f" and {more} more" if more > 0 else ""
+            )
         return (
             f"{who}: check point #{self.seq} {self.label!r}: {len(self.graphs)} graph(s), "
-            f"{self.report.summary['references']} references: {counts}"
+            f"{self.report.summary['references']} references: {counts}{named}"
         )
 
     def to_dict(self) -> dict[str, Any]:
