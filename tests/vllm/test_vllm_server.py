@@ -255,7 +255,10 @@ def test_bad_settings_are_one_log_line_each_and_the_server_serves(
     lines = [line for line in server.log_text().splitlines() if "graphcheck" in line]
     worker = [line for line in lines if line.startswith("(Worker")]
     # Each bad setting is named once in the worker's log, with what was used instead.
-    assert sum("mode 'loud': expected one of warn, error; using warn" in x for x in worker) == 1
+    assert (
+        sum("GRAPHCHECK_MODE 'loud': expected one of warn, error; using warn" in x for x in worker)
+        == 1
+    )
     assert sum("allow" in x and "no allowlist is used" in x for x in worker) == 1
     # Every check point still ran and says in one line that its files could not be written.
     unwritten = [x for x in worker if "could not write reports to" in x]
