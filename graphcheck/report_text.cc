@@ -304,8 +304,12 @@ std::string to_text(const Report& report) {
         report.stale_allow.size(),
         stale_fails ? "they fail the check; --keep-stale-allow keeps them"
                     : "kept on purpose: --keep-stale-allow");
-    for (const std::string& glob : report.stale_allow) {
-      out += fmt::format("  {}\n", printable(glob));
+    // A glob that matched nothing is often a slip: say which, against the owners found.
+    const std::vector<std::string> hints = detail::stale_allow_hints(report);
+    for (std::size_t i = 0; i < report.stale_allow.size(); ++i) {
+      out += fmt::format(
+          "  {}{}\n", printable(report.stale_allow[i]),
+          hints[i].empty() ? std::string() : fmt::format("  ({})", printable(hints[i])));
     }
   }
 

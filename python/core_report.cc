@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "graphcheck/detail/text_groups.h"
 #include "python/core_bindings.h"
 #include "python/text_arg.h"
 
@@ -181,6 +182,11 @@ void bind_report_type(py::module_& m) {
       .def_property_readonly(
           "stale_allow", [](const Report& self) { return to_py_list(self.stale_allow); },
           "Allowlist globs that allowed nothing.")
+      .def_property_readonly(
+          "stale_allow_hints",
+          [](const Report& self) { return to_py_list(detail::stale_allow_hints(self)); },
+          "For each of stale_allow, the slip it likely holds ('' when none is seen): a comment "
+          "on the glob's line, or a '*' where '**' would match owners with findings.")
       .def_property_readonly(
           "warnings", [](const Report& self) { return to_py_list(self.warnings); },
           "One line per address range covered by spans of different owners.")

@@ -1,7 +1,10 @@
 // Owner globs: a dynamic program over (glob position, name position), one row per glob token.
 #include "graphcheck/detail/glob.h"
 
+#include <fmt/format.h>
+
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace graphcheck::detail {
@@ -34,6 +37,41 @@ bool glob_matches(std::string_view glob, std::string_view name) {
     }
   }
   return row[n] != 0;
+}
+
+std::string stale_glob_hint(std::string_view glob, const std::vector<std::string>& names) {
+  if (const std::size_t at = glob.find(" #"); at != std::string_view::npos) {
+    return fmt::format("a comment must be on a line of its own: this glob ends in '{}'",
+                       glob.substr(at + 1));
+  }
+  // Every lone `*` made `**`; a glob already written with `**` only is left alone.
+  std::string wider;
+  bool widened = false;
+  for (std::size_t i = 0; i < glob.size(); ++i) {
+    if (glob[i] == '*' && i + 1 < glob.size() && glob[i + 1] == '*') {
+      wider += "**";
+      ++i;
+    } else if (glob[i] == '*') {
+      wider += "**";
+      widened = true;
+    } else {
+      wider += glob[i];
+    }
+  }
+  if (!widened) {
+    return {};
+  }
+  std::size_t matched = 0;
+  for (const std::string& name : names) {
+    if (glob_matches(wider, name)) {
+      ++matched;
+    }
+  }
+  if (matched == 0) {
+    return {};
+  }
+  return fmt::format("'*' stays within one dotted name: {} would match {} owner(s) with findings",
+                     wider, matched);
 }
 
 }  // namespace graphcheck::detail

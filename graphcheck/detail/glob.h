@@ -2,7 +2,9 @@
 #ifndef GRAPHCHECK_DETAIL_GLOB_H_
 #define GRAPHCHECK_DETAIL_GLOB_H_
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace graphcheck::detail {
 
@@ -15,6 +17,13 @@ namespace graphcheck::detail {
 /// Time O(|glob| * |name|) whatever the glob (no backtracking: a hostile allowlist cannot
 /// make a check slow). Thread safety: a pure function.
 [[nodiscard]] bool glob_matches(std::string_view glob, std::string_view name);
+
+/// Why `glob`, an allowlist entry that matched nothing, was probably meant otherwise, as a
+/// clause for a report ("" when no reason is found): a ` #` inside it (a comment on the glob's
+/// line became part of the glob), or a `*` where `**` would match some of `names`, the owners
+/// that have findings (`*` stays within one dotted component). Thread safety: a pure function.
+[[nodiscard]] std::string stale_glob_hint(std::string_view glob,
+                                          const std::vector<std::string>& names);
 
 }  // namespace graphcheck::detail
 

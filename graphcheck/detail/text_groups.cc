@@ -7,6 +7,8 @@
 #include <tuple>
 #include <utility>
 
+#include "graphcheck/detail/glob.h"
+
 namespace graphcheck::detail {
 namespace {
 
@@ -199,6 +201,22 @@ void append_fix_lines(std::string& out, const std::vector<Finding>& findings,
     out += fmt::format("{}       {}, {}: {}{}\n", indent, owners_text(findings, fix, owners.size()),
                        plural(fix.members.size(), "reference"), fmt::join(names, ", "), more);
   }
+}
+
+std::vector<std::string> stale_allow_hints(const Report& report) {
+  std::vector<std::string> owners;
+  owners.reserve(report.findings.size());
+  for (const Finding& finding : report.findings) {
+    owners.push_back(finding.owner);
+  }
+  std::sort(owners.begin(), owners.end());
+  owners.erase(std::unique(owners.begin(), owners.end()), owners.end());
+  std::vector<std::string> hints;
+  hints.reserve(report.stale_allow.size());
+  for (const std::string& glob : report.stale_allow) {
+    hints.push_back(stale_glob_hint(glob, owners));
+  }
+  return hints;
 }
 
 }  // namespace graphcheck::detail

@@ -57,6 +57,10 @@ void append_fixes(std::string& out, const std::vector<Finding>& findings,
 void append_fix_lines(std::string& out, const std::vector<Finding>& findings,
                       const std::vector<FixGroup>& fixes, std::string_view indent);
 
+/// For each of `report.stale_allow`, why it was probably meant otherwise against the owners
+/// of `report.findings` (`stale_glob_hint`), or "" (the text report and the watch's log).
+std::vector<std::string> stale_allow_hints(const Report& report);
+
 }  // namespace graphcheck::detail
 
 #endif  // GRAPHCHECK_DETAIL_TEXT_GROUPS_H_

@@ -175,6 +175,22 @@ def test_allowlist_and_stale_globs(caplog: pytest.LogCaptureFixture) -> None:
     assert "allowlist globs that matched nothing: nothing.matches" in caplog.text
 
 
+def test_a_stale_glob_that_slipped_says_how(caplog: pytest.LogCaptureFixture) -> None:
+    # `*` stays within one dotted name: the natural first try at the quant methods' tensors.
+    watch = graphcheck.watch(allow=["layers.*.quant_method.packed", "lm_head.weight # comment"])
+    model, _ = model_in_arena("legacy")
+    with caplog.at_level("WARNING", logger="graphcheck.watch"):
+        watch.capture(model, **reference_inputs(model))
+    report = watch.last.report
+    assert report.stale_allow == ["layers.*.quant_method.packed", "lm_head.weight # comment"]
+    assert report.stale_allow_hints == [
+        "'*' stays within one dotted name: layers.**.quant_method.packed would match 8 "
+        "owner(s) with findings",
+        "a comment must be on a line of its own: this glob ends in '# comment'",
+    ]
+    assert "layers.*.quant_method.packed ('*' stays within one dotted name: " in caplog.text
+
+
 def test_a_freed_model_is_skipped_with_why() -> None:
     watch = graphcheck.watch(allocator_history=False)
     model, _ = model_in_arena("registered")

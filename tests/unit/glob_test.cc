@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace graphcheck::detail {
 namespace {
@@ -56,6 +57,21 @@ TEST(Glob, AHostileGlobCostsNoMoreThanTheTable) {
   EXPECT_TRUE(glob_matches(glob, name + "b"));
   // A loose bound: a table of ~160k cells, far from the hours backtracking would take.
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(Glob, AStaleGlobsHintSaysWhatSlipItLikelyHolds) {
+  const std::vector<std::string> owners = {"layers.0.self_attn.quant_method.packed",
+                                           "layers.1.mlp.quant_method.packed", "norm.weight"};
+  EXPECT_EQ(stale_glob_hint("layers.*.quant_method.packed", owners),
+            "'*' stays within one dotted name: layers.**.quant_method.packed would match 2 "
+            "owner(s) with findings");
+  EXPECT_EQ(stale_glob_hint("norm.weight  # the final norm", owners),
+            "a comment must be on a line of its own: this glob ends in '# the final norm'");
+  // Nothing a wider glob would reach, a glob written with `**` already, or no star at all.
+  EXPECT_EQ(stale_glob_hint("experts.*.w13", owners), "");
+  EXPECT_EQ(stale_glob_hint("layers.**.scale", owners), "");
+  EXPECT_EQ(stale_glob_hint("lm_head.weight", owners), "");
+  EXPECT_EQ(stale_glob_hint("layers.*.quant_method.packed", {}), "");
 }
 
 }  // namespace

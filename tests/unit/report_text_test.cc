@@ -134,6 +134,17 @@ TEST(TextReport, WithoutFindingsSaysSoAndListsWarningsAndStaleGlobs) {
   EXPECT_TRUE(to_text(report).ends_with("lost 0)\nfindings: 0\n"));
 }
 
+TEST(TextReport, AStaleGlobSaysWhereAWiderGlobWouldHaveMatched) {
+  Report report = report_with({kernel_finding(3, "gemm", "layers.0.mlp.quant_method.packed",
+                                              Verdict::kUnregistered, 1, 0)});
+  report.stale_allow = {"layers.*.quant_method.packed", "never.this"};
+  const std::string text = to_text(report);
+  EXPECT_THAT(text, HasSubstr("\n  layers.*.quant_method.packed  ('*' stays within one dotted "
+                              "name: layers.**.quant_method.packed would match 1 owner(s) with "
+                              "findings)\n"));
+  EXPECT_THAT(text, HasSubstr("\n  never.this\n"));  // no slip found: the glob alone
+}
+
 // Backends' "not checked: " warnings (the CUPTI backend's unreadable kernels) get their own
 // section, apart from the checker's overlap warnings (issue 18 item 3).
 TEST(TextReport, NodesNotCheckedAreListedApartFromOverlapWarnings) {

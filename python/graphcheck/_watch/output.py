@@ -282,9 +282,13 @@ def log_result(result: CheckResult, mode: str, same_as: int | None = None) -> No
     for skip in result.skipped:
         log.warning("graphcheck: check point %r: %s", result.label, skip)
     if result.report.stale_allow:
+        hints = result.report.stale_allow_hints
         log.warning(
             "graphcheck: allowlist globs that matched nothing: %s",
-            ", ".join(result.report.stale_allow),
+            ", ".join(
+                printable(glob) + (f" ({printable(hint)})" if hint else "")
+                for glob, hint in zip(result.report.stale_allow, hints, strict=True)
+            ),
         )
     if result.ok:
         log.info("%s%s", result.summary_line(), where)
