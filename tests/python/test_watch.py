@@ -163,12 +163,18 @@ def test_check_on_capture_off_waits_for_check_pending() -> None:
     assert watch.check_pending() is None
 
 
-def test_allowlist_and_stale_globs(caplog: pytest.LogCaptureFixture) -> None:
-    watch = graphcheck.watch(allow=["layers.*.*.*.quant_method.*", "nothing.matches"])
+def _legacy_report(allow: list[str], caplog: pytest.LogCaptureFixture) -> graphcheck.Report:
+    """The legacy model's capture, checked with ``allow``, its warnings in ``caplog``."""
+    watch = graphcheck.watch(allow=allow)
     model, _ = model_in_arena("legacy")
     with caplog.at_level("WARNING", logger="graphcheck.watch"):
         watch.capture(model, **reference_inputs(model))
-    report = watch.last.report
+    assert watch.last is not None
+    return watch.last.report
+
+
+def test_allowlist_and_stale_globs(caplog: pytest.LogCaptureFixture) -> None:
+    report = _legacy_report(["layers.*.*.*.quant_method.*", "nothing.matches"], caplog)
     assert report.summary["allowed"] == 24  # the quantization methods' tensors
     assert owners(report) == {"unregistered": {"layers.0.self_attn.rotary_emb.cos_sin_cache"}}
     assert report.stale_allow == ["nothing.matches"]
@@ -177,11 +183,7 @@ def test_allowlist_and_stale_globs(caplog: pytest.LogCaptureFixture) -> None:
 
 def test_a_stale_glob_that_slipped_says_how(caplog: pytest.LogCaptureFixture) -> None:
     # `*` stays within one dotted name: the natural first try at the quant methods' tensors.
-    watch = graphcheck.watch(allow=["layers.*.quant_method.packed", "lm_head.weight # comment"])
-    model, _ = model_in_arena("legacy")
-    with caplog.at_level("WARNING", logger="graphcheck.watch"):
-        watch.capture(model, **reference_inputs(model))
-    report = watch.last.report
+    report = _legacy_report(["layers.*.quant_method.packed", "lm_head.weight # comment"], caplog)
     assert report.stale_allow == ["layers.*.quant_method.packed", "lm_head.weight # comment"]
     assert report.stale_allow_hints == [
         "'*' stays within one dotted name: layers.**.quant_method.packed would match 8 "
