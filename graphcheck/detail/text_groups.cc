@@ -192,9 +192,11 @@ void append_fix_lines(std::string& out, const std::vector<Finding>& findings,
       names.push_back(first.owner.empty() ? std::string("<no owner or label>")
                                           : group_owner(findings, families[i]));
     }
+    // The names are owner groups ("layers.{0-1}.scale"), fewer than the owners counted: the
+    // rest are counted as groups too, not as owners.
     const std::string more =
         families.size() > kTodoOwnerFamilies
-            ? fmt::format(", and {} more", families.size() - kTodoOwnerFamilies)
+            ? fmt::format(", and {}", plural(families.size() - kTodoOwnerFamilies, "more group"))
             : std::string();
     out += fmt::format("{}fix {}: {}\n", indent, n + 1,
                        fix.fix.empty() ? std::string("(no fix given)") : printable(fix.fix));

@@ -147,6 +147,18 @@ TEST(TextReport, AStaleGlobSaysWhereAWiderGlobWouldHaveMatched) {
 
 // Backends' "not checked: " warnings (the CUPTI backend's unreadable kernels) get their own
 // section, apart from the checker's overlap warnings (issue 18 item 3).
+TEST(TextReport, AToDoLineCutAtEightGroupsCountsTheRestAsGroups) {
+  std::vector<Finding> findings;
+  for (std::uint64_t i = 0; i < 10; ++i) {  // ten owners in ten families (no index to fold)
+    findings.push_back(kernel_finding(i, "gemm",
+                                      "owner_" + std::string(1, static_cast<char>('a' + i)),
+                                      Verdict::kUnregistered, 1, 0));
+  }
+  const std::string text = to_text(report_with(findings));
+  EXPECT_THAT(text, HasSubstr("owner_h, and 2 more groups\n")) << text;
+  EXPECT_THAT(text, HasSubstr("UNREGISTERED owner_j"));  // named below, in its section
+}
+
 TEST(TextReport, NodesNotCheckedAreListedApartFromOverlapWarnings) {
   Report report = report_with({});
   report.warnings = {
