@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -268,8 +269,22 @@ std::string to_text(const WatchSummary& summary) {
                     printable(row->name), row->entry.pid, row->entry.seq, printable(row->missing));
   }
 
+  // Each check point counts what it found: the total adds up an owner found at several.
+  std::set<std::string_view> owners;
+  for (const CheckpointSummary& checkpoint : summary.checkpoints) {
+    for (const OwnerRow& row : checkpoint.owners) {
+      owners.insert(row.owner);
+    }
+  }
+  const std::string across =
+      summary.checkpoints.size() > 1 && !owners.empty()
+          ? fmt::format(
+                "\nover {} check points: {} distinct {} (an owner found at several "
+                "check points is counted at each)",
+                summary.checkpoints.size(), owners.size(), owners.size() == 1 ? "owner" : "owners")
+          : std::string();
   out +=
-      fmt::format("\nfindings: {}{}\n", summary.findings(),
+      fmt::format("{}\nfindings: {}{}\n", across, summary.findings(),
                   stale_fails ? fmt::format(" (the check fails: {} stale allowlist {})",
                                             summary.stale_allow.size(),
                                             summary.stale_allow.size() == 1 ? "entry" : "entries")
