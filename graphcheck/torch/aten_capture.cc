@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <thread>
 #include <utility>
@@ -225,12 +226,18 @@ void note_value(CaptureState& state, const c10::IValue& value, Access access, st
 // was noted just before: its storage is in the map, or over memory allocated inside, unless it
 // has no extent).
 StorageOrigin origin_of(const CaptureState& state, const at::Tensor& tensor) {
-  const StorageInfo* found = state.storages.find(key_of(tensor.storage().unsafeGetStorageImpl()));
+  const c10::Storage& storage = tensor.storage();
+  const StorageInfo* found = state.storages.find(key_of(storage.unsafeGetStorageImpl()));
   if (found == nullptr) {
-    const auto extent = storage_extent(tensor);
-    return extent && state.watcher->allocated_inside(extent->storage_begin)
-               ? StorageOrigin::kGraph
-               : StorageOrigin::kUnknown;
+    // Only the storage's first byte is needed, not the view's extent note_tensor computed
+    // (reading it may throw where storage_extent caught it: a storage with inaccessible data).
+    try {
+      const auto begin = reinterpret_cast<Address>(storage.data_ptr().get());
+      return state.watcher->allocated_inside(begin) ? StorageOrigin::kGraph
+                                                    : StorageOrigin::kUnknown;
+    } catch (const std::exception&) {
+      return StorageOrigin::kUnknown;
+    }
   }
   return found->origin == Origin::kGraph ? StorageOrigin::kGraph : StorageOrigin::kPreexisting;
 }
