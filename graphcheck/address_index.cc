@@ -110,36 +110,50 @@ using Tables = AddressIndex::Tables;
 constexpr std::size_t kKeptTables = 2;
 constexpr std::size_t kKeptBytes = std::size_t{64} << 20;
 
-struct ThreadCache {
-  std::vector<std::unique_ptr<Tables>> tables;
+// The layers' scratch of one build.
+struct Scratch {
   std::vector<detail::SpanSeg> spans;
   std::vector<detail::AllocSeg> allocs;
   std::vector<std::uint32_t> rival_offsets;
   detail::LayerScratch layers;
+};
+
+struct ThreadCache {
+  std::vector<std::unique_ptr<Tables>> tables;
+  Scratch scratch;
   ThreadCache();
   ThreadCache(const ThreadCache&) = delete;
   ThreadCache& operator=(const ThreadCache&) = delete;
   ~ThreadCache();
 };
 
-// False once the thread's cache is destroyed (thread exit): tables released after that
-// are deleted. A plain bool: it outlives the cache.
-thread_local bool cache_alive = false;
+// Whether this thread's cache is yet to be made, alive, or destroyed. A trivially destructible
+// thread_local: it outlives the cache. A thread may build an index after its cache is gone:
+// glibc's exit() destroys the exiting thread's thread_locals before it runs the atexit
+// handlers (the CUPTI injection's exit check builds indexes there), and a later thread_local's
+// destructor may build one too. Touching the destroyed cache there was a use after free (the
+// exit check of a process whose main thread had checked a destroyed graph crashed 5 in 5).
+enum class CacheState : std::uint8_t { kUnborn, kAlive, kGone };
+thread_local CacheState cache_state = CacheState::kUnborn;
 
-ThreadCache::ThreadCache() { cache_alive = true; }
-ThreadCache::~ThreadCache() { cache_alive = false; }
+ThreadCache::ThreadCache() { cache_state = CacheState::kAlive; }
+ThreadCache::~ThreadCache() { cache_state = CacheState::kGone; }
 
-ThreadCache& thread_cache() {
+// The thread's cache, or null once it is destroyed (builds then go without it).
+ThreadCache* thread_cache() {
+  if (cache_state == CacheState::kGone) {
+    return nullptr;
+  }
   thread_local ThreadCache cache;
-  return cache;
+  return &cache;
 }
 
 void release_tables(Tables* tables) {
-  if (cache_alive && tables->bytes() <= kKeptBytes) {
-    ThreadCache& cache = thread_cache();
-    if (cache.tables.size() < kKeptTables) {
+  if (cache_state == CacheState::kAlive && tables->bytes() <= kKeptBytes) {
+    ThreadCache* cache = thread_cache();
+    if (cache->tables.size() < kKeptTables) {
       tables->clear();
-      cache.tables.emplace_back(tables);
+      cache->tables.emplace_back(tables);
       return;
     }
   }
@@ -147,11 +161,11 @@ void release_tables(Tables* tables) {
 }
 
 std::shared_ptr<Tables> acquire_tables() {
-  ThreadCache& cache = thread_cache();
+  ThreadCache* cache = thread_cache();
   std::unique_ptr<Tables> tables;
-  if (!cache.tables.empty()) {
-    tables = std::move(cache.tables.back());
-    cache.tables.pop_back();
+  if (cache != nullptr && !cache->tables.empty()) {
+    tables = std::move(cache->tables.back());
+    cache->tables.pop_back();
   } else {
     tables = std::make_unique<Tables>();
   }
@@ -365,14 +379,17 @@ AddressIndex::AddressIndex(const Epoch& epoch) : epoch_(&epoch) {
   }
   std::shared_ptr<Tables> tables = acquire_tables();
   tables->layout = next_layout.fetch_add(1, std::memory_order_relaxed);
-  ThreadCache& cache = thread_cache();
-  detail::span_layer(epoch.spans, cache.spans, tables->rivals, cache.rival_offsets, cache.layers);
-  detail::allocation_layer(epoch.allocations, cache.allocs, cache.layers);
-  if (cache.spans.size() + cache.allocs.size() > kMaxCells) {
+  ThreadCache* cache = thread_cache();
+  Scratch own;  // only where the thread's cache is gone
+  Scratch& scratch = cache != nullptr ? cache->scratch : own;
+  detail::span_layer(epoch.spans, scratch.spans, tables->rivals, scratch.rival_offsets,
+                     scratch.layers);
+  detail::allocation_layer(epoch.allocations, scratch.allocs, scratch.layers);
+  if (scratch.spans.size() + scratch.allocs.size() > kMaxCells) {
     throw Error("address index: epoch \"" + epoch.label + "\" cuts memory into more than " +
                 std::to_string(kMaxCells) + " cells; split the epoch");
   }
-  tables->merge(cache.spans, cache.allocs, cache.rival_offsets);
+  tables->merge(scratch.spans, scratch.allocs, scratch.rival_offsets);
   tables->build_pages();
   adopt(std::move(tables));
 }

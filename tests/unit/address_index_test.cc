@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 
 namespace graphcheck {
 namespace {
@@ -30,6 +31,39 @@ Allocation make_alloc(Address begin, std::uint64_t size, std::string pool = "def
 std::string name_at(const AddressIndex& index, Address address) {
   const Span* span = index.find_span(address);
   return span == nullptr ? "<none>" : span->name;
+}
+
+// A build on a thread whose index cache is already destroyed: glibc's exit() destroys the
+// exiting thread's thread_locals before the atexit handlers run (the CUPTI injection's exit
+// check builds indexes there), and a thread_local made before the cache is destroyed after
+// it, as here. Before, such a build used the destroyed cache (ASan: heap-use-after-free; the
+// injection's exit check segfaulted 5 runs in 5).
+const Epoch* g_late_epoch = nullptr;
+std::string g_late_found;  // NOLINT(cert-err58-cpp): a test's result slot
+
+struct BuildsAtThreadExit {
+  BuildsAtThreadExit() = default;
+  BuildsAtThreadExit(const BuildsAtThreadExit&) = delete;
+  BuildsAtThreadExit& operator=(const BuildsAtThreadExit&) = delete;
+  BuildsAtThreadExit(BuildsAtThreadExit&&) = delete;
+  BuildsAtThreadExit& operator=(BuildsAtThreadExit&&) = delete;
+  ~BuildsAtThreadExit() {
+    const AddressIndex index(*g_late_epoch);
+    g_late_found = name_at(index, 0x1010);
+  }
+};
+
+TEST(AddressIndexTest, ABuildAfterItsThreadsCacheIsDestroyedNeedsNoCache) {
+  const Epoch epoch{"capture", {make_span(0x1000, 0x100, OwnerKind::kParameter, "w")}, {}};
+  g_late_epoch = &epoch;
+  g_late_found.clear();
+  std::thread([] {
+    thread_local BuildsAtThreadExit late;  // made before the cache, so destroyed after it
+    (void)&late;
+    const AddressIndex first(*g_late_epoch);  // makes the cache; its tables go back there
+    EXPECT_EQ(name_at(first, 0x1010), "w");
+  }).join();
+  EXPECT_EQ(g_late_found, "w");
 }
 
 TEST(AddressIndexTest, EmptyEpochResolvesNothing) {
