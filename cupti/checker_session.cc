@@ -106,7 +106,7 @@ std::string CheckerSession::note_graph_capture(std::uint64_t graph_id) {
     graph_epochs_[graph_id] = epochs_[*last_capture_].label;
     return epochs_[*last_capture_].label;
   }
-  current.label = unique_label_locked("capture");
+  current.label = take_label_locked("capture");
   epochs_.push_back(std::move(current));
   last_capture_ = epochs_.size() - 1;
   graph_epochs_[graph_id] = epochs_.back().label;
@@ -116,7 +116,7 @@ std::string CheckerSession::note_graph_capture(std::uint64_t graph_id) {
 std::string CheckerSession::record_epoch(std::string_view label) {
   const Gathered gathered = gather(false);
   const Lock lock(*this);
-  epochs_.push_back(current_epoch_locked(unique_label_locked(label), gathered));
+  epochs_.push_back(current_epoch_locked(take_label_locked(label), gathered));
   return epochs_.back().label;
 }
 
@@ -145,7 +145,14 @@ Report CheckerSession::check_now(std::string_view label) {
     log("graphcheck: " + std::string(kNothingChecked.substr(6)) + "\n");
   }
   if (!options_.out_dir.empty()) {
-    emit_locked(now_session_.snapshot(), *report, label);
+    // Files that cannot be written (a full disk, a folder removed meanwhile) must not lose
+    // the report: the exit check's status under GRAPHCHECK_POLICY=error comes from it.
+    try {
+      emit_locked(now_session_.snapshot(), *report, label);
+    } catch (const std::exception& error) {
+      log("graphcheck: the files of epoch '" + report->epoch + "' were not written to " +
+          options_.out_dir.string() + ": " + error.what() + "\n");
+    }
   }
   return *report;
 }
@@ -361,15 +368,25 @@ Epoch CheckerSession::current_epoch_locked(std::string label, const Gathered& ga
 }
 
 std::string CheckerSession::unique_label_locked(std::string_view label) const {
-  auto taken = [&](const std::string& candidate) {
-    return std::any_of(epochs_.begin(), epochs_.end(),
-                       [&](const Epoch& epoch) { return epoch.label == candidate; });
-  };
   std::string candidate(label);
-  for (int suffix = 1; taken(candidate); ++suffix) {
-    candidate = std::string(label) + "." + std::to_string(suffix);
+  if (epoch_labels_.count(candidate) == 0) {
+    return candidate;
   }
+  const auto known = taken_suffix_.find(candidate);
+  int suffix = known != taken_suffix_.end() ? known->second : 0;
+  do {
+    candidate = std::string(label) + "." + std::to_string(++suffix);
+  } while (epoch_labels_.count(candidate) != 0);
   return candidate;
+}
+
+std::string CheckerSession::take_label_locked(std::string_view label) {
+  std::string taken = unique_label_locked(label);
+  if (taken.size() > label.size()) {  // label.N, the first N free: 1 to N are taken now
+    taken_suffix_[std::string(label)] = std::stoi(taken.substr(label.size() + 1));
+  }
+  epoch_labels_.insert(taken);
+  return taken;
 }
 
 GraphRecord CheckerSession::with_epoch_locked(GraphRecord graph) const {

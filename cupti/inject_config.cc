@@ -2,8 +2,11 @@
 
 #include <graphcheck/checker.h>
 #include <graphcheck/error.h>
+#include <unistd.h>
 
 #include <array>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -39,6 +42,24 @@ std::string read_string(const EnvLookup& lookup, const char* variable) {
   return raw == nullptr ? std::string() : std::string(raw);
 }
 
+// A folder the program may not write (read-only, /proc, another user's) passed the checks
+// above: under GRAPHCHECK_POLICY=error the exit check's files then failed to write, and that
+// failure ended the check before its exit status (a CI run with findings exited 0). A file
+// made and removed now says whether writing works.
+void require_writable(const std::string& folder) {
+  const std::filesystem::path probe =
+      std::filesystem::path(folder) / (".graphcheck-probe-" + std::to_string(::getpid()));
+  std::FILE* file = std::fopen(probe.c_str(), "wb");
+  if (file == nullptr) {
+    throw Error("GRAPHCHECK_OUT='" + folder + "' is a folder graphcheck cannot write (" +
+                std::error_code(errno, std::generic_category()).message() +
+                "); set it to a writable folder or unset it");
+  }
+  (void)std::fclose(file);
+  std::error_code ignored;
+  std::filesystem::remove(probe, ignored);
+}
+
 }  // namespace
 
 InjectConfig parse_inject_config(const EnvLookup& lookup) {
@@ -61,6 +82,12 @@ InjectConfig parse_inject_config(const EnvLookup& lookup) {
                   "' is not a folder graphcheck can create (" +
                   (error ? error.message() : std::string("not a directory")) +
                   "); set it to a writable folder or unset it");
+    }
+    require_writable(config.out_dir);
+    // The files are written at exit, perhaps after the program changed its working folder.
+    const std::filesystem::path absolute = std::filesystem::absolute(config.out_dir, error);
+    if (!error) {
+      config.out_dir = absolute.string();
     }
   }
   config.allow_file = read_string(lookup, "GRAPHCHECK_ALLOW");

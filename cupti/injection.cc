@@ -32,8 +32,9 @@ Injection::Injection(InjectionDeps deps) : deps_(std::move(deps)) {
   if (!deps_.err) {
     deps_.err = print_to_stderr;
   }
+  process_ = static_cast<long>(::getpid());
   if (deps_.pid == 0) {
-    deps_.pid = static_cast<long>(::getpid());
+    deps_.pid = process_;
   }
 }
 
@@ -110,7 +111,8 @@ InjectionState Injection::initialize() noexcept {
 }
 
 void Injection::at_exit() noexcept {
-  if (state_ != InjectionState::kActive || backend_ == nullptr) {
+  if (state_ != InjectionState::kActive || backend_ == nullptr ||
+      static_cast<long>(::getpid()) != process_) {
     return;
   }
   try {

@@ -50,6 +50,8 @@ class Injection {
   InjectionState initialize() noexcept;
   /// @brief The exit check (GRAPHCHECK_CHECK=exit|launch) or snapshot (off with
   /// GRAPHCHECK_OUT). Never throws; may `std::_Exit(1)` under GRAPHCHECK_POLICY=error.
+  /// Nothing in a forked child (which inherits the atexit handler): CUDA does not carry over
+  /// into a child, its records are the parent's, and so would its files' names be.
   void at_exit() noexcept;
 
   [[nodiscard]] InjectionState state() const { return state_; }
@@ -61,6 +63,7 @@ class Injection {
   void disable(std::string_view reason) noexcept;
 
   InjectionDeps deps_;
+  long process_ = 0;  // the process that made it (getpid): a forked child is another
   InjectConfig config_;
   InjectionState state_ = InjectionState::kDisabled;
   std::unique_ptr<DriverApi> api_;

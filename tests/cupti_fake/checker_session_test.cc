@@ -113,6 +113,24 @@ TEST_F(CheckerSessionTest, CaptureEpochIsSharedUntilTheStateChanges) {
   EXPECT_EQ(session->note_graph_capture(3), "capture.1");
 }
 
+// Labels are the first free `label.N`, whatever was recorded in between; the search starts
+// past the suffixes taken so far (it scanned every recorded epoch per suffix tried).
+TEST_F(CheckerSessionTest, EpochLabelsTakeTheFirstFreeSuffix) {
+  reserve_and_map();
+  auto session = make_session({});
+  EXPECT_EQ(session->record_epoch("capture.2"), "capture.2");
+  std::vector<std::string> labels;
+  for (std::uint64_t graph = 1; graph <= 4; ++graph) {
+    labels.push_back(session->note_graph_capture(graph));
+    CUdeviceptr out = 0x9000000 + graph * 0x1000;  // a new state: the next capture's epoch
+    drive(tracker_, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, cuMemAlloc_v2_params{&out, 64});
+  }
+  EXPECT_THAT(labels, ::testing::ElementsAre("capture", "capture.1", "capture.3", "capture.4"));
+  EXPECT_EQ(session->record_epoch("capture"), "capture.5");
+  EXPECT_EQ(session->record_epoch("after_sleep"), "after_sleep");
+  EXPECT_EQ(session->record_epoch("after_sleep"), "after_sleep.1");
+}
+
 TEST_F(CheckerSessionTest, SleepWakeStoryGivesDanglingThenLostThenUnregistered) {
   reserve_and_map();
   auto session = make_session({});
@@ -426,17 +444,19 @@ TEST_F(CheckerSessionTest, GraphNeverNotedAtCaptureLeavesARecordedLaunchEpochInP
   EXPECT_EQ(session.launches_checked(), 2u);
 }
 
-TEST_F(CheckerSessionTest, UnwritableOutputFolderIsAnErrorNamingThePath) {
+// Files that cannot be written (a folder removed meanwhile, a full disk) are logged with the
+// path, and the report still comes back: the injection's exit status under
+// GRAPHCHECK_POLICY=error comes from it. Before, the write threw out of check_now, and a
+// process whose exit check had findings exited 0.
+TEST_F(CheckerSessionTest, UnwritableOutputFolderIsLoggedAndTheReportStillReturned) {
   reserve_and_map();
   SessionOptions options;
   options.out_dir = "/proc/graphcheck-no-such-folder";
   auto session = make_session(options);
-  try {
-    static_cast<void>(session->check_now("exit"));
-    FAIL() << "expected graphcheck::Error";
-  } catch (const Error& error) {
-    EXPECT_THAT(error.what(), HasSubstr("/proc/graphcheck-no-such-folder"));
-  }
+  const Report report = session->check_now("exit");
+  EXPECT_EQ(verdict_at(report, kWorkspace + 16), Verdict::kUnregistered);
+  EXPECT_THAT(log_.str(), HasSubstr("the files of epoch 'exit' were not written to "
+                                    "/proc/graphcheck-no-such-folder: "));
 }
 
 }  // namespace

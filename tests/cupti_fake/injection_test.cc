@@ -6,8 +6,11 @@
 #include <gmock/gmock.h>
 #include <graphcheck/snapshot.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -59,6 +62,15 @@ class InjectionTest : public ::testing::Test {
     std::filesystem::remove_all(dir);
     return dir;
   }
+
+  // A graph whose kernel reads a buffer allocated and registered nowhere, instantiated.
+  void plant_unregistered_read(Injection& injection);
+  // A graph of one kernel reading the planted buffer, instantiated as exec `id`.
+  CUgraphExec instantiate_planted_read(Injection& injection, std::uint32_t id);
+  // A driver call's API EXIT callback, succeeded, as CUPTI delivers it.
+  static void driver_exit(Injection& injection, CUpti_CallbackId cbid, const void* params);
+  CUdeviceptr planted_buffer_ = 0x7f0000000000;
+  std::array<void*, 1> planted_args_{&planted_buffer_};
 
   std::map<std::string, std::string> env_;
   std::string err_;
@@ -124,6 +136,31 @@ TEST_F(InjectionTest, UncreatableOutputFolderNamesTheVariable) {
   EXPECT_THAT(err_, HasSubstr("GRAPHCHECK_OUT='/proc/graphcheck/out'"));
 }
 
+// A folder that exists but cannot be written passed before, and the exit check's write then
+// failed under GRAPHCHECK_POLICY=error before its exit status.
+TEST_F(InjectionTest, AnUnwritableOutputFolderNamesTheVariableAndWhy) {
+  env_ = {{"GRAPHCHECK_OUT", "/proc"}};
+  Injection injection(deps());
+  EXPECT_EQ(injection.initialize(), InjectionState::kDisabled);
+  EXPECT_THAT(err_, HasSubstr("GRAPHCHECK_OUT='/proc' is a folder graphcheck cannot write ("));
+}
+
+// The files are written at exit, after the program may have changed its working folder.
+TEST_F(InjectionTest, ARelativeOutputFolderIsWhereItWasAtStart) {
+  const auto dir = temp_dir();
+  std::filesystem::create_directories(dir);
+  const auto start = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  env_ = {{"GRAPHCHECK_OUT", "out"}, {"GRAPHCHECK_CHECK", "off"}};
+  Injection injection(deps());
+  ASSERT_EQ(injection.initialize(), InjectionState::kActive) << err_;
+  std::filesystem::current_path(start);  // the program moves on
+  injection.at_exit();
+  EXPECT_TRUE(std::filesystem::exists(dir / "out" / "graphcheck-4242-exit-snapshot.json"));
+  EXPECT_FALSE(std::filesystem::exists(start / "out"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(InjectionTest, CheckOffWithoutOutputStaysIdleAndUnsubscribed) {
   env_ = {{"GRAPHCHECK_CHECK", "off"}};
   Injection injection(deps());
@@ -185,31 +222,89 @@ TEST_F(InjectionTest, ErrorPolicyExitsWithCodeOneWhenTheExitCheckFinds) {
   env_ = {{"GRAPHCHECK_POLICY", "error"}};
   Injection injection(deps());
   ASSERT_EQ(injection.initialize(), InjectionState::kActive) << err_;
+  plant_unregistered_read(injection);
+  EXPECT_EXIT(injection.at_exit(), ::testing::ExitedWithCode(1), "");
+}
+
+// A forked child inherits the atexit handler but not CUDA: before, it ran the parent's exit
+// check, printed the parent's report and, under GRAPHCHECK_POLICY=error, exited 1.
+TEST_F(InjectionTest, AForkedChildRunsNoExitCheck) {
+  env_ = {{"GRAPHCHECK_POLICY", "error"}};
+  Injection injection(deps());
+  ASSERT_EQ(injection.initialize(), InjectionState::kActive) << err_;
+  plant_unregistered_read(injection);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    injection.at_exit();
+    std::_Exit(0);
+  }
+  ASSERT_GT(child, 0);
+  int status = -1;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+void InjectionTest::plant_unregistered_read(Injection& injection) {
   // A buffer the graph uses, allocated but registered nowhere: unregistered at exit.
-  CUgraph graph = fake_->add_graph(1);
-  CUfunction kernel = fake_->add_function("k", {{0, 8}});
-  CUdeviceptr buffer = 0x7f0000000000;
-  void* args[] = {&buffer};
+  CUdeviceptr out = planted_buffer_;
+  cuMemAlloc_v2_params alloc{&out, 256};
+  driver_exit(injection, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &alloc);
+  (void)instantiate_planted_read(injection, 2);
+}
+
+CUgraphExec InjectionTest::instantiate_planted_read(Injection& injection, std::uint32_t id) {
+  CUgraph graph = fake_->add_graph(id + 100);
   testing::FakeNode node;
   node.type = CU_GRAPH_NODE_TYPE_KERNEL;
-  node.kernel.func = kernel;
-  node.kernel.kernelParams = args;
+  node.kernel.func = fake_->add_function("k", {{0, 8}});
+  node.kernel.kernelParams = planted_args_.data();  // the fixture's: read until the test ends
   fake_->add_node(graph, node);
-  CUdeviceptr out = buffer;
-  cuMemAlloc_v2_params alloc{&out, 256};
+  CUgraphExec exec = fake_->add_exec(id);
+  cuGraphInstantiateWithFlags_params instantiate{&exec, graph, 0};
+  driver_exit(injection, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &instantiate);
+  return exec;
+}
+
+void InjectionTest::driver_exit(Injection& injection, CUpti_CallbackId cbid, const void* params) {
   CUresult ok = CUDA_SUCCESS;
   CUpti_CallbackData data{};
   data.callbackSite = CUPTI_API_EXIT;
-  data.functionParams = &alloc;
+  data.functionParams = params;
   data.functionReturnValue = &ok;
-  injection.backend()->dispatcher().on_callback(CUPTI_CB_DOMAIN_DRIVER_API,
-                                                CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &data);
-  CUgraphExec exec = fake_->add_exec(2);
-  cuGraphInstantiateWithFlags_params instantiate{&exec, graph, 0};
-  data.functionParams = &instantiate;
-  injection.backend()->dispatcher().on_callback(
-      CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &data);
-  EXPECT_EXIT(injection.at_exit(), ::testing::ExitedWithCode(1), "");
+  injection.backend()->dispatcher().on_callback(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+}
+
+// The exit check runs in an atexit handler, after glibc's exit() destroyed the exiting
+// thread's thread_locals. A graph checked at its destroy on that thread had made the address
+// index's thread cache there, and the exit check then built its indexes in the destroyed cache:
+// the host process segfaulted at exit (5 runs in 5, found by a review helper).
+Injection* g_exiting = nullptr;
+
+void run_exit_check() { g_exiting->at_exit(); }
+
+TEST_F(InjectionTest, TheExitCheckRunsAfterTheExitingThreadsThreadLocalsAreGone) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto dir = temp_dir();
+  env_ = {{"GRAPHCHECK_OUT", dir.string()}};
+  const auto exits_cleanly = [&] {
+    auto* injection = new Injection(deps());  // NOLINT(cppcoreguidelines-owning-memory)
+    if (injection->initialize() != InjectionState::kActive) {
+      std::_Exit(3);
+    }
+    g_exiting = injection;  // lives until the process ends, as the injection's own does
+    const CUgraphExec destroyed_exec = instantiate_planted_read(*injection, 1);
+    (void)instantiate_planted_read(*injection, 2);
+    CUpti_GraphData destroyed{};
+    destroyed.graphExec = destroyed_exec;
+    const CUpti_ResourceData resource{nullptr, {nullptr}, &destroyed};
+    injection->backend()->dispatcher().on_callback(
+        CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
+        &resource);  // checked here, on this thread; the other lives on
+    std::atexit(run_exit_check);
+    std::exit(0);
+  };
+  EXPECT_EXIT(exits_cleanly(), ::testing::ExitedWithCode(0), "");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
