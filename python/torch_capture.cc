@@ -200,6 +200,8 @@ class PyRecord {
   }
   [[nodiscard]] const std::string& reader() const { return record_.graph.reader; }
   [[nodiscard]] std::uint64_t operands() const { return record_.operands; }
+  [[nodiscard]] std::uint64_t foreign_ops() const { return record_.foreign_ops; }
+  [[nodiscard]] bool allocations_watched() const { return record_.allocations_watched; }
   [[nodiscard]] const libtorch::CapturedGraph* graph() const { return record_.replayable.get(); }
 
  private:
@@ -332,6 +334,10 @@ void bind_capture(py::module_& module) {
   record.def_property_readonly("node_count",
                                [](const PyRecord& self) { return self.node_count(); });
   record.def_property_readonly("operands", [](const PyRecord& self) { return self.operands(); });
+  record.def_property_readonly("foreign_ops",
+                               [](const PyRecord& self) { return self.foreign_ops(); });
+  record.def_property_readonly("allocations_watched",
+                               [](const PyRecord& self) { return self.allocations_watched(); });
   record.def_property_readonly("op_names", [](const PyRecord& self) {
     return self.graph() != nullptr ? self.graph()->op_names() : std::vector<std::string>{};
   });

@@ -4,9 +4,9 @@
 #include <graphcheck/detail/pointer_table.h>
 #include <graphcheck/error.h>
 #include <graphcheck/torch/aten_capture.h>
+#include <graphcheck/torch/detail/allocation_watcher.h>
 #include <graphcheck/torch/registry.h>
 #include <graphcheck/torch/weights_arena.h>
-#include <torch/csrc/profiler/orchestration/observer.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,42 +21,6 @@ namespace graphcheck::libtorch {
 namespace detail {
 
 using graphcheck::detail::PointerTable;
-
-// Learns which storages were allocated while the window is open on this thread: the CPU
-// allocator (and CUDA's caching allocator) report every allocation and free to the
-// PROFILER_STATE debug info when it says memory profiling is enabled. Torch reads that slot as
-// a profiler state (autograd.Function.apply asks `profilerEnabled()` and its config), so the
-// watcher is one: a disabled profiler whose memory reporting is on.
-class AllocationWatcher final : public torch::profiler::impl::ProfilerStateBase {
- public:
-  AllocationWatcher()
-      : ProfilerStateBase(
-            torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::Disabled)) {
-  }
-  torch::profiler::impl::ActiveProfilerType profilerType() override {
-    return torch::profiler::impl::ActiveProfilerType::NONE;
-  }
-  void reportMemoryUsage(void* ptr, int64_t alloc_size, size_t /*total_allocated*/,
-                         size_t /*total_reserved*/, c10::Device /*device*/) override {
-    if (alloc_size > 0) {
-      live_.insert(reinterpret_cast<std::uintptr_t>(ptr), true);
-      allocated_.emplace_back(reinterpret_cast<std::uintptr_t>(ptr),
-                              static_cast<std::uint64_t>(alloc_size));
-    } else if (alloc_size < 0) {
-      live_.erase(reinterpret_cast<std::uintptr_t>(ptr));
-    }
-  }
-  [[nodiscard]] bool memoryProfilingEnabled() const override { return true; }
-  [[nodiscard]] bool allocated_inside(Address begin) const { return live_.contains(begin); }
-  /// Every block allocated inside, freed or not, in order: the graph's memory.
-  [[nodiscard]] std::vector<std::pair<Address, std::uint64_t>> take_allocated() {
-    return std::move(allocated_);
-  }
-
- private:
-  PointerTable<bool> live_;  // first bytes of the blocks allocated inside and not yet freed
-  std::vector<std::pair<Address, std::uint64_t>> allocated_;  // (begin, bytes)
-};
 
 enum class Origin : std::uint8_t { kGraph, kInput, kExternal };
 
@@ -246,7 +210,16 @@ bool reclaim_abandoned();
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   CaptureState* state = t_active;
-  if (state == nullptr || reclaim_abandoned()) {
+  if (state == nullptr) {
+    // An op on a thread without a window, which runs this callback only because torch copied
+    // the window thread's callbacks into it (at::launch, autograd's threads): counted, not
+    // recorded.
+    if (AllocationWatcher* watcher = AllocationWatcher::in_this_thread(); watcher != nullptr) {
+      watcher->count_foreign_op();
+    }
+    return nullptr;
+  }
+  if (reclaim_abandoned()) {
     return nullptr;
   }
   const std::uint32_t name = state->names.intern(fn.name());
@@ -290,6 +263,7 @@ void stop(CaptureState& state) {
   }
   state.finished = true;
   at::removeCallback(state.handle);
+  state.watcher->close();
   state.memory_guard.reset();
   t_active = nullptr;
 }
@@ -380,8 +354,16 @@ CaptureWindow::CaptureWindow(CaptureOptions options)
         state_->options.arena != nullptr ? state_->options.arena->mapping() : ArenaMapping());
   }
   state_->watcher = std::make_shared<detail::AllocationWatcher>();
-  state_->memory_guard =
-      std::make_unique<c10::DebugInfoGuard>(c10::DebugInfoKind::PROFILER_STATE, state_->watcher);
+  // A profiler running on this thread holds the slot, and every torch profiler reads whatever
+  // the slot holds as its own state, unchecked in a release build (a static_cast): pushing
+  // the watcher over it made the profiler's callbacks read past the watcher (SIGSEGV, SIGBUS,
+  // a glibc mutex assertion, a hang). The window then goes without the watcher.
+  if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) == nullptr) {
+    state_->memory_guard =
+        std::make_unique<c10::DebugInfoGuard>(c10::DebugInfoKind::PROFILER_STATE, state_->watcher);
+  } else {
+    state_->record.allocations_watched = false;
+  }
   detail::t_active = state_.get();
   state_->handle =
       at::addThreadLocalCallback(at::RecordFunctionCallback(&detail::on_start, &detail::on_end)
@@ -433,6 +415,7 @@ CaptureRecord CaptureWindow::finish(Nodes nodes) {
   detail::stop(*state_);
   auto extents = std::move(state_->graph_extents);
   const auto allocated = state_->watcher->take_allocated();
+  state_->record.foreign_ops = state_->watcher->foreign_ops();
   extents.insert(extents.end(), allocated.begin(), allocated.end());
   state_->storages.for_each([&extents](std::uintptr_t /*impl*/, const detail::StorageInfo& info) {
     if (info.origin == detail::Origin::kGraph) {

@@ -74,6 +74,15 @@ struct CaptureRecord {
   std::vector<Span> input_spans;          ///< declared static inputs (whole storages)
   std::vector<ExternalStorage> external;  ///< every other operand storage
   std::uint64_t operands = 0;             ///< operands recorded over all nodes
+  /// Ops that ran on other threads the window's thread handed work to (at::launch tasks,
+  /// autograd's threads): not recorded, so their operands are not in `graph` (their blocks
+  /// are in `graph_spans`). Nonzero means the record misses reads.
+  std::uint64_t foreign_ops = 0;
+  /// False when a profiler held the thread's profiler slot as the window opened: the window
+  /// then watched no allocation, so blocks allocated inside that no op returned (a kernel's
+  /// workspace) are not in `graph_spans`, and a storage allocated inside and first seen as
+  /// an op's input is `external`.
+  bool allocations_watched = true;
   /// The depth-0 ops with their operands, ready to replay (null with `ReplayOps::kDrop`).
   /// Shared by copies of the record, as a graph handle is.
   std::shared_ptr<CapturedGraph> replayable;
@@ -88,10 +97,14 @@ struct CaptureRecord {
 ///
 /// Uses a thread-local `at::RecordFunction` callback (scope FUNCTION, inputs and outputs) and,
 /// to know which storages were allocated inside the window, installs a memory-reporting
-/// `c10::DebugInfoGuard` (PROFILER_STATE): a profiler's memory events on this thread are
-/// not delivered while the window is open.
+/// `c10::DebugInfoGuard` (PROFILER_STATE), unless a profiler already holds that slot on this
+/// thread (`CaptureRecord::allocations_watched`). A profiler started on this thread while the
+/// window is open finds the slot taken and refuses to start (torch: "Profiler is already
+/// enabled on this thread").
 ///
-/// Thread safety: one window per thread; ops on other threads are not recorded. `finish` runs
+/// Thread safety: one window per thread; ops on other threads are not recorded (those on
+/// threads torch hands the window's thread-local state to are counted: `foreign_ops`), but
+/// the blocks those threads allocate while the window is open are its. `finish` runs
 /// on the constructing thread. Destroyed on another thread (a capture that ended elsewhere, a
 /// watch closed from another thread), an open window is abandoned, not freed: the constructing
 /// thread still points at it, so that thread frees it at its next op or its next window, and

@@ -1,6 +1,7 @@
 // The ATen capture window: op nodes with view extents, graph-owned intermediates, declared
 // inputs, unknown tensors as unregistered allocations, epochs at later moments.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/core/CPUAllocator.h>
 #include <gmock/gmock.h>
 #include <graphcheck/checker.h>
@@ -8,8 +9,10 @@
 #include <graphcheck/torch/aten_capture.h>
 #include <graphcheck/torch/registry.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -111,6 +114,82 @@ TEST(CaptureWindow, EveryBlockAllocatedInsideIsTheGraphsWhetherAnOpReadItOrNot) 
   EXPECT_TRUE(covered_by(record.graph_spans, reinterpret_cast<Address>(workspace.get())));
   EXPECT_FALSE(covered_by(record.graph_spans, address_of(input)));
   EXPECT_TRUE(record.external.empty());
+}
+
+// Torch hands the window's thread-local state (its allocation watcher and its op callback)
+// to the tasks at::launch runs, and those allocate while this thread does. Before, their
+// reports wrote the watcher's tables with no lock, racing this thread's (a lost or corrupt
+// entry, or a crash of the watched program); now their blocks are the graph's like this
+// thread's, and their ops are counted as not recorded.
+TEST(CaptureWindow, BlocksAllocatedByLaunchedTasksAreTheGraphsAndTheirOpsAreCounted) {
+  constexpr std::size_t kTasks = 4;
+  constexpr int kAllocations = 20000;
+  const at::Tensor input = at::ones({16});
+  CaptureWindow window;
+  std::vector<at::Tensor> kept(kTasks);
+  std::vector<std::promise<void>> done(kTasks);
+  for (std::size_t task = 0; task < kTasks; ++task) {
+    at::launch([&, task] {
+      for (int i = 0; i < kAllocations; ++i) {
+        (void)at::empty({8 + (i % 7)});
+      }
+      kept[task] = input.add(static_cast<double>(task));
+      done[task].set_value();
+    });
+  }
+  at::Tensor chain = input;
+  for (int i = 0; i < kAllocations; ++i) {
+    chain = at::empty({8 + (i % 5)});
+  }
+  for (auto& promise : done) {
+    promise.get_future().wait();
+  }
+  at::Tensor sum = chain.narrow(0, 0, 8);
+  for (const at::Tensor& tensor : kept) {
+    sum = sum + tensor.narrow(0, 0, 8);  // read here: each is over memory allocated inside
+  }
+  const CaptureRecord record = window.finish();
+  for (const at::Tensor& tensor : kept) {
+    EXPECT_TRUE(covered_by(record.graph_spans, address_of(tensor))) << address_of(tensor);
+  }
+  EXPECT_THAT(record.external, ::testing::IsEmpty());  // `input` was not read on this thread
+  EXPECT_GE(record.foreign_ops, kTasks);               // each task's add
+  EXPECT_NE(find_op(record, "aten::empty"), nullptr);  // this thread's ops are recorded
+}
+
+// Every torch profiler reads the thread's profiler slot as its own state without a check in
+// a release build. Before, the window pushed its allocation watcher over a running profiler's
+// state, whose callbacks then read past the watcher: a watched capture inside
+// torch.profiler.profile() died (SIGSEGV, SIGBUS, a mutex assertion) or hung. Now the window
+// leaves the slot to the profiler, says it watched no allocation, and records its ops.
+TEST(CaptureWindow, AProfilerOnTheThreadKeepsItsSlotAndTheWindowWatchesNoAllocation) {
+  namespace prof = torch::profiler::impl;
+  const prof::ProfilerConfig config(prof::ProfilerState::KINETO, /*report_input_shapes=*/false,
+                                    /*profile_memory=*/true);
+  torch::autograd::profiler::prepareProfiler(config, {prof::ActivityType::CPU});
+  torch::autograd::profiler::enableProfiler(config, {prof::ActivityType::CPU});
+  CaptureRecord record;
+  {
+    CaptureWindow window;
+    at::Tensor chain = at::ones({64});
+    for (int i = 0; i < 50; ++i) {
+      chain = chain * 1.5;
+    }
+    record = window.finish();
+  }
+  const auto result = torch::autograd::profiler::disableProfiler();
+  EXPECT_FALSE(record.allocations_watched);
+  EXPECT_NE(find_op(record, "aten::mul"), nullptr);
+  ASSERT_NE(result, nullptr);
+  const auto& events = result->events();
+  EXPECT_GE(std::count_if(events.begin(), events.end(),
+                          [](const auto& e) { return e.name() == "aten::mul"; }),
+            50);
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(),  // the profiler's own memory events
+                          [](const auto& e) { return e.name() == "[memory]"; }));
+  CaptureWindow after;  // no profiler now: the window watches allocations again
+  (void)at::ones({8}).add(1);
+  EXPECT_TRUE(after.finish().allocations_watched);
 }
 
 TEST(CaptureWindow, AStorageMadeInsideOverOutsideBytesIsExternal) {
