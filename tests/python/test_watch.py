@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import json
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -224,6 +225,74 @@ def test_declarations_apply_to_recorded_and_later_graphs() -> None:
     assert graphcheck.checkpoint("declared").ok
     watch.capture(small, torch.ones(2, 16))
     assert watch.last.ok
+
+
+def _mul_in_a_forked_task(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return torch.jit.wait(torch.jit.fork(torch.mul, x, w)) + 1
+
+
+class _ForksItsRead(torch.nn.Module):
+    """Reads an unregistered tensor only in a task ``torch.jit.fork`` runs on another thread
+    (scripted code forks; eager code runs the task in place)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.hidden = torch.randn(8)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # torch.jit.script's notice
+            self.forked = torch.jit.script(_mul_in_a_forked_task)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.forked(self.lin(x), self.hidden)
+
+
+def test_ops_on_forked_threads_are_said_to_be_unchecked() -> None:
+    # The twin records the capturing thread's ops: the forked task's read of `hidden` is
+    # missing from the graph, and silence would read as a clean check of it.
+    watch = graphcheck.watch(allocator_history=False)
+    watch.capture(_ForksItsRead(), torch.ones(2, 8))
+    capture = watch.last
+    assert capture is not None and capture.report.summary["unregistered"] == 0
+    (note,) = capture.notes
+    assert note.startswith("graph 1: ") and "op(s) of the forward ran on other threads" in note
+    assert "what those ops read is not checked" in note
+    later = graphcheck.checkpoint("after_wake")
+    assert later is not None and later.notes == capture.notes  # every check point repeats it
+    plain = torch.nn.Linear(8, 8)
+    watch.capture(plain, torch.ones(2, 8))
+    assert watch.last is not None and watch.last.notes == ()
+
+
+class _ReadsATable(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 16)
+        self.table = torch.zeros(16)  # registered nowhere
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) + self.table
+
+
+def test_a_capture_inside_a_profiler_leaves_the_profiler_its_slot() -> None:
+    # Torch profilers read the thread's profiler slot as their own state: the window's
+    # allocation watcher pushed there made this capture crash or hang (3 runs in 3).
+    watch = graphcheck.watch(allocator_history=False)
+    model = _ReadsATable()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        watch.capture(model, torch.ones(2, 16))
+    assert any(e.name == "aten::linear" for e in prof.events())  # the profiler still records
+    profiled = watch.last
+    assert profiled is not None
+    (note,) = profiled.notes
+    assert note.startswith("graph 1: a torch profiler was running on the capturing thread")
+    # Without allocations the window cannot tell an intermediate a kernel allocated itself
+    # from older memory: such extras carry an aten:<op> label, as the note says.
+    found = owners(profiled.report)["unregistered"]
+    assert "table" in found and all(o.startswith("aten:") for o in found - {"table"})
+    watch.capture(model, torch.ones(2, 16))  # no profiler: allocations watched, no note
+    assert watch.last is not None and watch.last.notes == ()
+    assert owners(watch.last.report) == {"unregistered": {"table"}}
 
 
 def test_a_check_point_with_nothing_watched_says_so_once(

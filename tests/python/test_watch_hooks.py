@@ -129,6 +129,54 @@ def test_the_capture_bodys_own_exception_is_the_one_the_caller_sees(
         capture_fake(model, **inputs)
 
 
+class _StreamContext:
+    """Stands in for the ``torch.cuda.stream`` context ``torch.cuda.graph`` exits last."""
+
+    def __init__(self) -> None:
+        self.exited = False
+
+    def __exit__(self, *exc: object) -> None:
+        self.exited = True
+
+
+def _torch_cuda_graph_context(graph: FakeCUDAGraph) -> Any:
+    """A ``torch.cuda.graph`` whose ``__exit__`` is torch's own code, on stand-ins."""
+    context = object.__new__(torch.cuda.graph)  # its __init__ makes CUDA streams
+    context.cuda_graph = graph  # type: ignore[attr-defined]
+    context.stream_ctx = _StreamContext()  # type: ignore[attr-defined]
+    context._enable_annotations = False  # type: ignore[attr-defined]
+    return context
+
+
+def test_error_mode_raises_after_torch_cuda_graph_restored_the_stream() -> None:
+    # torch.cuda.graph.__exit__ calls capture_end, then restores the caller's stream: findings
+    # raised out of capture_end skipped the restore, and the engine that went on after the
+    # error ran everything on the capture's side stream.
+    watch = fake_watch(mode="error")
+    model = build_reference_model(ReferenceConfig(variant="legacy"), 0)
+    inputs = reference_inputs(model)
+    context = _torch_cuda_graph_context(FakeCUDAGraph())
+    with torch.no_grad():
+        context.cuda_graph.capture_begin()
+        model(**inputs)
+    with pytest.raises(graphcheck.FindingsError):
+        context.__exit__(None, None, None)
+    assert context.stream_ctx.exited and context.cuda_graph.captured
+    assert watch.last is not None and not watch.last.ok
+    # The body's own exception still wins, and the stream is restored under it too.
+    context = _torch_cuda_graph_context(FakeCUDAGraph())
+    with torch.no_grad():
+        context.cuda_graph.capture_begin()
+        model(**inputs)
+    try:
+        raise ValueError("the engine's own error")
+    except ValueError as error:
+        assert context.__exit__(ValueError, error, error.__traceback__) is None
+    assert context.stream_ctx.exited
+    watch.close()
+    assert not hasattr(torch.cuda.graph.__exit__, "__graphcheck_original__")
+
+
 def test_torch_accelerator_graph_captures_reach_the_watch_too() -> None:
     # torch 2.13's torch.accelerator.Graph calls torch._C._acceleratorGraph, not
     # torch.cuda.CUDAGraph: wrapping only the latter would miss an engine that moved to it.
@@ -182,6 +230,53 @@ def test_a_capture_ended_on_another_thread_is_not_watched_and_breaks_nothing(
         thread.join()
     assert "ended its capture on another thread than it began on" in caplog.text
     assert kept[0].captured and [g.id for g in watch.graphs] == [2]
+
+
+def test_a_graph_freed_on_another_thread_while_the_watch_is_busy_waits_for_nothing() -> None:
+    # A graph's finalizer runs wherever the collector runs: on the watch's writer thread, while
+    # a check point holds the watch's lock and waits for that writer, it took the lock and
+    # both waited forever (seen with graphs in reference cycles, 3 runs in 3).
+    import threading
+
+    watch = fake_watch()
+    model = torch.nn.Linear(4, 4)
+    held = [capture_fake(model, input=torch.ones(1, 4))]
+    assert len(watch.graphs) == 1
+
+    def free_it() -> None:
+        held.clear()
+        gc.collect()
+
+    with watch._lock:  # as a check point holds it
+        thread = threading.Thread(target=free_it)
+        thread.start()
+        thread.join(timeout=10)
+        finished = not thread.is_alive()
+    thread.join()
+    assert finished, "the finalizer waited for the watch's lock"
+    assert watch.graphs == []
+
+
+def test_a_dropped_model_s_weights_are_freed_with_it() -> None:
+    # The watch's cached registry held every parameter: an engine that dropped its model and
+    # graphs (a model swap, an in-process engine rebuilt) kept the old weights until the next
+    # census, on a GPU a whole model's memory.
+    import weakref
+
+    watch = fake_watch()
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 64))
+    graph = capture_fake(model, input=torch.ones(2, 64))
+    weight = weakref.ref(model[0].weight)
+    assert watch.graphs
+    del model, graph
+    gc.collect()
+    assert weight() is None
+    kept = torch.nn.Linear(8, 8)  # a model alive: its registry stays cached between captures
+    watch.add_model(kept)
+    computed = watch._registry.computed
+    capture_fake(kept, input=torch.ones(1, 8))
+    capture_fake(kept, input=torch.ones(1, 8))
+    assert watch._registry.computed == computed + 1
 
 
 def test_registered_model_given_to_watch_is_clean() -> None:
@@ -363,6 +458,7 @@ def test_captures_inside_a_profiling_window_are_not_watched() -> None:
         second = capture_fake(model, input=torch.ones(2, 4))
     assert first.captured and second.captured
     assert watch.graphs == [] and watch.results == []
+    assert watch.checkpoint("after_profiling") is None  # nothing checked: the note waits
     watched = capture_fake(model, input=torch.ones(1, 4))
     assert [g.id for g in watch.graphs] == [1] and watched.captured
     # The outermost window names the step; its note goes to the next check point only.

@@ -46,6 +46,7 @@ __all__ = [
     "FinishedCapture",
     "GraphReader",
     "ReadNodes",
+    "window_notes",
 ]
 
 log = logging.getLogger("graphcheck.watch")
@@ -259,7 +260,8 @@ class CudaCaptures:
             f"graph {entry.graph_id}: its nodes are the ATen dispatcher's ops (kernels launched "
             f"outside the dispatcher are not checked): {entry.why_not or 'not read'}"
         )
-        return FinishedCapture(record, entry.graph_id, entry.device, READER_DISPATCHER, (why,))
+        notes = (why, *window_notes(record, entry.graph_id))
+        return FinishedCapture(record, entry.graph_id, entry.device, READER_DISPATCHER, notes)
 
     def close(self) -> None:
         """Closes every open window (the watch closes)."""
@@ -268,3 +270,30 @@ class CudaCaptures:
             self._open.clear()
         for entry in entries:
             entry.window.close()
+
+
+def window_notes(record: _torch.CaptureRecord, graph_id: int) -> tuple[str, ...]:
+    """What the ATen window could not record of a graph the dispatcher read.
+
+    Torch hands a thread's state to the work it launches (``torch.jit.fork`` in scripted
+    code, autograd's device threads), so those ops reach the window's callback, which counts
+    them but records one thread: their reads are missing. A profiler running on the
+    capturing thread keeps the slot the window watches allocations through (torch profilers
+    read it as their own state): an intermediate first seen as an op's input is then taken
+    for older memory.
+    """
+    notes = []
+    if record.foreign_ops:
+        notes.append(
+            f"graph {graph_id}: {record.foreign_ops} op(s) of the forward ran on other threads "
+            "(torch.jit.fork tasks, autograd's threads); the ATen window records one thread, "
+            "so what those ops read is not checked"
+        )
+    if not record.allocations_watched:
+        notes.append(
+            f"graph {graph_id}: a torch profiler was running on the capturing thread, so the "
+            "ATen window could not watch allocations (the profiler owns that slot): an "
+            "intermediate a kernel allocated itself may be judged unregistered under an "
+            "aten:<op> label; capture outside the profiler to check this graph fully"
+        )
+    return tuple(notes)

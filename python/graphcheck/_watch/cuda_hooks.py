@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import logging
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -87,9 +88,10 @@ class CaptureHooks:
     mode raises its findings there, after the capture completed), and not while another
     exception propagates through ``capture_end`` (the body of a ``torch.cuda.graph`` raised:
     its exception is the one the caller must see); anything else is logged. The capture
-    itself succeeded by then, and ``torch.cuda.graph`` restores the caller's stream only
-    after ``capture_end`` returns. Install once; not thread-safe to install or
-    remove while another thread captures.
+    itself succeeded by then. ``torch.cuda.graph`` restores the caller's stream only after
+    ``capture_end`` returns, so its ``__exit__`` is wrapped too: inside it, such an exception
+    is held and raised once the stream is restored. Install once; not thread-safe to install
+    or remove while another thread captures.
     """
 
     def __init__(
@@ -112,6 +114,7 @@ class CaptureHooks:
         self._hooks_module = hooks_module
         self._handles: list[Any] = []
         self._wrapped: list[tuple[type, str, bool]] = []  # (class, name, was in its __dict__)
+        self._exits = threading.local()  # .deferred: findings held for torch.cuda.graph's exit
         self.how = "not installed"
 
     def install(self) -> str:
@@ -125,6 +128,7 @@ class CaptureHooks:
         api = _global_hook_api(module) if module is not None else None
         if api is not None:
             self._install_global(api, graph_class)
+            self._wrap_context_exit()
             self.how = f"global capture hooks of {getattr(module, '__name__', module)}"
             return self.how
         classes = [graph_class]
@@ -133,6 +137,7 @@ class CaptureHooks:
         try:
             for wrapped in classes:
                 self._wrap(wrapped)
+            self._wrap_context_exit()
         except BaseException:
             self.remove()  # nothing half installed
             raise
@@ -192,6 +197,44 @@ class CaptureHooks:
         graph_class.capture_begin = capture_begin  # type: ignore[attr-defined]
         graph_class.capture_end = capture_end  # type: ignore[attr-defined]
 
+    def _wrap_context_exit(self) -> None:
+        """Wraps ``torch.cuda.graph.__exit__``: findings raised at ``capture_end`` leave after it.
+
+        It calls ``capture_end`` and then restores the caller's stream, which an error raised
+        out of ``capture_end`` skipped (the thread went on capturing nothing, on the capture's
+        side stream). Nothing where torch has no such class.
+        """
+        context = getattr(torch.cuda, "graph", None)
+        exit_ = getattr(context, "__exit__", None) if isinstance(context, type) else None
+        if context is None or exit_ is None or getattr(exit_, _ORIGINAL, None) is not None:
+            return
+        hooks = self
+
+        @functools.wraps(exit_)
+        def __exit__(ctx: Any, *args: Any) -> Any:
+            outer = getattr(hooks._exits, "deferred", None)
+            deferred: list[BaseException] = []
+            hooks._exits.deferred = deferred
+            try:
+                result = exit_(ctx, *args)
+            except BaseException as own:
+                for exc in deferred:
+                    log.warning(
+                        "graphcheck: not raised while the capture's own %s propagates: %s",
+                        type(own).__name__,
+                        exc,
+                    )
+                raise
+            finally:
+                hooks._exits.deferred = outer
+            if deferred:
+                raise deferred[0]
+            return result
+
+        setattr(__exit__, _ORIGINAL, exit_)
+        self._wrapped.append((context, "__exit__", "__exit__" in context.__dict__))
+        context.__exit__ = __exit__
+
     def _begin(self, graph: Any) -> None:
         try:
             self._on_begin(graph)
@@ -204,7 +247,11 @@ class CaptureHooks:
             self._on_end(graph)
         except self._raises as exc:
             if propagating is None:
-                raise
+                deferred = getattr(self._exits, "deferred", None)
+                if deferred is None:
+                    raise
+                deferred.append(exc)  # torch.cuda.graph.__exit__'s wrapper raises it
+                return
             log.warning(
                 "graphcheck: not raised while the capture's own %s propagates: %s",
                 type(propagating).__name__,

@@ -10,6 +10,8 @@ memory (:class:`~graphcheck._watch.graph_pools.GraphPools`), for a CUDA capture.
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,10 +23,18 @@ from graphcheck._declarations import checked_input, checked_runtime, declared_le
 from graphcheck._model_registry import ModelRegistry
 from graphcheck._watch.cuda_capture import READER_DISPATCHER
 from graphcheck._watch.graph_pools import GraphPools
+from graphcheck._watch.output import CheckResult, merge_reports
 from graphcheck._watch.registry import ModelSource, RegistryCache
 from graphcheck.arena import WeightsArena
 
-__all__ = ["Declarations", "WatchedCapture", "WatchedGraph", "check_graphs", "watched_capture"]
+__all__ = [
+    "Declarations",
+    "WatchedCapture",
+    "WatchedGraph",
+    "check_graphs",
+    "check_point",
+    "watched_capture",
+]
 
 #: ``(name, tensor, reason)`` of one declaration.
 Declared = tuple[str, torch.Tensor, str]
@@ -220,6 +230,41 @@ def check_graphs(
     """
     with pools.one_reading() if pools is not None else contextlib.nullcontext():
         return _check_each(graphs, label, fresh=fresh, allow=allow)
+
+
+def check_point(
+    seq: int,
+    label: str,
+    graphs: list[WatchedGraph],
+    *,
+    fresh: bool,
+    allow: Iterable[str],
+    pools: GraphPools,
+    notes: tuple[str, ...],
+    role: str,
+    start: float,
+) -> CheckResult:
+    """The check point ``seq`` of ``graphs`` (:func:`check_graphs`; at least one) as a result.
+
+    Each graph is checked or skipped with why. ``notes`` go before the notes of each checked
+    graph's reader; ``start`` is when the check point began (``time.perf_counter()``).
+    """
+    reports, checked, skipped = check_graphs(graphs, label, fresh=fresh, allow=allow, pools=pools)
+    return CheckResult(
+        seq,
+        label,
+        merge_reports(reports, label, "capture"),
+        tuple(g.id for g in checked),
+        tuple(skipped),
+        {},
+        time.time(),
+        os.getpid(),
+        "; ".join(dict.fromkeys(g.capture.source.describe() for g in checked)),
+        role,
+        notes + tuple(n for g in checked for n in g.reader_notes),
+        seconds=time.perf_counter() - start,
+        readers={g.id: g.reader for g in checked},
+    )
 
 
 def _check_each(

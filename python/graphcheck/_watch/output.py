@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -29,6 +30,7 @@ __all__ = [
     "FindingsError",
     "finding_key",
     "census_lines",
+    "census_result",
     "log_result",
     "merge_reports",
     "printable",
@@ -259,6 +261,24 @@ def census_lines(entries: Iterable[CensusEntry]) -> tuple[str, ...]:
         f"{e.path}: {tuple(e.shape)} {str(e.dtype).removeprefix('torch.')}"
         + (f" (aliases: {', '.join(e.aliases)})" if e.aliases else "")
         for e in entries
+    )
+
+
+def census_result(
+    seq: int, label: str, entries: Iterable[CensusEntry], model: str, role: str, seconds: float
+) -> CheckResult:
+    """A census point (:meth:`Watch.census_point`) as a check point without graphs."""
+    return CheckResult(
+        seq,
+        label,
+        merge_reports([], label, label),
+        (),
+        time=time.time(),
+        pid=os.getpid(),
+        model=model,
+        role=role,
+        census=census_lines(entries),
+        seconds=seconds,
     )
 
 

@@ -156,7 +156,10 @@ class RegistryCache:
     parameter or buffer changed, keeps its previous census path until the next check point
     (the new storage is still judged, named by its allocation until then; a runtime-state
     attribute such as a KV cache first bound between two captures is judged unregistered until
-    then). Not thread-safe: the watch calls it under its lock.
+    then). The cached registry holds the model's parameters and buffers, so it is dropped
+    at :meth:`invalidate` and as soon as one of its modules dies (a weak reference's
+    callback, which takes no lock): a model the engine dropped takes its weights with it. Not
+    thread-safe otherwise: the watch calls it under its lock.
     """
 
     def __init__(self) -> None:
@@ -164,6 +167,8 @@ class RegistryCache:
         self._key: tuple[int, int, tuple[int, ...]] | None = None
         self._state: ModelRegistry | None = None
         self._spans: _torch.RegistrySpans | None = None
+        #: Weak references to the cached registry's modules: the first to die drops it.
+        self._alive: tuple[weakref.ref[torch.nn.Module], ...] = ()
         self._fingerprint = b""
         self._recheck = False
         self.computed = 0  # registries computed so far (each a census): for tests and benches
@@ -175,6 +180,13 @@ class RegistryCache:
     def invalidate(self) -> None:
         """Forget the cached registry: the next graph or epoch computes it anew."""
         self._token += 1
+        self._drop()
+
+    def _drop(self) -> None:
+        # The registry holds the model's parameters and buffers: kept past the model's life,
+        # it kept a dropped model's weights alive until the next census.
+        self._state = self._spans = None
+        self._key, self._alive = None, ()
 
     def recheck(self) -> None:
         """The next :meth:`state` reuses the cached registry only if the model is unchanged."""
@@ -193,10 +205,20 @@ class RegistryCache:
                 return self._state
         else:
             fingerprint = registered_fingerprint(model)
-        self._state, self._spans = self._compute(model), None
-        self._key, self._fingerprint = key, fingerprint
+        self._alive = ()  # from here, no older registry's callback drops this one
+        state = self._compute(model)
+        roots = list(model.children()) if isinstance(model, Roots) else [model]  # Roots: a view
+        alive = tuple(weakref.ref(m, self._died) for m in roots)
+        self._state, self._spans, self._key, self._fingerprint = state, None, key, fingerprint
+        self._alive = alive
         self.computed += 1
-        return self._state
+        return state
+
+    def _died(self, ref: weakref.ref[torch.nn.Module]) -> None:
+        # A weak reference's callback: it runs wherever the collector runs, so it takes no
+        # lock; a registry computed since then holds other references and stays.
+        if ref in self._alive:
+            self._drop()
 
     def spans(self) -> _torch.RegistrySpans:
         """The registry :meth:`state` returned last, as spans (made once per registry).

@@ -16,6 +16,7 @@ on a GPU.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import logging
@@ -32,17 +33,22 @@ from graphcheck._capture import capture_arguments, record_forward
 from graphcheck._census import census
 from graphcheck._errors import GraphcheckValueError, require_text, require_texts
 from graphcheck._model_registry import ENGINE_STATE_REASON, EngineState
-from graphcheck._watch.cuda_capture import CudaCaptures, CudaGraphReader, GraphReader
+from graphcheck._watch.cuda_capture import (
+    CudaCaptures,
+    CudaGraphReader,
+    GraphReader,
+    window_notes,
+)
 from graphcheck._watch.cuda_hooks import AllocatorHistory, CaptureHooks, capture_device
 from graphcheck._watch.graph_pools import GraphPools, SegmentSource, torch_segments
 from graphcheck._watch.graphs import (
     Declarations,
     WatchedCapture,
     WatchedGraph,
-    check_graphs,
+    check_point,
     watched_capture,
 )
-from graphcheck._watch.output import CheckResult, FindingsError, census_lines, merge_reports
+from graphcheck._watch.output import CheckResult, FindingsError, census_result
 from graphcheck._watch.profiling import ProfilingCaptures
 from graphcheck._watch.registry import ModelGetter, ModelSource, RegistryCache, weak_getter
 from graphcheck._watch.results import CheckPoints
@@ -104,6 +110,7 @@ class Watch:
         #: :meth:`check_pending` (engine plugins check all their graphs at once).
         self.check_on_capture = True
         self._graphs: list[WatchedGraph] = []
+        self._forgotten: collections.deque[int] = collections.deque()  # see _forget
         self._ids = itertools.count(1)
         self._seq = itertools.count(1)
         self._models: dict[str, ModelGetter] = {}
@@ -143,7 +150,7 @@ class Watch:
     def __repr__(self) -> str:
         state = "closed" if self.closed else self.mode
         return (
-            f"<Watch ({state}, {self.origin}): {len(self._graphs)} graphs, "
+            f"<Watch ({state}, {self.origin}): {len(self.graphs)} graphs, "
             f"{len(self._points.all())} check points, out_dir={self.out_dir}>"
         )
 
@@ -195,7 +202,7 @@ class Watch:
     def graphs(self) -> list[WatchedGraph]:
         """The graphs recorded and still alive, in capture order."""
         with self._lock:
-            return list(self._graphs)
+            return list(self._alive())
 
     @property
     def results(self) -> list[CheckResult]:
@@ -243,7 +250,7 @@ class Watch:
         argument now, not at the next capture.
         """
         with self._lock:
-            self._declared.add_runtime(tensor, name, reason, self._graphs)
+            self._declared.add_runtime(tensor, name, reason, self._alive())
 
     def declare_input(
         self, name: str, tensor: torch.Tensor, reason: str = "static graph input"
@@ -253,7 +260,7 @@ class Watch:
         Raises as :meth:`declare_runtime` for a bad argument.
         """
         with self._lock:
-            self._declared.add_input(name, tensor, reason, self._graphs)
+            self._declared.add_input(name, tensor, reason, self._alive())
 
     def _source(self, device: torch.device) -> ModelSource:
         if self._models:
@@ -265,12 +272,24 @@ class Watch:
 
     def _add(self, capture: WatchedCapture, graph_id: int, kind: str, device: str) -> WatchedGraph:
         graph = WatchedGraph(graph_id, capture, kind, device)
-        self._graphs.append(graph)
+        self._alive().append(graph)
         return graph
 
     def _forget(self, graph_id: int) -> None:
-        with self._lock:
-            self._graphs = [g for g in self._graphs if g.id != graph_id]
+        # A CUDA graph's finalizer: it runs wherever the collector runs, the writer thread's
+        # allocations included, perhaps while this watch's lock is held by a thread waiting for
+        # that writer. Taking the lock here deadlocked both; the id is queued instead.
+        self._forgotten.append(graph_id)
+
+    def _alive(self) -> list[WatchedGraph]:
+        """The graphs not forgotten (the list itself); call it under the lock."""
+        if self._forgotten:
+            gone = set()
+            with contextlib.suppress(IndexError):
+                while True:
+                    gone.add(self._forgotten.popleft())
+            self._graphs = [g for g in self._graphs if g.id not in gone]
+        return self._graphs
 
     # ------------------------------------------------------------- CUDA capture
 
@@ -354,6 +373,7 @@ class Watch:
             )
             device = next((str(p.device) for p in model.parameters()), "cpu")
             watched = self._add(capture, graph_id, "cpu twin", device)
+            watched.reader_notes = window_notes(record, graph_id)
         if self.check_on_capture:
             self._check("capture", [watched], fresh=False, at_capture=True)
         return capture
@@ -375,22 +395,15 @@ class Watch:
         model = source.resolve() if source is not None else None
         if source is None or model is None:
             return None
-        lines = census_lines(census(model, allow=self.allow).entries)
+        entries = census(model, allow=self.allow).entries
         with self._lock:
-            result = CheckResult(
-                next(self._seq),
-                label,
-                merge_reports([], label, label),
-                (),
-                time=time.time(),
-                pid=os.getpid(),
-                model=source.describe(),
-                role=self.role,
-                census=lines,
-                seconds=time.perf_counter() - start,
+            seq = next(self._seq)
+            seconds = time.perf_counter() - start
+            result = census_result(seq, label, entries, source.describe(), self.role, seconds)
+            result = self._points.record(
+                result, [], allow=self.allow, mode=self.mode, background=False
             )
-            result = self._record_result(result, [])
-        return self._finish(result)
+        return self._points.finish(result, self.mode)
 
     def checkpoint(self, label: str, *, notes: Iterable[str] = ()) -> CheckResult | None:
         """Record the epoch ``label`` for every watched graph and check each against it.
@@ -409,7 +422,7 @@ class Watch:
                 f"graphcheck.checkpoint: expected a non-empty label other than 'now', got {label!r}"
             )
         with self._lock:
-            graphs = list(self._graphs)
+            graphs = list(self._alive())
             self._registry.invalidate()
             tell = not graphs and not self._told_nothing_watched
             self._told_nothing_watched |= tell
@@ -434,7 +447,7 @@ class Watch:
         nothing new.
         """
         with self._lock:
-            graphs = [g for g in self._graphs if not g.checked]
+            graphs = [g for g in self._alive() if not g.checked]
         return self._check(label, graphs, fresh=False, notes=tuple(notes)) if graphs else None
 
     def _check(
@@ -448,48 +461,25 @@ class Watch:
     ) -> CheckResult | None:
         if not at_capture:
             self.flush()  # the pending pages show the epochs of their own check points only
+        if not graphs:  # before the sequence number and the profiling notes are taken
+            return None
         start = time.perf_counter()
         with self._lock:
-            reports, checked, skipped = check_graphs(
-                graphs, label, fresh=fresh, allow=self.allow, pools=self._pools
-            )
-            if not checked and not skipped:
-                return None
-            notes += self._profiling.take_notes()
-            report = merge_reports(reports, label, "capture")
-            model = "; ".join(dict.fromkeys(g.capture.source.describe() for g in checked))
-            result = CheckResult(
+            result = check_point(
                 next(self._seq),
                 label,
-                report,
-                tuple(g.id for g in checked),
-                tuple(skipped),
-                {},
-                time.time(),
-                os.getpid(),
-                model,
-                self.role,
-                notes + tuple(n for g in checked for n in g.reader_notes),
-                seconds=time.perf_counter() - start,
-                readers={g.id: g.reader for g in checked},
+                graphs,
+                fresh=fresh,
+                allow=self.allow,
+                pools=self._pools,
+                notes=notes + self._profiling.take_notes(),
+                role=self.role,
+                start=start,
             )
-            snapshots = [(g.id, g.capture) for g in checked]
-            result = self._record_result(result, snapshots, background=at_capture)
-        return self._finish(result)
-
-    def _record_result(
-        self,
-        result: CheckResult,
-        snapshots: list[tuple[int, WatchedCapture]],
-        *,
-        background: bool = False,
-    ) -> CheckResult:
-        """Keeps the result and has its files written (``CheckPoints.record``)."""
-        return self._points.record(
-            result, snapshots, allow=self.allow, mode=self.mode, background=background
-        )
-
-    def _finish(self, result: CheckResult) -> CheckResult:
+            snapshots = [(g.id, g.capture) for g in graphs if g.id in result.graphs]
+            result = self._points.record(
+                result, snapshots, allow=self.allow, mode=self.mode, background=at_capture
+            )
         return self._points.finish(result, self.mode)
 
     # ------------------------------------------------------------------ lifetime
