@@ -463,6 +463,40 @@ def test_patch_methods_reports_and_undoes() -> None:
     assert "load" in Engine.__dict__ and not hasattr(Engine.load, "__graphcheck_point__")
 
 
+def test_a_profiling_window_that_cannot_open_never_breaks_the_engine(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The window opens before the engine's own method runs, flag on or off (vLLM's
+    # additional_config may turn it on per worker): with graphcheck's compiled modules
+    # unloadable, an ImportError came out of Worker.determine_available_memory.
+    from graphcheck.integrations import _wiring
+
+    class Worker:
+        def determine_available_memory(self) -> int:
+            return 7
+
+    def unloadable(what: str) -> Any:
+        raise ImportError("graphcheck._torch: undefined symbol")
+
+    monkeypatch.setattr(_wiring, "profiling_captures", unloadable)
+    point = integrations.PatchPoint(
+        "w.memory",
+        "Worker.determine_available_memory",
+        integrations.Action.PROFILE_CAPTURES,
+        integrations.Need.REQUIRED,
+    )
+    module = type(sys)("fake_worker_module")
+    module.Worker = Worker  # type: ignore[attr-defined]
+    report = integrations.PatchReport("test engine")
+    undo = integrations.patch_methods(module, [point], lambda p: lambda *a, **k: None, report)
+    with caplog.at_level(logging.ERROR, logger="graphcheck.integrations"):
+        assert Worker().determine_available_memory() == 7
+    assert "the profiling window of w.memory could not open, the engine goes on" in caplog.text
+    assert "ImportError: graphcheck._torch: undefined symbol" in caplog.text
+    for restore in undo:
+        restore()
+
+
 def test_a_failing_hook_never_breaks_the_engine(caplog: pytest.LogCaptureFixture) -> None:
     point = integrations.PatchPoint(
         "e.x", "E.x", integrations.Action.NEW_EPOCH, integrations.Need.OPTIONAL

@@ -349,6 +349,36 @@ def test_a_forward_that_returns_nothing_is_compared_not_taken_for_a_refusal() ->
     assert not refused.equal and math.isnan(refused.diff) and refused.replay.startswith("refused")
 
 
+def test_caches_past_the_limit_are_not_copied_and_nothing_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A 2 GiB KV cache took 7.8 s per copy and compare, with 2 GiB more memory, three times
+    # per reload, while the engine served nothing.
+    from types import SimpleNamespace
+
+    from graphcheck.integrations import _vllm_forward
+    from graphcheck.integrations._vllm_cpu import _replay_note
+
+    def must_not_run(*_: object) -> Any:
+        raise AssertionError("ran although the caches are past the limit")
+
+    forward = _vllm_forward.EngineForward.__new__(_vllm_forward.EngineForward)
+    forward.runner = SimpleNamespace(kv_caches=[torch.zeros(4), [torch.zeros(4)]])  # 32 bytes
+    forward.replay = must_not_run  # type: ignore[method-assign]
+    forward.eager = must_not_run  # type: ignore[method-assign]
+    forward.refreshed = must_not_run  # type: ignore[method-assign]
+    monkeypatch.setattr(_vllm_forward, "COMPARE_LIMIT_BYTES", 31)
+    skipped = forward.replay_and_eager(capture=None, refresh=True)  # type: ignore[arg-type]
+    assert skipped.replay.startswith("not compared: the KV caches and states hold 0.0 GiB")
+    assert not skipped.equal and math.isnan(skipped.diff)
+    note = _replay_note(skipped)
+    assert note.endswith(
+        "graphcheck copies to compare (a copy would stall the engine for "
+        "seconds and double their memory)"
+    )
+    assert "would read that memory" not in note
+
+
 def test_a_drafter_the_dummy_batch_does_not_run_is_run_by_its_own_dummy_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

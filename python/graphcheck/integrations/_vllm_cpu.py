@@ -84,6 +84,8 @@ def compiled_mode(worker: Any) -> str | None:
 
 def _replay_note(comparison: Comparison) -> str:
     what = "the captured forward replayed against an eager forward now (outputs, KV cache writes)"
+    if comparison.replay.startswith("not compared"):
+        return f"{what}: {comparison.replay}"
     if comparison.replay != "ran":
         return f"{what}: {comparison.replay} (a CUDA graph would read that memory)"
     if comparison.equal:
@@ -164,8 +166,7 @@ def after_reload_notes(worker: Any) -> list[str]:
     start = time.perf_counter()
     notes = []
     for twin in twins:
-        fresh = twin.forward.refreshed()
-        comparison = twin.forward.replay_and_eager(twin.capture, eager_from=fresh)
+        comparison = twin.forward.replay_and_eager(twin.capture, refresh=True)
         notes.append(twin.prefix + _replay_note(comparison))
     seconds = time.perf_counter() - start
     return [*notes, f"{_twins(twins)} replayed and compared in {seconds:.2f} s"]

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from graphcheck._watch.watch import Watch
 
 __all__ = [
+    "COMPARE_LIMIT_BYTES",
     "DUMMY_TOKENS",
     "Comparison",
     "EngineForward",
@@ -111,7 +112,7 @@ def served_forwards(runner: Any) -> list[EngineForward | NotCalled]:
 class Comparison(NamedTuple):
     """A replay beside an eager forward, from the same KV caches and states."""
 
-    replay: str  #: "ran", or "refused: <why>"
+    replay: str  #: "ran", "refused: <why>", or "not compared: <why>" (nothing ran)
     eager: Any  #: the eager forward's outputs (cloned)
     #: outputs equal (NaN at the same positions) and the same cache writes; False if refused
     equal: bool
@@ -204,18 +205,26 @@ class EngineForward:
         except graphcheck.GraphcheckError as exc:
             return None, f"refused: {str(exc).splitlines()[0]}"
 
-    def replay_and_eager(
-        self, capture: Capture, eager_from: EngineForward | None = None
-    ) -> Comparison:
+    def replay_and_eager(self, capture: Capture, *, refresh: bool = False) -> Comparison:
         """``replay(capture)`` beside an eager forward, each from the same KV caches and states.
 
         Either may write the runner's KV caches and recurrent (Mamba) states, which vLLM
         keeps in ``kv_caches``: what each wrote there is compared too (a forward's effect is
         its outputs and its cache writes; some return nothing), and their contents are put
         back after each, so that the second does not start from what the first wrote, and
-        serving goes on from what it had. ``eager_from`` runs the eager forward instead of
-        this one (:meth:`refreshed`).
+        serving goes on from what it had. ``refresh``: the eager forward is this one recorded
+        again (:meth:`refreshed`: after requests). Caches past :data:`COMPARE_LIMIT_BYTES` are
+        not copied: nothing runs, and the comparison says why (``replay`` "not compared").
         """
+        size = sum(t.numel() * t.element_size() for t in _cache_tensors(self.runner))
+        if size > COMPARE_LIMIT_BYTES:
+            why = (
+                f"not compared: the KV caches and states hold {size / 2**30:.1f} GiB, more "
+                f"than the {COMPARE_LIMIT_BYTES >> 30} GiB graphcheck copies to compare (a "
+                f"copy would stall the engine for seconds and double their memory)"
+            )
+            return Comparison(why, None, False, math.nan)
+        eager_from = self.refreshed() if refresh else None
         with _caches_kept(self.runner) as kept:
             replayed, replay = self.replay(capture)
             ran = replay == "ran"  # a forward may return None; a refused replay says why
@@ -309,7 +318,7 @@ class _KeptCaches:
     """The runner's KV caches and states, and a copy of each taken when made."""
 
     def __init__(self, runner: Any) -> None:
-        self.caches = [t for t in _leaves(runner.kv_caches) if isinstance(t, torch.Tensor)]
+        self.caches = _cache_tensors(runner)
         self.saved = [t.clone() for t in self.caches]
 
     def writes(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -363,6 +372,17 @@ def _compare_effects(replayed: _Effects, eager: _Effects) -> tuple[bool, float]:
         worst = float((values_r.double() - values_e.double()).abs().max())
         diff = worst if math.isnan(worst) or math.isnan(diff) else max(diff, worst)
     return equal, diff
+
+
+#: KV caches and states larger than this (in all) are not copied to compare a replay with an
+#: eager forward: a 2 GiB cache took 7.8 s per copy and compare on a 2-core machine, with the
+#: copy's 2 GiB on top (a review, 2026-12-07); vLLM's CPU worker sizes the cache at most of
+#: its memory by default.
+COMPARE_LIMIT_BYTES = 1 << 30
+
+
+def _cache_tensors(runner: Any) -> list[torch.Tensor]:
+    return [t for t in _leaves(runner.kv_caches) if isinstance(t, torch.Tensor)]
 
 
 @contextlib.contextmanager

@@ -38,6 +38,7 @@ import importlib
 import importlib.metadata
 import inspect
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import ModuleType
@@ -242,10 +243,21 @@ def run_hook(
 
 def _after(function: Callable[..., Any], point: PatchPoint, hook: AfterHook) -> Callable[..., Any]:
     # A PROFILE_CAPTURES method runs inside a profiling window; every other one as it is.
+    # Before the engine's own method: nothing of graphcheck's may fail into it (with the flag
+    # off, a package whose compiled modules could not load made vLLM's worker fail to start).
     def scope() -> contextlib.AbstractContextManager[None]:
-        if point.action is Action.PROFILE_CAPTURES:
+        if point.action is not Action.PROFILE_CAPTURES:
+            return contextlib.nullcontext()
+        try:
             return profiling_captures(point.key)
-        return contextlib.nullcontext()
+        except Exception as exc:
+            log.error(
+                "graphcheck: the profiling window of %s could not open, the engine goes on: %s: %s",
+                point.key,
+                type(exc).__name__,
+                exc,
+            )
+            return contextlib.nullcontext()
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -392,6 +404,8 @@ def profiling_captures(what: str) -> contextlib.AbstractContextManager[None]:
     check point notes how many graphs were captured there. Does nothing when no watch runs.
     Process-wide while open (:meth:`graphcheck._watch.watch.Watch.profiling`).
     """
+    if "graphcheck._watch.process" not in sys.modules:  # no watch ever started: import nothing
+        return contextlib.nullcontext()
     active = graphcheck.current_watch()
     return active.profiling(what) if active is not None else contextlib.nullcontext()
 
