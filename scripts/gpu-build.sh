@@ -9,11 +9,15 @@
 #     unpacks CARRY/source.tar.gz into WORK/src and CARRY/debs/*.deb into WORK/prefix, then
 #     configures WORK/build (Release, CMake + ninja, LibTorch and pybind11 of PYTHON, fmt,
 #     nlohmann_json, GoogleTest, Google Benchmark and CLI11 from the prefix) and builds the gpu
-#     tier (graphcheck_gpu_tests, graphcheck_gpu_reference_model_test), the GPU and CUPTI
-#     benchmarks, the CLI, the injection library and the Python package's compiled modules.
+#     tier (graphcheck_gpu_tests), the GPU benchmarks, the CLI and the injection library, then
+#     the torch-linked gpu tests (graphcheck_gpu_reference_model_test) and the Python package's
+#     compiled modules.
 #     Then it proves that those five packages came from the prefix: their CMake packages were
 #     found there, no object read their headers from /usr/include, and the programs load
-#     libfmt and libbenchmark from there. Fails on any of these.
+#     libfmt and libbenchmark from there. Exit status 3 when the CUDA programs were built but
+#     the torch-linked targets were not, or a dependency was not the prefix's (a
+#     `gpu-build: FAIL` line says which): the check goes on with them; any other non-zero
+#     status: nothing to run.
 #   scripts/gpu-build.sh python CARRY WORK PYTHON
 #     installs the package `graphcheck` into WORK/site (`pip install --target`, no network,
 #     no build isolation, no dependencies) from the modules the cxx step compiled, and checks
@@ -31,8 +35,13 @@ src="${work}/src" prefix="${work}/prefix" build="${work}/build" site="${work}/si
 # The five packages: CMake package name, and the header folder under include/ each owns.
 packages=(fmt nlohmann_json GTest benchmark CLI11)
 header_dirs='fmt|nlohmann|gtest|gmock|benchmark|CLI'
-targets=(graphcheck_gpu_tests graphcheck_gpu_reference_model_test graphcheck_gpu_bench
-  graphcheck_cupti_bench graphcheck_cli graphcheck_inject graphcheck_python)
+# Built in two rounds: the CUDA programs first, which need no torch, then the torch-linked ones,
+# so that a torch target that fails to build (a LibTorch the code has not met) leaves the rest
+# of the check to run. graphcheck_cupti_bench (the fake driver's callback path) is not built
+# there: it runs on the CPU, in `make bench`.
+cuda_targets=(graphcheck_gpu_tests graphcheck_gpu_bench graphcheck_cli graphcheck_inject)
+torch_targets=(graphcheck_gpu_reference_model_test graphcheck_python)
+partial=0  # set by a failure that leaves the CUDA programs usable: exit status 3
 
 # unpack_deb DEB: its files into the prefix; dpkg -x, else ar and tar (a .deb is an ar archive
 # whose data.tar.* holds the files), for an image without dpkg.
@@ -91,44 +100,65 @@ build_cxx() {
     -DGRAPHCHECK_BUILD_TESTS=ON -DGRAPHCHECK_BUILD_BENCHMARKS=ON -DGRAPHCHECK_VLLM_TIER=OFF \
     -DGRAPHCHECK_INSTALL=OFF -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST \
     "-DCMAKE_PREFIX_PATH=${prefix}/usr;${torch_prefix}" "-DPython_EXECUTABLE=${python}" "${args[@]}"
-  say "configured; building ${targets[*]} (-j ${GPU_CHECK_JOBS:-$(nproc)})"
-  cmake --build "${build}" -j "${GPU_CHECK_JOBS:-$(nproc)}" --target "${targets[@]}"
-  say "built"
+  say "configured; building ${cuda_targets[*]} (-j ${GPU_CHECK_JOBS:-$(nproc)})"
+  cmake --build "${build}" -j "${GPU_CHECK_JOBS:-$(nproc)}" --target "${cuda_targets[@]}"
+  say "built the CUDA programs; building ${torch_targets[*]}"
+  if cmake --build "${build}" -j "${GPU_CHECK_JOBS:-$(nproc)}" --target "${torch_targets[@]}"; then
+    say "built"
+  else
+    echo "gpu-build: FAIL the torch-linked targets did not build (${torch_targets[*]}); the CUDA programs did"
+    partial=1
+  fi
   verify_prefix
+  ((partial == 0)) || exit 3
+}
+
+# fail_prefix WHAT: a dependency not from the prefix. The programs built still run, so the
+# check goes on (exit status 3); the line says what the build cannot prove.
+fail_prefix() {
+  echo "gpu-build: FAIL $*"
+  partial=1
 }
 
 # verify_prefix: fmt, nlohmann_json, GoogleTest, Google Benchmark and CLI11 came from the
 # prefix, never from the machine: CMake's packages, the headers each object read, the libraries
 # the programs load.
 verify_prefix() {
-  local package found file library resolved
+  local package found file library resolved before="${partial}"
+  partial=0
   for package in "${packages[@]}"; do
     found="$(grep -E "^${package}_DIR:" "${build}/CMakeCache.txt" | cut -d= -f2-)"
-    [[ "${found}" == "${prefix}/"* ]] || die "CMake found ${package} at '${found}', not in ${prefix}"
-    echo "gpu-build: ${package}: ${found}"
+    if [[ "${found}" == "${prefix}/"* ]]; then
+      echo "gpu-build: ${package}: ${found}"
+    else
+      fail_prefix "CMake found ${package} at '${found}', not in ${prefix}"
+    fi
   done
-  echo "gpu-build: CMake packages ${packages[*]} found in ${prefix}"
+  ((partial)) || echo "gpu-build: CMake packages ${packages[*]} found in ${prefix}"
   if [[ -f "${build}/build.ninja" ]]; then
     local deps from_usr from_prefix
     deps="$(cd "${build}" && ninja -t deps)"
     from_usr="$(grep -cE "^ +/usr/include/(${header_dirs})/" <<<"${deps}" || true)"
     from_prefix="$(grep -E "^ +${prefix}/usr/include/(${header_dirs})/" <<<"${deps}" | sort -u | wc -l)"
     ((from_usr == 0)) ||
-      die "${from_usr} header reads of those packages from /usr/include: $(grep -E "^ +/usr/include/(${header_dirs})/" <<<"${deps}" | sort -u | head -3 | tr -s ' ')"
+      fail_prefix "${from_usr} header reads of those packages from /usr/include: $(grep -E "^ +/usr/include/(${header_dirs})/" <<<"${deps}" | sort -u | head -3 | tr -s ' ')"
     for dir in fmt nlohmann gtest gmock benchmark CLI; do
-      grep -qE "^ +${prefix}/usr/include/${dir}/" <<<"${deps}" || die "no object read a header of ${dir}/ from ${prefix}"
+      grep -qE "^ +${prefix}/usr/include/${dir}/" <<<"${deps}" || fail_prefix "no object read a header of ${dir}/ from ${prefix}"
     done
-    echo "gpu-build: headers: ${from_prefix} files of ${header_dirs//|/, } read from ${prefix}/usr/include, none from /usr/include"
+    ((from_usr > 0)) || echo "gpu-build: headers: ${from_prefix} files of ${header_dirs//|/, } read from ${prefix}/usr/include, none from /usr/include"
   else
     echo "gpu-build: headers not checked (no ninja: the Makefile generator keeps no dependency log)"
   fi
   for file in bin/graphcheck:libfmt.so bin/graphcheck_gpu_bench:libbenchmark.so; do
     library="${file#*:}" file="${build}/${file%%:*}"
     resolved="$(ldd "${file}" | awk -v lib="${library}" 'index($1, lib) == 1 {print $3}')"
-    [[ "$(readlink -f "${resolved}")" == "$(readlink -f "${prefix}")/"* ]] ||
-      die "${file##*/} loads ${library}* from '${resolved}', not from ${prefix}"
-    echo "gpu-build: ${file##*/} loads ${resolved}"
+    if [[ "$(readlink -f "${resolved}")" == "$(readlink -f "${prefix}")/"* ]]; then
+      echo "gpu-build: ${file##*/} loads ${resolved}"
+    else
+      fail_prefix "${file##*/} loads ${library}* from '${resolved}', not from ${prefix}"
+    fi
   done
+  partial=$((partial | before))
 }
 
 install_python() {

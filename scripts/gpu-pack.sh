@@ -14,7 +14,7 @@
 #
 # --binaries: the carried binaries (the fallback). Built here in a release build, stripped and
 # staged with the libraries and scripts they need; nothing is built there.
-#   gpu-carry/bin/   graphcheck_gpu_tests, graphcheck_gpu_bench, graphcheck_cupti_bench,
+#   gpu-carry/bin/   graphcheck_gpu_tests, graphcheck_gpu_bench,
 #                    graphcheck (the CLI)
 #   gpu-carry/lib/   libgraphcheck_inject.so, and the Debian shared libraries the binaries
 #                    need that a CUDA image lacks (libbenchmark, libfmt); binaries find them
@@ -43,8 +43,8 @@ jobs="${GPU_PACK_JOBS:-1}"
 limit_mib="${GPU_PACK_LIMIT_MIB:-64}"
 # shellcheck disable=SC2016  # $ORIGIN is the loader's (the binary's folder), not the shell's
 origin='$ORIGIN/../lib'
-binaries=(graphcheck_gpu_tests graphcheck_gpu_bench graphcheck_cupti_bench graphcheck)
-targets=(graphcheck_gpu_tests graphcheck_gpu_bench graphcheck_cupti_bench graphcheck_cli graphcheck_inject)
+binaries=(graphcheck_gpu_tests graphcheck_gpu_bench graphcheck)
+targets=(graphcheck_gpu_tests graphcheck_gpu_bench graphcheck_cli graphcheck_inject)
 say() { echo "gpu-pack: $*"; }
 die() { echo "gpu-pack: $*" >&2; exit 1; }
 
