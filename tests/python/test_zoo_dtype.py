@@ -70,6 +70,37 @@ def test_a_variant_entry_is_stale_when_its_row_does_not_find_it(tmp_path: Path) 
     assert [str(e) for e in ev.stale] == [stale]
 
 
+# vLLM's W8A8, AWQ and GPTQ variants run in bfloat16 too: their rows say so, and a class entry
+# only the float32 row has is left unverified by them, as by ``@bf16`` (an emulated AVX2 run of
+# the CPU-dependent rows, without the float32 class row, called 14 such entries stale on AMX).
+# A variant in the class's own dtype (an fp8 KV cache) requires the class entries as before.
+def test_a_quantized_variant_in_bfloat16_leaves_a_float32_only_class_entry_unverified(
+    tmp_path: Path,
+) -> None:
+    entries = _entries(tmp_path)
+    quantized = {"L@w8a8": {**built("L", SCALE), "dtype": "bfloat16"}}
+    ev = rep.evaluate(quantized, entries, "avx2")
+    assert not ev.failed(), ev
+    assert [str(e) for e in ev.unverified] == ["L:model.layers.*.mlp.down_proj.weight_copy"]
+    same_dtype = {"L@fp8_kv": {**built("L", SCALE), "dtype": "float32"}}
+    ev = rep.evaluate(same_dtype, entries, "avx2")
+    assert [str(e) for e in ev.stale] == ["L:model.layers.*.mlp.down_proj.weight_copy"]
+
+
+def test_vllm_rows_say_their_weights_dtype() -> None:
+    from graphcheck.zoo.catalog import Arch
+    from graphcheck.zoo.vllm_engine.worker import new_result
+
+    def row(variant: str) -> str:
+        name = f"LlamaForCausalLM@{variant}" if variant else "LlamaForCausalLM"
+        arch = Arch(name, "LlamaForCausalLM", "llama", variant, ("generate",))
+        return str(new_result(arch)["dtype"])
+
+    assert [row(v) for v in ("", "bf16", "w8a8", "awq", "gptq", "fp8_kv")] == [
+        "float32", "bfloat16", "bfloat16", "bfloat16", "bfloat16", "float32"
+    ]  # fmt: skip
+
+
 def test_the_summary_counts_classes_by_their_rows() -> None:
     results = {
         "A": built("A"),

@@ -15,9 +15,9 @@ An entry applies to the architectures its ``Arch`` glob matches among those that
 their variants, on the CPUs its condition names. It is *stale* when one of them built,
 nothing matched it, and it could have matched (a fixed site must leave the baseline);
 otherwise an unmatched entry is *unverified* (nothing to compare with). A row in another
-dtype (``Arch@bf16``: other kernels) requires only the entries that name it: a bfloat16 pass
-verifies the sites its class entries share with float32 and leaves the float32-only ones
-unverified.
+dtype (``Arch@bf16``, and vLLM's quantized variants, whose rows say ``"dtype": "bfloat16"``:
+other kernels) requires only the entries that name it: a bfloat16 pass verifies the sites its
+class entries share with float32 and leaves the float32-only ones unverified.
 """
 
 from __future__ import annotations
@@ -83,8 +83,21 @@ def later_owners(result: Result) -> Iterator[tuple[str, str, str]]:
 
 _Compiled = tuple[int, AllowEntry, re.Pattern[str]]
 
-#: Variants that run a class in another dtype (graphcheck.zoo.vllm_engine.catalog's bf16).
+#: Variants that run a class in another dtype (graphcheck.zoo.vllm_engine.catalog's bf16), for a
+#: row that does not say its dtype (a report written before rows did).
 _OTHER_DTYPES = frozenset({"bf16"})
+
+
+def _other_dtype(name: str, result: Result) -> bool:
+    """Whether row ``name`` runs its weights in another dtype than its class's float32 row.
+
+    A row says its dtype where the engine records one (vLLM: the W8A8, AWQ and GPTQ variants
+    run in bfloat16, not only ``@bf16``), else its variant's name tells.
+    """
+    dtype = result.get("dtype")
+    if isinstance(dtype, str) and dtype:
+        return dtype != "float32"
+    return name.partition("@")[2] in _OTHER_DTYPES
 
 
 def _judge(mine: list[_Compiled], names: Sequence[str], verdict: str, used: set[int]) -> bool:
@@ -130,7 +143,7 @@ def evaluate(
         judged_later = any("owners" in s for s in (result.get("steps") or [])[1:])
         # A row in another dtype (the bfloat16 pass's Arch@bf16) runs other kernels: it
         # verifies the class's entries it matches, and requires only its own.
-        other_dtype = name.partition("@")[2] in _OTHER_DTYPES
+        other_dtype = _other_dtype(name, result)
         could_match.update(
             i
             for i, e, _ in mine

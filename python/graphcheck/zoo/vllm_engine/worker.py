@@ -61,6 +61,9 @@ def new_result(arch: Arch) -> Result:
     result.update(
         {
             "category": arch.tasks[0] if arch.tasks else "",
+            # The weights' dtype: a row in another than its class's float32 row runs other
+            # kernels, and requires only the baseline entries that name it (evaluation).
+            "dtype": variant_of(arch).dtype,
             "config_source": "",
             "engine": {},
             "foreign": [],
