@@ -5,6 +5,7 @@
 #include <graphcheck/error.h>
 #include <graphcheck/torch/aten_capture.h>
 #include <graphcheck/torch/detail/allocation_watcher.h>
+#include <graphcheck/torch/detail/op_names.h>
 #include <graphcheck/torch/registry.h>
 #include <graphcheck/torch/weights_arena.h>
 
@@ -28,29 +29,6 @@ struct StorageInfo {
   Origin origin = Origin::kExternal;
   Address begin = 0;
   std::uint64_t size = 0;
-};
-
-// The op names the window saw, each stored once. Keyed by the pointer RecordFunction hands
-// out (a dispatcher op's schema name, stable while the op is registered) and checked by
-// content, since a string-named function's pointer may be reused for another name.
-class OpNames {
- public:
-  std::uint32_t intern(const char* name) {
-    const auto key = reinterpret_cast<std::uintptr_t>(name);
-    if (const std::uint32_t* index = by_pointer_.find(key);
-        index != nullptr && names_[*index] == name) {
-      return *index;
-    }
-    names_.emplace_back(name);
-    const auto index = static_cast<std::uint32_t>(names_.size() - 1);
-    by_pointer_.assign(key, index);
-    return index;
-  }
-  [[nodiscard]] const std::string& operator[](std::uint32_t index) const { return names_[index]; }
-
- private:
-  PointerTable<std::uint32_t> by_pointer_;
-  std::vector<std::string> names_;
 };
 
 // One op as the window logs it while the forward runs: its inputs are operands
@@ -222,7 +200,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (reclaim_abandoned()) {
     return nullptr;
   }
-  const std::uint32_t name = state->names.intern(fn.name());
+  const std::uint32_t name = state->names.intern(fn);
   const auto first = static_cast<std::uint32_t>(state->operands.size());
   state->open.push_back(state->ops.size());
   state->ops.push_back(OpEntry{name, first, 0, 0, 0});
@@ -246,8 +224,13 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* /*context*/) {
   const std::size_t op = state->open.back();
   state->open.pop_back();
   const auto first = static_cast<std::uint32_t>(state->operands.size());
-  for (const c10::IValue& output : fn.outputs()) {
-    note_value(*state, output, Access::kWrite, state->ops[op].name);
+  const std::uint32_t name = state->ops[op].name;
+  const std::uint32_t views = state->names.view_returns(name);
+  const auto& outputs = fn.outputs();
+  for (std::size_t r = 0; r < outputs.size(); ++r) {
+    if (r >= 32 || (views & (std::uint32_t{1} << r)) == 0) {
+      note_value(*state, outputs[r], Access::kWrite, name);
+    }
   }
   state->ops[op].outputs = first;
   state->ops[op].output_count = static_cast<std::uint32_t>(state->operands.size()) - first;

@@ -61,6 +61,47 @@ TEST(CaptureWindow, RecordsOpsWithReadAndWriteViewExtents) {
   EXPECT_EQ(mm->operands[2].size, 2 * 2 * sizeof(float));
 }
 
+// A view op's output touches no memory: the node reads its input and writes nothing, so a
+// read-only buffer read through views reads "read", not "read-write" (as_strided and select
+// logged their output views as writes). An in-place op's output is still a write, and so is
+// the copy a reshape of a non-contiguous view makes (its nested op writes new memory).
+TEST(CaptureWindow, AViewOpsOutputIsNoWrite) {
+  const at::Tensor cache = at::arange(32, at::kFloat).reshape({4, 8});
+  CaptureWindow window;
+  const at::Tensor row = cache.select(0, 1);
+  const at::Tensor cols = cache.t().reshape({32});  // not viewable: copied
+  at::Tensor scaled = at::ones({8});
+  scaled.mul_(row);
+  const CaptureRecord record = window.finish();
+  const Node* select = find_op(record, "aten::select");
+  ASSERT_NE(select, nullptr);
+  ASSERT_EQ(select->operands.size(), 1U);
+  EXPECT_EQ(select->operands[0].access, Access::kRead);
+  EXPECT_EQ(select->operands[0].begin, address_of(cache));
+  const Node* transpose = find_op(record, "aten::t");
+  ASSERT_NE(transpose, nullptr);
+  EXPECT_EQ(transpose->operands.size(), 1U);
+  const Node* mul = find_op(record, "aten::mul_");
+  ASSERT_NE(mul, nullptr);
+  ASSERT_EQ(mul->operands.size(), 3U);
+  EXPECT_EQ(mul->operands[2].access, Access::kWrite);
+  EXPECT_EQ(mul->operands[2].begin, address_of(scaled));
+  const bool copied =
+      std::any_of(record.graph.nodes.begin(), record.graph.nodes.end(), [&](const Node& node) {
+        return std::any_of(node.operands.begin(), node.operands.end(), [&](const Operand& o) {
+          return o.access == Access::kWrite && o.begin == address_of(cols);
+        });
+      });
+  EXPECT_TRUE(copied) << "the reshape's copy is written by a nested op";
+  for (const Node& node : record.graph.nodes) {
+    for (const Operand& operand : node.operands) {
+      if (operand.begin == address_of(cache)) {
+        EXPECT_EQ(operand.access, Access::kRead) << node.name << " " << operand.role;
+      }
+    }
+  }
+}
+
 TEST(CaptureWindow, WalksTensorListsAndRecordsNestedOps) {
   const at::Tensor a = at::ones({2});
   const at::Tensor b = at::zeros({3});
