@@ -87,6 +87,19 @@ def test_a_quantized_variant_in_bfloat16_leaves_a_float32_only_class_entry_unver
     assert [str(e) for e in ev.stale] == ["L:model.layers.*.mlp.down_proj.weight_copy"]
 
 
+def test_a_report_whose_rows_do_not_say_their_dtype_is_judged_by_the_variants_name(
+    tmp_path: Path,
+) -> None:
+    from graphcheck.zoo import evaluation
+    from graphcheck.zoo.vllm_engine.catalog import VARIANTS
+
+    # The names stand in for the rows' dtype: the variants that are not float32, no other.
+    not_float32 = {n for n, v in VARIANTS.items() if v.dtype != "float32"}
+    assert not_float32 == evaluation._OTHER_DTYPES
+    ev = rep.evaluate({"L@awq": built("L", SCALE)}, _entries(tmp_path), "avx2")
+    assert not ev.stale and not ev.failed(), ev
+
+
 def test_vllm_rows_say_their_weights_dtype() -> None:
     from graphcheck.zoo.catalog import Arch
     from graphcheck.zoo.vllm_engine.worker import new_result

@@ -63,8 +63,9 @@ TEST(CaptureWindow, RecordsOpsWithReadAndWriteViewExtents) {
 
 // A view op's output touches no memory: the node reads its input and writes nothing, so a
 // read-only buffer read through views reads "read", not "read-write" (as_strided and select
-// logged their output views as writes). An in-place op's output is still a write, and so is
-// the copy a reshape of a non-contiguous view makes (its nested op writes new memory).
+// logged their output views as writes); an in-place view op (unsqueeze_) changes only sizes
+// and strides. An in-place op's output is still a write, and so are resize_'s and the copy a
+// reshape of a non-contiguous view makes (its nested op writes new memory).
 TEST(CaptureWindow, AViewOpsOutputIsNoWrite) {
   const at::Tensor cache = at::arange(32, at::kFloat).reshape({4, 8});
   CaptureWindow window;
@@ -72,7 +73,20 @@ TEST(CaptureWindow, AViewOpsOutputIsNoWrite) {
   const at::Tensor cols = cache.t().reshape({32});  // not viewable: copied
   at::Tensor scaled = at::ones({8});
   scaled.mul_(row);
+  at::Tensor flat = cache.view({32});
+  flat.unsqueeze_(0);  // an in-place view op: sizes and strides only
+  at::Tensor grown = at::empty({2});
+  grown.resize_({64});  // may move the bytes: still a write
   const CaptureRecord record = window.finish();
+  const Node* unsqueeze = find_op(record, "aten::unsqueeze_");
+  ASSERT_NE(unsqueeze, nullptr);
+  ASSERT_EQ(unsqueeze->operands.size(), 1U);
+  EXPECT_EQ(unsqueeze->operands[0].access, Access::kRead);
+  const Node* resize = find_op(record, "aten::resize_");
+  ASSERT_NE(resize, nullptr);
+  ASSERT_EQ(resize->operands.size(), 2U);
+  EXPECT_EQ(resize->operands[1].access, Access::kWrite);
+  EXPECT_EQ(resize->operands[1].begin, address_of(grown));
   const Node* select = find_op(record, "aten::select");
   ASSERT_NE(select, nullptr);
   ASSERT_EQ(select->operands.size(), 1U);

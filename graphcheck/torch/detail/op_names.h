@@ -15,10 +15,12 @@ namespace graphcheck::libtorch::detail {
 /// @brief Bit r set: return r of `fn`'s op is a view of an argument the op does not write
 /// (its schema's `Tensor(a)`: view, select, as_strided, transpose, ...). Such an output
 /// touches no memory, so the window does not log it as a write (a read-only buffer read
-/// "read-write" on the twin before). An in-place op's `Tensor(a!)` is no view. A view op that
-/// must copy (reshape, contiguous) does it in a nested op, which logs its own output. 0 for a
-/// function without a dispatcher schema (a user scope) and for returns past the 32nd.
-/// Never throws.
+/// "read-write" on the twin before). So is the `Tensor(a!)` return of an in-place view op
+/// (torch's inplace_view tag: unsqueeze_, t_, as_strided_, ...), which changes only sizes and
+/// strides, but not of set_ and the resize ops (they may move the bytes); another in-place
+/// op's `Tensor(a!)` is a write. A view op that must copy (reshape, contiguous) does it in a
+/// nested op, which logs its own output. 0 for a function without a dispatcher schema (a user
+/// scope) and for returns past the 32nd. Never throws.
 std::uint32_t view_returns_of(const at::RecordFunction& fn) noexcept;
 
 /// @brief The op names one window saw, each stored once with its `view_returns_of`. Keyed by

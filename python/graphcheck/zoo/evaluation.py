@@ -83,9 +83,10 @@ def later_owners(result: Result) -> Iterator[tuple[str, str, str]]:
 
 _Compiled = tuple[int, AllowEntry, re.Pattern[str]]
 
-#: Variants that run a class in another dtype (graphcheck.zoo.vllm_engine.catalog's bf16), for a
-#: row that does not say its dtype (a report written before rows did).
-_OTHER_DTYPES = frozenset({"bf16"})
+#: Variants that run a class in another dtype (graphcheck.zoo.vllm_engine.catalog's VARIANTS
+#: whose dtype is not float32), for a row that does not say its dtype (a report written before
+#: rows did, which ``python -m graphcheck.zoo.baseline --update`` may still read).
+_OTHER_DTYPES = frozenset({"bf16", "w8a8", "awq", "gptq"})
 
 
 def _other_dtype(name: str, result: Result) -> bool:
