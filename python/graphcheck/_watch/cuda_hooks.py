@@ -59,6 +59,15 @@ _ORIGINAL = "__graphcheck_original__"
 Hook = Callable[[Any], None]
 
 
+def _not_raised(exc: BaseException, propagating: BaseException) -> None:
+    """Logs findings ``exc`` that are not raised: the capture's own ``propagating`` must be."""
+    log.warning(
+        "graphcheck: not raised while the capture's own %s propagates: %s",
+        type(propagating).__name__,
+        exc,
+    )
+
+
 def _global_hook_api(module: Any) -> tuple[Callable[..., Any], Callable[..., Any]] | None:
     begin = getattr(module, "register_capture_begin_hook", None)
     end = getattr(module, "register_capture_end_hook", None)
@@ -219,11 +228,7 @@ class CaptureHooks:
                 result = exit_(ctx, *args)
             except BaseException as own:
                 for exc in deferred:
-                    log.warning(
-                        "graphcheck: not raised while the capture's own %s propagates: %s",
-                        type(own).__name__,
-                        exc,
-                    )
+                    _not_raised(exc, own)
                 raise
             finally:
                 hooks._exits.deferred = outer
@@ -252,11 +257,7 @@ class CaptureHooks:
                     raise
                 deferred.append(exc)  # torch.cuda.graph.__exit__'s wrapper raises it
                 return
-            log.warning(
-                "graphcheck: not raised while the capture's own %s propagates: %s",
-                type(propagating).__name__,
-                exc,
-            )
+            _not_raised(exc, propagating)
         except Exception:
             log.exception(
                 "graphcheck: recording or checking a CUDA graph after its capture failed (the "
