@@ -315,6 +315,10 @@ void GraphCapture::on_driver_api(CUpti_CallbackId cbid, const CUpti_CallbackData
 }
 
 void GraphCapture::on_runtime_api(CUpti_CallbackId cbid, const CUpti_CallbackData& data) {
+  if (data.callbackSite == CUPTI_API_ENTER) {
+    on_runtime_exec_update(cbid, data);  // a kernel setter notes its start
+    return;
+  }
   if (!succeeded(data) || data.functionParams == nullptr) {
     return;
   }

@@ -51,6 +51,10 @@ struct GraphCaptureStats {
   /// for which CUpti_GraphData fields CUPTI fills in [verify].
   std::uint64_t exec_templates_matched = 0;
   std::uint64_t exec_templates_differed = 0;
+  /// Runtime kernel setters (cudaGraphExec(Kernel)NodeSetParams) whose EXIT came with no
+  /// driver setter's EXIT inside on its thread: their nodes are left not checked. Evidence
+  /// for whether CUPTI reports the driver call a runtime call makes [verify].
+  std::uint64_t runtime_kernel_setters_alone = 0;
 };
 
 /// @brief The record of an exec graph being destroyed, with its "not checked: " lines
@@ -207,8 +211,11 @@ class GraphCapture final : public CallbackHandler {
   void tensor_map_encoded(const CUtensorMap* map, const void* global);
   void conditional_added(CUgraphNode node, CUgraph graph, const CUgraphNodeParams& params);
   void exec_updated(CUgraphExec exec, CUgraph graph);
-  void exec_kernel_updated(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p,
-                           LayoutSource layout);
+  // A driver kernel setter: the new parameters read with their own function's layout.
+  void exec_kernel_updated(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p);
+  // A runtime kernel setter's EXIT (`call` names it): nothing when this thread's driver
+  // setter inside it already applied it, else the node is kept without arguments, reported.
+  void runtime_kernel_updated(CUgraphExec exec, CUgraphNode node, const char* call);
   void exec_memcpy_updated(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D& copy);
   void exec_memset_updated(CUgraphExec exec, CUgraphNode node,
                            const CUDA_MEMSET_NODE_PARAMS& memset);

@@ -35,14 +35,19 @@ std::size_t count_nodes(const NodeList& nodes) {
   return count;
 }
 
-// The runtime's kernel parameters carry a host stub as `func`, not a CUfunction: keep only
-// the argument pointers; the layout comes from the node's previous kernel.
-template <typename RuntimeKernelParams>
-CUDA_KERNEL_NODE_PARAMS from_runtime(const RuntimeKernelParams& params) {
-  CUDA_KERNEL_NODE_PARAMS out{};
-  out.kernelParams = params.kernelParams;
-  out.extra = params.extra;
-  return out;
+// The (exec graph, node) of the kernel setter whose driver-level EXIT this thread saw last
+// since its runtime kernel setter's ENTER. The runtime's cudaGraphExec(Kernel)NodeSetParams
+// calls a driver setter inside, so that EXIT, which read the arguments with the new
+// function's layout, comes between the runtime call's ENTER and EXIT.
+struct DriverKernelSet {
+  CUgraphExec exec = nullptr;
+  CUgraphNode node = nullptr;
+};
+thread_local DriverKernelSet t_driver_kernel_set;
+
+bool is_runtime_kernel_setter(CUpti_CallbackId cbid) {
+  return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020;
 }
 
 template <typename DriverKernelParams>
@@ -64,15 +69,14 @@ void GraphCapture::on_driver_exec_update(CUpti_CallbackId cbid, const CUpti_Call
     case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams: {
       const auto& p = params_of<cuGraphExecKernelNodeSetParams_params>(data);  // v1 struct
       if (p.nodeParams != nullptr) {
-        exec_kernel_updated(p.hGraphExec, p.hNode, from_driver(*p.nodeParams),
-                            LayoutSource::kFromParams);
+        exec_kernel_updated(p.hGraphExec, p.hNode, from_driver(*p.nodeParams));
       }
       break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2: {
       const auto& p = params_of<cuGraphExecKernelNodeSetParams_v2_params>(data);
       if (p.nodeParams != nullptr) {
-        exec_kernel_updated(p.hGraphExec, p.hNode, *p.nodeParams, LayoutSource::kFromParams);
+        exec_kernel_updated(p.hGraphExec, p.hNode, *p.nodeParams);
       }
       break;
     }
@@ -87,7 +91,7 @@ void GraphCapture::on_driver_exec_update(CUpti_CallbackId cbid, const CUpti_Call
           CUDA_KERNEL_NODE_PARAMS kernel = from_driver(params.kernel);
           kernel.kern = params.kernel.kern;
           kernel.ctx = params.kernel.ctx;
-          exec_kernel_updated(p.hGraphExec, p.hNode, kernel, LayoutSource::kFromParams);
+          exec_kernel_updated(p.hGraphExec, p.hNode, kernel);
           break;
         }
         case CU_GRAPH_NODE_TYPE_MEMCPY:
@@ -164,26 +168,31 @@ void GraphCapture::on_driver_exec_update(CUpti_CallbackId cbid, const CUpti_Call
 }
 
 void GraphCapture::on_runtime_exec_update(CUpti_CallbackId cbid, const CUpti_CallbackData& data) {
+  if (data.callbackSite == CUPTI_API_ENTER && is_runtime_kernel_setter(cbid)) {
+    t_driver_kernel_set = {};  // only a driver EXIT inside this call counts
+    return;
+  }
   if (!succeeded(data) || data.functionParams == nullptr) {
     return;
   }
-  // The runtime forwards these to the driver calls above, whose EXIT normally comes first
-  // and already applied them; applying again is idempotent and covers the case where CUPTI
-  // reports only the runtime call.
+  // The runtime forwards these to the driver calls above, whose EXIT comes first and already
+  // applied them. Kernel setters are not applied again: the runtime's `func` is a host stub,
+  // which names no driver function, so the arguments' layout is unknown here (the kernel may
+  // have changed; reading `kernelParams` with the old kernel's layout could read past the
+  // caller's array). If CUPTI reported no driver setter inside, the node is kept without
+  // arguments and reported as not checked. The other updates are idempotent and applied again.
   switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010: {
       const auto& p = params_of<cudaGraphExecKernelNodeSetParams_v10010_params>(data);
       if (p.pNodeParams != nullptr) {
-        exec_kernel_updated(p.hGraphExec, p.node, from_runtime(*p.pNodeParams),
-                            LayoutSource::kFromPreviousNode);
+        runtime_kernel_updated(p.hGraphExec, p.node, "cudaGraphExecKernelNodeSetParams");
       }
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020: {
       const auto& p = params_of<cudaGraphExecNodeSetParams_v12020_params>(data);
       if (p.nodeParams != nullptr && p.nodeParams->type == cudaGraphNodeTypeKernel) {
-        exec_kernel_updated(p.graphExec, p.node, from_runtime(p.nodeParams->kernel),
-                            LayoutSource::kFromPreviousNode);
+        runtime_kernel_updated(p.graphExec, p.node, "cudaGraphExecNodeSetParams");
       }
       break;
     }
@@ -235,14 +244,32 @@ void GraphCapture::update_exec_node(CUgraphExec exec, CUgraphNode node, Update&&
 }
 
 void GraphCapture::exec_kernel_updated(CUgraphExec exec, CUgraphNode node,
-                                       const CUDA_KERNEL_NODE_PARAMS& p, LayoutSource layout) {
+                                       const CUDA_KERNEL_NODE_PARAMS& p) {
+  t_driver_kernel_set = {exec, node};
   update_exec_node(exec, node, [&](Node& target, NodeLocation& location) {
-    KernelHandle handle = location.kernel;
-    if (layout == LayoutSource::kFromParams) {
-      handle = p.func != nullptr ? KernelHandle{p.func, nullptr} : KernelHandle{nullptr, p.kern};
-    }
+    const KernelHandle handle =
+        p.func != nullptr ? KernelHandle{p.func, nullptr} : KernelHandle{nullptr, p.kern};
     target = reader_.read_kernel_or_unreadable(p, handle, target.id);
     location.kernel = handle;
+  });
+}
+
+void GraphCapture::runtime_kernel_updated(CUgraphExec exec, CUgraphNode node, const char* call) {
+  const DriverKernelSet seen = std::exchange(t_driver_kernel_set, {});
+  if (seen.exec == exec && seen.node == node) {
+    return;  // applied at the driver setter's EXIT, with the new kernel's own layout
+  }
+  {
+    const StateLock lock(*this);
+    ++stats_.runtime_kernel_setters_alone;
+  }
+  update_exec_node(exec, node, [&](Node& target, NodeLocation& location) {
+    target = reader_.unreadable_kernel(
+        target.id, "",
+        std::string("updated by ") + call +
+            ", and CUPTI reported no driver setter inside it: the runtime names the kernel by "
+            "a host stub, so its argument layout is unknown");
+    location.kernel = {};
   });
 }
 

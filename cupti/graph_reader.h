@@ -56,12 +56,6 @@ struct UnreadableNode {
   std::string cause;     ///< why its arguments could not be read
 };
 
-/// @brief Where a kernel update's argument layout comes from.
-enum class LayoutSource : std::uint8_t {
-  kFromParams,        ///< the func/kern in the new parameters (driver API forms)
-  kFromPreviousNode,  ///< the node's previous kernel (runtime forms: func is a host stub)
-};
-
 /// @brief Walks graphs and decodes node parameters.
 ///
 /// Driver calls per node: `cuptiGetGraphNodeId`, the node's parameter getter, and
@@ -101,6 +95,9 @@ class GraphReader {
   /// becomes a kernel node without arguments, noted for `take_unreadable`.
   [[nodiscard]] Node read_kernel_or_unreadable(const CUDA_KERNEL_NODE_PARAMS& params,
                                                const KernelHandle& layout_of, std::uint64_t id);
+  /// @brief A kernel node with id `id` and no arguments, noted for `take_unreadable` with
+  /// `cause` (and `name`, empty when unknown).
+  [[nodiscard]] Node unreadable_kernel(std::uint64_t id, std::string name, std::string cause);
   /// @brief The kernel nodes found unreadable since the last call (`read` starts afresh).
   [[nodiscard]] std::vector<UnreadableNode> take_unreadable() {
     return std::exchange(unreadable_, {});

@@ -179,19 +179,25 @@ Node GraphReader::read_kernel_or_unreadable(const CUDA_KERNEL_NODE_PARAMS& param
     return node;
   } catch (const Error& error) {
     // One kernel graphcheck cannot read must not leave the rest of its graph unchecked.
-    Node node;
-    node.id = id;
-    node.type = NodeType::kKernel;
+    std::string name;
     if (layout_of.func != nullptr || layout_of.kern != nullptr) {
-      node.name = kernel_name(layout_of);
+      name = kernel_name(layout_of);
     }
     std::string cause = error.what();
     if (constexpr std::string_view kPrefix = "graphcheck: "; cause.starts_with(kPrefix)) {
       cause.erase(0, kPrefix.size());
     }
-    unreadable_.push_back(UnreadableNode{id, node.name, std::move(cause)});
-    return node;
+    return unreadable_kernel(id, std::move(name), std::move(cause));
   }
+}
+
+Node GraphReader::unreadable_kernel(std::uint64_t id, std::string name, std::string cause) {
+  Node node;
+  node.id = id;
+  node.type = NodeType::kKernel;
+  node.name = name;
+  unreadable_.push_back(UnreadableNode{id, std::move(name), std::move(cause)});
+  return node;
 }
 
 void GraphReader::add_tensor_map_operands(Node& node) const {

@@ -140,16 +140,72 @@ TEST_F(ExecUpdateTest, GenericSetParamsHandlesKernelMemsetAndMemcpy) {
   EXPECT_EQ(capture_.stats().exec_updates, 3U);
 }
 
-TEST_F(ExecUpdateTest, RuntimeKernelUpdatesUseThePreviousKernelsLayout) {
-  cudaKernelNodeParams params{};
-  params.func = reinterpret_cast<void*>(0x1234);  // a host stub, not a CUfunction
-  params.kernelParams = new_params_.data();
-  cudaGraphExecKernelNodeSetParams_v10010_params call{exec_, kernel_, &params};
+// The runtime's cudaGraphExecKernelNodeSetParams calls the driver's setter inside: its EXIT
+// read the new arguments with the new kernel's layout, and the runtime EXIT (whose `func` is
+// a host stub) changes nothing.
+TEST_F(ExecUpdateTest, ARuntimeKernelSetterIsReadAtTheDriverSetterInsideIt) {
+  const CUfunction wide = api_.add_function("wide", {{0, 8}, {8, 8}});
+  std::uint64_t second = 0x7f0000200000;
+  std::array<void*, 2> wide_params{&new_pointer_, &second};
+  cudaKernelNodeParams runtime{};
+  runtime.func = reinterpret_cast<void*>(0x1234);  // a host stub, not a CUfunction
+  runtime.kernelParams = wide_params.data();
+  cudaGraphExecKernelNodeSetParams_v10010_params runtime_call{exec_, kernel_, &runtime};
+  api_enter(CUPTI_CB_DOMAIN_RUNTIME_API,
+            CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &runtime_call);
+  CUDA_KERNEL_NODE_PARAMS driver{};
+  driver.func = wide;
+  driver.kernelParams = wide_params.data();
+  set_kernel(driver, kernel_);
   api_exit(CUPTI_CB_DOMAIN_RUNTIME_API,
-           CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &call);
+           CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &runtime_call);
   ASSERT_EQ(callback_error(), "");
-  EXPECT_EQ(node(0).name, "scale");
-  EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(new_pointer_));
+  EXPECT_EQ(node(0).name, "wide");
+  ASSERT_EQ(node(0).params.size(), 2U);
+  EXPECT_EQ(node(0).params.at(1).bytes, bytes_of(second));
+  EXPECT_TRUE(capture_.exec_warnings(90).empty());
+  EXPECT_EQ(capture_.stats().exec_updates, 1U);
+  EXPECT_EQ(capture_.stats().runtime_kernel_setters_alone, 0U);
+}
+
+// When CUPTI reports the runtime setter alone, its host stub names no driver function, so the
+// kernel (which the setter may have changed) and its argument layout are unknown. Before, the
+// node's previous layout was used: here 2 arguments read from the caller's 1-entry array.
+TEST_F(ExecUpdateTest, ARuntimeOnlyKernelSetterLeavesTheNodeNotChecked) {
+  const CUfunction wide = api_.add_function("wide", {{0, 8}, {8, 8}});
+  std::uint64_t second = 0x7f0000200000;
+  std::array<void*, 2> wide_params{&old_pointer_, &second};
+  CUDA_KERNEL_NODE_PARAMS driver{};
+  driver.func = wide;
+  driver.kernelParams = wide_params.data();
+  set_kernel(driver, kernel_);  // the node now launches `wide` (2 arguments)
+  ASSERT_EQ(node(0).params.size(), 2U);
+
+  // A later runtime setter to a 1-argument kernel; the earlier driver setter of the same node
+  // on this thread does not count for it.
+  cudaGraphNodeParams generic{};
+  generic.type = cudaGraphNodeTypeKernel;
+  generic.kernel.func = reinterpret_cast<void*>(0x1234);
+  generic.kernel.kernelParams = new_params_.data();  // 1 entry
+  cudaGraphExecNodeSetParams_v12020_params call{exec_, kernel_, &generic};
+  api_enter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
+            &call);
+  api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
+           &call);
+  ASSERT_EQ(callback_error(), "");
+  EXPECT_EQ(node(0).type, NodeType::kKernel);
+  EXPECT_EQ(node(0).id, 1U);
+  EXPECT_TRUE(node(0).params.empty());
+  EXPECT_THAT(capture_.exec_warnings(90),
+              ElementsAre(HasSubstr("not checked: graph 90 node 1: its arguments could not be "
+                                    "read: updated by cudaGraphExecNodeSetParams, and CUPTI "
+                                    "reported no driver setter inside it")));
+  EXPECT_EQ(capture_.stats().runtime_kernel_setters_alone, 1U);
+
+  // A driver setter makes it readable again.
+  set_kernel(driver, kernel_);
+  EXPECT_EQ(node(0).params.size(), 2U);
+  EXPECT_TRUE(capture_.exec_warnings(90).empty());
 }
 
 TEST_F(ExecUpdateTest, WholeGraphUpdateRereadsTheSourceGraph) {
@@ -192,16 +248,7 @@ TEST_F(ExecUpdateTest, SettersAfterAWholeGraphUpdateNameTheInstantiatedGraphsNod
   ASSERT_EQ(callback_error(), "");
   EXPECT_THAT(node(1).operands, ElementsAre(Operand{"dst", 0x6000, 8, Access::kWrite}));
 
-  // The runtime form takes its layout from the node's kernel as the update left it.
-  cudaKernelNodeParams runtime{};
-  runtime.func = reinterpret_cast<void*>(0x1234);  // a host stub, not a CUfunction
-  runtime.kernelParams = new_params_.data();
-  cudaGraphExecKernelNodeSetParams_v10010_params runtime_call{exec_, kernel_, &runtime};
-  api_exit(CUPTI_CB_DOMAIN_RUNTIME_API,
-           CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &runtime_call);
-  ASSERT_EQ(callback_error(), "");
-  EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(new_pointer_));
-  EXPECT_EQ(capture_.stats().exec_updates, 4U);
+  EXPECT_EQ(capture_.stats().exec_updates, 3U);
 }
 
 // On an H200 (driver 580, 2026-12-04) a setter naming the update graph's node after

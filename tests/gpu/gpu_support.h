@@ -106,6 +106,7 @@ inline void print_callback_counts(cupti::Backend& backend, std::string_view labe
        << " exec_templates_matched=" << stats.exec_templates_matched
        << " exec_templates_differed=" << stats.exec_templates_differed
        << " tensor_maps=" << stats.tensor_maps
+       << " runtime_kernel_setters_alone=" << stats.runtime_kernel_setters_alone
        << " allocation_events=" << backend.tracker().events()
        << " launches_seen=" << backend.launch_hook().launches() << "\n";
   report_observation(line.str());
