@@ -18,7 +18,10 @@ namespace {
 using testing::FakeDriver;
 using testing::FakeNode;
 
-enum class Handlers : std::uint8_t { kNone, kGraphcheck };
+// kGraphcheckSites: as kGraphcheck, with allocation labels naming their call site (the
+// injection's setting). In this program graphcheck is linked in, so every frame is
+// graphcheck's own and the walk finds no site: the whole stack is walked, the worst case.
+enum class Handlers : std::uint8_t { kNone, kGraphcheck, kGraphcheckSites };
 
 // A graph of `nodes` kernel nodes, each "k(const float* in, float* out, int n)" with two
 // pointers into one tracked allocation.
@@ -29,6 +32,9 @@ struct Fixture {
     options.session.launch_check = launch;
     options.session.check_at_destroy = check_at_destroy;
     options.session.log = [](std::string_view) {};
+    if (handlers == Handlers::kGraphcheckSites) {
+      options.tracker.site = SiteCapture::kBacktrace;
+    }
     backend = std::make_unique<Backend>(api, std::move(options));
     dispatcher = handlers == Handlers::kNone ? &empty : &backend->dispatcher();
     graph = api.add_graph(1);
@@ -193,8 +199,12 @@ void alloc_free_callbacks_baseline(benchmark::State& state) { alloc_path(state, 
 void alloc_free_callbacks_graphcheck(benchmark::State& state) {
   alloc_path(state, Handlers::kGraphcheck);
 }
+void alloc_free_callbacks_graphcheck_sites(benchmark::State& state) {
+  alloc_path(state, Handlers::kGraphcheckSites);
+}
 BENCHMARK(alloc_free_callbacks_baseline);
 BENCHMARK(alloc_free_callbacks_graphcheck);
+BENCHMARK(alloc_free_callbacks_graphcheck_sites);
 
 // A launch check in debug mode: one snapshot of the graph and the current state, checked.
 void launch_check(benchmark::State& state) {

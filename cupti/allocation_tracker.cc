@@ -4,15 +4,17 @@
 #include <cupti.h>  // also the *_params structs (generated_cuda_meta.h, unguarded)
 #include <cxxabi.h>
 #include <dlfcn.h>
-#include <execinfo.h>
+#include <unwind.h>
 
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 
 namespace graphcheck::cupti {
 namespace {
@@ -88,39 +90,122 @@ bool skipped_module(const char* path, const char* self) {
 }  // namespace
 
 namespace detail {
+namespace {
+
+// A return address's part in an allocation's site: skipped (a frame of the CUDA, CUPTI or
+// graphcheck libraries, libc or libstdc++, or one dladdr cannot place), or the site's text.
+struct FrameSite {
+  bool skipped = true;
+  std::string text;
+};
+
+FrameSite describe_frame(void* frame, const char* self_path) {
+  Dl_info info{};
+  if (::dladdr(frame, &info) == 0 || skipped_module(info.dli_fname, self_path)) {
+    return {};
+  }
+  std::string_view module(info.dli_fname);
+  if (const auto slash = module.rfind('/'); slash != std::string_view::npos) {
+    module.remove_prefix(slash + 1);
+  }
+  std::string symbol = "?";
+  std::uintptr_t offset =
+      reinterpret_cast<std::uintptr_t>(frame) - reinterpret_cast<std::uintptr_t>(info.dli_fbase);
+  if (info.dli_sname != nullptr) {
+    int status = 0;
+    const std::unique_ptr<char, decltype(&std::free)> demangled(
+        abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status), &std::free);
+    symbol = status == 0 && demangled ? demangled.get() : info.dli_sname;
+    offset =
+        reinterpret_cast<std::uintptr_t>(frame) - reinterpret_cast<std::uintptr_t>(info.dli_saddr);
+  }
+  std::array<char, 32> hex{};
+  std::snprintf(hex.data(), hex.size(), "+0x%zx", static_cast<std::size_t>(offset));
+  return {false, " from " + std::string(module) + "(" + symbol + hex.data() + ")"};
+}
+
+// Return address -> FrameSite. dladdr scans a library's symbol table, microseconds per frame
+// and more in a process holding torch's libraries, while a program allocates from a few
+// call sites: each address is described once. Cleared when it reaches kMaxFrames. A library
+// unloaded and another loaded at its addresses would be named by the old one's text (a
+// label, nothing is judged by it).
+struct FrameSites {
+  static constexpr std::size_t kMaxFrames = 16384;
+  std::mutex mutex;
+  std::unordered_map<void*, FrameSite> sites;
+};
+
+FrameSites& frame_sites() {
+  // Never destroyed: allocations are freed, and their callbacks run, during exit.
+  static auto* const sites = new FrameSites;  // NOLINT(cppcoreguidelines-owning-memory)
+  return *sites;
+}
+
+const char* own_module_path() {
+  Dl_info self{};
+  return ::dladdr(reinterpret_cast<void*>(&own_module_path), &self) != 0 ? self.dli_fname : nullptr;
+}
+
+// One stack walk: frames are visited innermost first and the walk stops at the first frame
+// that is not skipped, so only the CUDA, CUPTI and graphcheck frames above the caller are
+// unwound, not the whole stack.
+struct SiteWalk {
+  static constexpr int kMaxDepth = 32;
+  const char* self_path = nullptr;
+  FrameSites* cache = nullptr;
+  int depth = 0;
+  std::string text;
+};
+
+// Whether the walk goes on past `frame` (a return address); sets walk.text when it stops
+// at a site.
+bool visit_frame(SiteWalk& walk, void* frame) {
+  FrameSites& cache = *walk.cache;
+  {
+    const std::scoped_lock lock(cache.mutex);
+    if (const auto found = cache.sites.find(frame); found != cache.sites.end()) {
+      walk.text = found->second.text;
+      return found->second.skipped;
+    }
+  }
+  FrameSite site = describe_frame(frame, walk.self_path);  // outside the lock: the slow part
+  walk.text = site.text;
+  const bool skipped = site.skipped;
+  const std::scoped_lock lock(cache.mutex);
+  if (cache.sites.size() >= FrameSites::kMaxFrames) {
+    cache.sites.clear();
+  }
+  cache.sites.emplace(frame, std::move(site));
+  return skipped;
+}
+
+_Unwind_Reason_Code on_frame(_Unwind_Context* context, void* argument) {
+  auto& walk = *static_cast<SiteWalk*>(argument);
+  if (++walk.depth > SiteWalk::kMaxDepth) {
+    return _URC_END_OF_STACK;
+  }
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the unwinder gives the address as an integer
+  void* const frame = reinterpret_cast<void*>(_Unwind_GetIP(context));
+  if (frame == nullptr) {
+    return _URC_NO_REASON;
+  }
+  try {  // nothing may unwind through the unwinder's own frames
+    return visit_frame(walk, frame) ? _URC_NO_REASON : _URC_END_OF_STACK;
+  } catch (...) {
+    walk.text.clear();
+    return _URC_END_OF_STACK;
+  }
+}
+
+}  // namespace
 
 std::string allocation_site() {
-  std::array<void*, 32> frames{};
-  const int count = ::backtrace(frames.data(), static_cast<int>(frames.size()));
-  Dl_info self{};
-  const char* self_path =
-      ::dladdr(reinterpret_cast<void*>(&allocation_site), &self) != 0 ? self.dli_fname : nullptr;
-  for (int i = 0; i < count; ++i) {
-    Dl_info info{};
-    if (::dladdr(frames[static_cast<std::size_t>(i)], &info) == 0 ||
-        skipped_module(info.dli_fname, self_path)) {
-      continue;
-    }
-    std::string_view module(info.dli_fname);
-    if (const auto slash = module.rfind('/'); slash != std::string_view::npos) {
-      module.remove_prefix(slash + 1);
-    }
-    std::string symbol = "?";
-    std::uintptr_t offset = reinterpret_cast<std::uintptr_t>(frames[static_cast<std::size_t>(i)]) -
-                            reinterpret_cast<std::uintptr_t>(info.dli_fbase);
-    if (info.dli_sname != nullptr) {
-      int status = 0;
-      const std::unique_ptr<char, decltype(&std::free)> demangled(
-          abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status), &std::free);
-      symbol = status == 0 && demangled ? demangled.get() : info.dli_sname;
-      offset = reinterpret_cast<std::uintptr_t>(frames[static_cast<std::size_t>(i)]) -
-               reinterpret_cast<std::uintptr_t>(info.dli_saddr);
-    }
-    std::array<char, 32> hex{};
-    std::snprintf(hex.data(), hex.size(), "+0x%zx", static_cast<std::size_t>(offset));
-    return " from " + std::string(module) + "(" + symbol + hex.data() + ")";
-  }
-  return "";
+  static const char* const self_path = own_module_path();  // the loader's string
+  SiteWalk walk;
+  walk.self_path = self_path;
+  walk.cache = &frame_sites();
+  ::_Unwind_Backtrace(&on_frame, &walk);
+  return walk.text;
 }
 
 }  // namespace detail

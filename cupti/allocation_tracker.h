@@ -134,7 +134,9 @@ inline constexpr CUpti_CallbackId kMappedCallbacks[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemHostUnregister,
 };
 /// The label suffix " from <module>(<symbol>+0x<off>)" of the first frame outside the CUDA,
-/// CUPTI and graphcheck libraries, or "" when none is found.
+/// CUPTI and graphcheck libraries, libc and libstdc++ (at most 32 frames deep), or "" when
+/// none is found. Each return address is described once per process. Thread safety: safe
+/// from any thread, also during exit (its table is never destroyed).
 [[nodiscard]] std::string allocation_site();
 }  // namespace detail
 

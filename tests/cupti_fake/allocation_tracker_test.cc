@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "cupti_fake/callback_data.h"
+#include "cupti_fake/site_probe.h"
 
 namespace graphcheck::cupti {
 namespace {
@@ -248,6 +249,31 @@ TEST(AllocationTrackerTest, BacktraceSiteCaptureKeepsTheApiPrefix) {
   // The test binary links graphcheck statically, so every frame may be "ours": the suffix is
   // optional, the prefix is not.
   EXPECT_THAT(tracker.allocations().at(0).label, ::testing::StartsWith("cuMemAlloc_v2 #1"));
+}
+
+// The site is the first frame outside the CUDA, CUPTI and graphcheck code (here all of the
+// test binary): libsite_probe.so's caller. Its second allocation is named from the frames
+// already described, the same way.
+TEST(AllocationTrackerTest, TheSiteIsTheFirstFrameOutsideCudaCuptiAndGraphcheck) {
+  AllocationTracker tracker({SiteCapture::kBacktrace, RestorePolicy::kDiscard});
+  struct Call {
+    AllocationTracker* tracker;
+    Address address;
+  };
+  const auto allocate = [](void* argument) {
+    const auto* call = static_cast<const Call*>(argument);
+    mem_alloc(*call->tracker, call->address, 64);
+  };
+  Call first{&tracker, kBase};
+  Call second{&tracker, kBase + 4096};
+  site_probe_call(allocate, &first);
+  site_probe_call(allocate, &second);
+  const auto allocations = tracker.allocations();
+  ASSERT_EQ(allocations.size(), 2U);
+  EXPECT_THAT(allocations[0].label,
+              ::testing::StartsWith("cuMemAlloc_v2 #1 from libsite_probe.so(site_probe_call+0x"));
+  EXPECT_EQ(allocations[1].label.substr(std::string_view("cuMemAlloc_v2 #2").size()),
+            allocations[0].label.substr(std::string_view("cuMemAlloc_v2 #1").size()));
 }
 
 TEST(AllocationTrackerTest, EnablesExactlyTheDriverCallbacksItHandles) {
