@@ -7,8 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace graphcheck::libtorch::detail {
@@ -50,9 +53,66 @@ std::uint32_t view_returns_of(const at::RecordFunction& fn) noexcept {
   return mask;
 }
 
+namespace {
+
+// view_returns_of per op name, process-wide: each capture opens a window of its own, which
+// otherwise read every op's schema again (a copy of its arguments and a Dispatcher::findOp
+// per name: 9% of a window's cost in a profile of back-to-back captures of the reference
+// model). Emptied whenever an op is deregistered, since one registered again under its name
+// (a torch.library op defined anew) may have other returns.
+class ViewReturnsCache {
+ public:
+  static ViewReturnsCache& instance() {
+    // Never destroyed: a window may finish on a thread that outlives static destruction.
+    static auto* const cache = new ViewReturnsCache;  // NOLINT(cppcoreguidelines-owning-memory)
+    return *cache;
+  }
+  std::uint32_t view_returns(const at::RecordFunction& fn, const std::string& name) {
+    {
+      const std::scoped_lock lock(mutex_);
+      if (const auto found = masks_.find(name); found != masks_.end()) {
+        return found->second;
+      }
+    }
+    // Outside the lock (it reads the dispatcher, whose listener below takes the lock).
+    const std::uint32_t mask = view_returns_of(fn);
+    const std::scoped_lock lock(mutex_);
+    masks_.emplace(name, mask);
+    return mask;
+  }
+
+ private:
+  class Listener final : public c10::OpRegistrationListener {
+   public:
+    explicit Listener(ViewReturnsCache& cache) : cache_(cache) {}
+    void onOperatorRegistered(const c10::OperatorHandle& /*op*/) override {}
+    void onOperatorDeregistered(const c10::OperatorHandle& /*op*/) override {
+      const std::scoped_lock lock(cache_.mutex_);
+      cache_.masks_.clear();
+    }
+
+   private:
+    ViewReturnsCache& cache_;
+  };
+
+  ViewReturnsCache()
+      : registration_(c10::Dispatcher::singleton().addRegistrationListener(
+            std::make_unique<Listener>(*this))) {}
+
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::uint32_t> masks_;
+  c10::RegistrationHandleRAII registration_;
+};
+
+}  // namespace
+
+OpNames::OpNames() {
+  (void)ViewReturnsCache::instance();  // listening before the window's first op
+}
+
 std::uint32_t OpNames::add(const at::RecordFunction& fn, std::uintptr_t key) {
   names_.emplace_back(fn.name());
-  view_returns_.push_back(view_returns_of(fn));
+  view_returns_.push_back(ViewReturnsCache::instance().view_returns(fn, names_.back()));
   const auto index = static_cast<std::uint32_t>(names_.size() - 1);
   by_pointer_.assign(key, index);
   return index;

@@ -10,6 +10,7 @@
 #include <graphcheck/torch/registry.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
+#include <torch/library.h>
 
 #include <algorithm>
 #include <future>
@@ -114,6 +115,40 @@ TEST(CaptureWindow, AViewOpsOutputIsNoWrite) {
       }
     }
   }
+}
+
+// What an op's schema says of its returns is read once per op name in the process and
+// shared by later windows; an op deregistered and defined again under its name with other
+// returns is read again.
+TEST(CaptureWindow, AnOpDefinedAgainWithOtherReturnsIsReadAgain) {
+  const at::Tensor source = at::ones({8});
+  const auto pick_in_a_window = [&source] {
+    CaptureWindow window;
+    const at::Tensor out = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("graphcheck_test::pick", "")
+                               .typed<at::Tensor(const at::Tensor&)>()
+                               .call(source);
+    CaptureRecord record = window.finish();
+    const Node* pick = find_op(record, "graphcheck_test::pick");
+    EXPECT_NE(pick, nullptr);
+    return pick == nullptr ? std::vector<Operand>{} : pick->operands;
+  };
+  auto library = std::make_unique<torch::Library>(torch::Library::DEF, "graphcheck_test",
+                                                  std::nullopt, __FILE__, __LINE__);
+  library->def("pick(Tensor(a) x) -> Tensor(a)", [](const at::Tensor& x) { return x.alias(); });
+  for (int window = 0; window < 2; ++window) {  // the second from the shared cache
+    const std::vector<Operand> view = pick_in_a_window();
+    ASSERT_EQ(view.size(), 1U) << "a view's output is no write";
+    EXPECT_EQ(view[0].access, Access::kRead);
+  }
+  library.reset();  // deregisters the op
+  library = std::make_unique<torch::Library>(torch::Library::DEF, "graphcheck_test", std::nullopt,
+                                             __FILE__, __LINE__);
+  library->def("pick(Tensor x) -> Tensor", [](const at::Tensor& x) { return x.clone(); });
+  const std::vector<Operand> copy = pick_in_a_window();
+  ASSERT_EQ(copy.size(), 2U) << "a new tensor's output is a write";
+  EXPECT_EQ(copy[1].access, Access::kWrite);
+  EXPECT_NE(copy[1].begin, address_of(source));
 }
 
 TEST(CaptureWindow, WalksTensorListsAndRecordsNestedOps) {
