@@ -36,12 +36,15 @@ std::size_t count_nodes(const NodeList& nodes) {
 }
 
 // The (exec graph, node) of the kernel setter whose driver-level EXIT this thread saw last
-// since its runtime kernel setter's ENTER. The runtime's cudaGraphExec(Kernel)NodeSetParams
-// calls a driver setter inside, so that EXIT, which read the arguments with the new
-// function's layout, comes between the runtime call's ENTER and EXIT.
+// since its outermost runtime kernel setter's ENTER. The runtime's
+// cudaGraphExec(Kernel)NodeSetParams calls a driver setter inside, so that EXIT, which read
+// the arguments with the new function's layout, comes between the runtime call's ENTER and
+// EXIT. `depth` counts the runtime kernel setters open on the thread (one inside another, if
+// CUPTI reported that, is judged at the outermost's EXIT: found by a review).
 struct DriverKernelSet {
   CUgraphExec exec = nullptr;
   CUgraphNode node = nullptr;
+  int depth = 0;
 };
 thread_local DriverKernelSet t_driver_kernel_set;
 
@@ -168,9 +171,18 @@ void GraphCapture::on_driver_exec_update(CUpti_CallbackId cbid, const CUpti_Call
 }
 
 void GraphCapture::on_runtime_exec_update(CUpti_CallbackId cbid, const CUpti_CallbackData& data) {
-  if (data.callbackSite == CUPTI_API_ENTER && is_runtime_kernel_setter(cbid)) {
-    t_driver_kernel_set = {};  // only a driver EXIT inside this call counts
-    return;
+  if (is_runtime_kernel_setter(cbid)) {
+    DriverKernelSet& set = t_driver_kernel_set;
+    if (data.callbackSite == CUPTI_API_ENTER) {
+      if (set.depth++ == 0) {
+        set.exec = nullptr;  // only a driver EXIT inside this call counts
+        set.node = nullptr;
+      }
+      return;
+    }
+    if (set.depth > 0 && --set.depth > 0) {
+      return;  // inside another runtime setter: judged at the outermost's EXIT
+    }
   }
   if (!succeeded(data) || data.functionParams == nullptr) {
     return;
@@ -245,7 +257,8 @@ void GraphCapture::update_exec_node(CUgraphExec exec, CUgraphNode node, Update&&
 
 void GraphCapture::exec_kernel_updated(CUgraphExec exec, CUgraphNode node,
                                        const CUDA_KERNEL_NODE_PARAMS& p) {
-  t_driver_kernel_set = {exec, node};
+  t_driver_kernel_set.exec = exec;
+  t_driver_kernel_set.node = node;
   update_exec_node(exec, node, [&](Node& target, NodeLocation& location) {
     const KernelHandle handle =
         p.func != nullptr ? KernelHandle{p.func, nullptr} : KernelHandle{nullptr, p.kern};
@@ -255,7 +268,7 @@ void GraphCapture::exec_kernel_updated(CUgraphExec exec, CUgraphNode node,
 }
 
 void GraphCapture::runtime_kernel_updated(CUgraphExec exec, CUgraphNode node, const char* call) {
-  const DriverKernelSet seen = std::exchange(t_driver_kernel_set, {});
+  const DriverKernelSet seen = std::exchange(t_driver_kernel_set, {});  // depth is 0 here
   if (seen.exec == exec && seen.node == node) {
     return;  // applied at the driver setter's EXIT, with the new kernel's own layout
   }

@@ -208,6 +208,38 @@ TEST_F(ExecUpdateTest, ARuntimeOnlyKernelSetterLeavesTheNodeNotChecked) {
   EXPECT_TRUE(capture_.exec_warnings(90).empty());
 }
 
+// A runtime kernel setter reported inside another: the driver setter's read inside both
+// stands, judged at the outer call's EXIT (found by a review: the inner EXIT used up the
+// driver setter's note and the outer one then discarded a good read).
+TEST_F(ExecUpdateTest, NestedRuntimeSettersKeepTheDriverSettersRead) {
+  cudaGraphNodeParams generic{};
+  generic.type = cudaGraphNodeTypeKernel;
+  generic.kernel.func = reinterpret_cast<void*>(0x1234);
+  generic.kernel.kernelParams = new_params_.data();
+  cudaGraphExecNodeSetParams_v12020_params outer{exec_, kernel_, &generic};
+  cudaKernelNodeParams runtime{};
+  runtime.func = reinterpret_cast<void*>(0x1234);
+  runtime.kernelParams = new_params_.data();
+  cudaGraphExecKernelNodeSetParams_v10010_params inner{exec_, kernel_, &runtime};
+  api_enter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
+            &outer);
+  api_enter(CUPTI_CB_DOMAIN_RUNTIME_API,
+            CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &inner);
+  CUDA_KERNEL_NODE_PARAMS driver{};
+  driver.func = scale_;
+  driver.kernelParams = new_params_.data();
+  set_kernel(driver, kernel_);
+  api_exit(CUPTI_CB_DOMAIN_RUNTIME_API,
+           CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &inner);
+  api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
+           &outer);
+  ASSERT_EQ(callback_error(), "");
+  ASSERT_EQ(node(0).params.size(), 1U);
+  EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(new_pointer_));
+  EXPECT_TRUE(capture_.exec_warnings(90).empty());
+  EXPECT_EQ(capture_.stats().runtime_kernel_setters_alone, 0U);
+}
+
 TEST_F(ExecUpdateTest, WholeGraphUpdateRereadsTheSourceGraph) {
   CUgraph replacement = api_.add_graph(3);
   api_.add_node(replacement, kernel_node(11, scale_, new_params_.data()));
