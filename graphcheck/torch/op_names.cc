@@ -55,11 +55,14 @@ std::uint32_t view_returns_of(const at::RecordFunction& fn) noexcept {
 
 namespace {
 
-// view_returns_of per op name, process-wide: each capture opens a window of its own, which
-// otherwise read every op's schema again (a copy of its arguments and a Dispatcher::findOp
-// per name: 9% of a window's cost in a profile of back-to-back captures of the reference
-// model). Emptied whenever an op is deregistered, since one registered again under its name
-// (a torch.library op defined anew) may have other returns.
+// view_returns_of per operator (name and overload: `fn.name()` has no overload, and two
+// overloads may return otherwise), process-wide: each capture opens a window of its own,
+// which otherwise read every op's schema again (a copy of its arguments and a
+// Dispatcher::findOp per name: 9% of a window's cost in a profile of back-to-back captures of
+// the reference model). A function without a schema (a string-named scope) is not kept: its
+// mask is 0, and its names are not bounded. Emptied whenever an op is deregistered, since
+// one registered again under its name (a torch.library op defined anew) may have other
+// returns; a mask read while that happened is not kept either (the generation moved).
 class ViewReturnsCache {
  public:
   static ViewReturnsCache& instance() {
@@ -67,17 +70,26 @@ class ViewReturnsCache {
     static auto* const cache = new ViewReturnsCache;  // NOLINT(cppcoreguidelines-owning-memory)
     return *cache;
   }
-  std::uint32_t view_returns(const at::RecordFunction& fn, const std::string& name) {
+  std::uint32_t view_returns(const at::RecordFunction& fn) {
+    const std::optional<c10::OperatorName> op = fn.operator_name();
+    if (!op) {
+      return 0;  // as view_returns_of: no schema
+    }
+    std::string key = op->overload_name.empty() ? op->name : op->name + "." + op->overload_name;
+    std::uint64_t generation = 0;
     {
       const std::scoped_lock lock(mutex_);
-      if (const auto found = masks_.find(name); found != masks_.end()) {
+      if (const auto found = masks_.find(key); found != masks_.end()) {
         return found->second;
       }
+      generation = generation_;
     }
     // Outside the lock (it reads the dispatcher, whose listener below takes the lock).
     const std::uint32_t mask = view_returns_of(fn);
     const std::scoped_lock lock(mutex_);
-    masks_.emplace(name, mask);
+    if (generation == generation_) {
+      masks_.emplace(std::move(key), mask);
+    }
     return mask;
   }
 
@@ -89,6 +101,7 @@ class ViewReturnsCache {
     void onOperatorDeregistered(const c10::OperatorHandle& /*op*/) override {
       const std::scoped_lock lock(cache_.mutex_);
       cache_.masks_.clear();
+      ++cache_.generation_;
     }
 
    private:
@@ -100,7 +113,8 @@ class ViewReturnsCache {
             std::make_unique<Listener>(*this))) {}
 
   std::mutex mutex_;
-  std::unordered_map<std::string, std::uint32_t> masks_;
+  std::unordered_map<std::string, std::uint32_t> masks_;  // by "name" or "name.overload"
+  std::uint64_t generation_ = 0;                          // deregistrations seen
   c10::RegistrationHandleRAII registration_;
 };
 
@@ -112,7 +126,7 @@ OpNames::OpNames() {
 
 std::uint32_t OpNames::add(const at::RecordFunction& fn, std::uintptr_t key) {
   names_.emplace_back(fn.name());
-  view_returns_.push_back(ViewReturnsCache::instance().view_returns(fn, names_.back()));
+  view_returns_.push_back(ViewReturnsCache::instance().view_returns(fn));
   const auto index = static_cast<std::uint32_t>(names_.size() - 1);
   by_pointer_.assign(key, index);
   return index;

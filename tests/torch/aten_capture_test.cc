@@ -151,6 +151,32 @@ TEST(CaptureWindow, AnOpDefinedAgainWithOtherReturnsIsReadAgain) {
   EXPECT_NE(copy[1].begin, address_of(source));
 }
 
+// Two overloads of one op name may return otherwise (RecordFunction's name has no overload):
+// each is read on its own (found by a review: a cache by name gave the second the first's).
+TEST(CaptureWindow, OverloadsWithOtherReturnsAreReadApart) {
+  const at::Tensor source = at::ones({8});
+  torch::Library library(torch::Library::DEF, "graphcheck_overloads", std::nullopt, __FILE__,
+                         __LINE__);
+  library.def("pick(Tensor(a) x) -> Tensor(a)", [](const at::Tensor& x) { return x.alias(); });
+  library.def("pick.copy(Tensor x) -> Tensor", [](const at::Tensor& x) { return x.clone(); });
+  const auto pick_in_a_window = [&source](const char* overload) {
+    CaptureWindow window;
+    const at::Tensor out = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("graphcheck_overloads::pick", overload)
+                               .typed<at::Tensor(const at::Tensor&)>()
+                               .call(source);
+    CaptureRecord record = window.finish();
+    const Node* pick = find_op(record, "graphcheck_overloads::pick");
+    EXPECT_NE(pick, nullptr);
+    return pick == nullptr ? std::vector<Operand>{} : pick->operands;
+  };
+  EXPECT_EQ(pick_in_a_window("").size(), 1U) << "the view overload's output is no write";
+  const std::vector<Operand> copy = pick_in_a_window("copy");
+  ASSERT_EQ(copy.size(), 2U) << "the copy overload's new tensor is a write";
+  EXPECT_EQ(copy[1].access, Access::kWrite);
+  EXPECT_EQ(pick_in_a_window("").size(), 1U) << "and the view overload's is still none";
+}
+
 TEST(CaptureWindow, WalksTensorListsAndRecordsNestedOps) {
   const at::Tensor a = at::ones({2});
   const at::Tensor b = at::zeros({3});

@@ -26,9 +26,9 @@ std::uint32_t view_returns_of(const at::RecordFunction& fn) noexcept;
 /// @brief The op names one window saw, each stored once with its `view_returns_of`. Keyed by
 /// the pointer RecordFunction hands out (a dispatcher op's schema name, stable while the op is
 /// registered) and checked by content, since a string-named function's pointer may be reused
-/// for another name. The schema is read once per name in the process (a cache all windows
-/// share, emptied when an op is deregistered), not per op or per window. Not thread-safe:
-/// the window's thread only (the shared cache is).
+/// for another name. A dispatcher op's schema is read once per operator (name and overload)
+/// in the process (a cache all windows share, emptied when an op is deregistered), not per op
+/// or per window. Not thread-safe: the window's thread only (the shared cache is).
 class OpNames {
  public:
   OpNames();
