@@ -6,6 +6,9 @@
 #include <graphcheck/error.h>
 #include <gtest/gtest.h>
 
+#include <thread>
+#include <vector>
+
 #include "cupti_fake/callback_data.h"
 #include "cupti_fake/site_probe.h"
 
@@ -274,6 +277,40 @@ TEST(AllocationTrackerTest, TheSiteIsTheFirstFrameOutsideCudaCuptiAndGraphcheck)
               ::testing::StartsWith("cuMemAlloc_v2 #1 from libsite_probe.so(site_probe_call+0x"));
   EXPECT_EQ(allocations[1].label.substr(std::string_view("cuMemAlloc_v2 #2").size()),
             allocations[0].label.substr(std::string_view("cuMemAlloc_v2 #1").size()));
+}
+
+// Allocations on several threads at once share the table of described frames (one mutex):
+// each is named the same way, whatever thread described its frames first.
+TEST(AllocationTrackerTest, ThreadsAllocatingAtOnceNameTheSameSite) {
+  AllocationTracker tracker({SiteCapture::kBacktrace, RestorePolicy::kDiscard});
+  struct Call {
+    AllocationTracker* tracker;
+    Address address;
+  };
+  const auto allocate = [](void* argument) {
+    const auto* call = static_cast<const Call*>(argument);
+    mem_alloc(*call->tracker, call->address, 64);
+  };
+  constexpr int kThreads = 4;
+  constexpr int kEach = 200;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        Call call{&tracker, kBase + (static_cast<Address>(t * kEach + i) << 8)};
+        site_probe_call(allocate, &call);
+      }
+    });
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+  const auto allocations = tracker.allocations();
+  ASSERT_EQ(allocations.size(), static_cast<std::size_t>(kThreads * kEach));
+  for (const Allocation& allocation : allocations) {
+    EXPECT_THAT(allocation.label,
+                ::testing::HasSubstr(" from libsite_probe.so(site_probe_call+0x"));
+  }
 }
 
 TEST(AllocationTrackerTest, EnablesExactlyTheDriverCallbacksItHandles) {
