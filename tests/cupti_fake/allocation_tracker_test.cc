@@ -254,23 +254,25 @@ TEST(AllocationTrackerTest, BacktraceSiteCaptureKeepsTheApiPrefix) {
   EXPECT_THAT(tracker.allocations().at(0).label, ::testing::StartsWith("cuMemAlloc_v2 #1"));
 }
 
+// A 64-byte cuMemAlloc at `address`, made from libsite_probe.so's frame (site_probe_call).
+struct ProbeCall {
+  AllocationTracker* tracker;
+  Address address;
+};
+void allocate_from_probe(void* argument) {
+  const auto* call = static_cast<const ProbeCall*>(argument);
+  mem_alloc(*call->tracker, call->address, 64);
+}
+
 // The site is the first frame outside the CUDA, CUPTI and graphcheck code (here all of the
 // test binary): libsite_probe.so's caller. Its second allocation is named from the frames
 // already described, the same way.
 TEST(AllocationTrackerTest, TheSiteIsTheFirstFrameOutsideCudaCuptiAndGraphcheck) {
   AllocationTracker tracker({SiteCapture::kBacktrace, RestorePolicy::kDiscard});
-  struct Call {
-    AllocationTracker* tracker;
-    Address address;
-  };
-  const auto allocate = [](void* argument) {
-    const auto* call = static_cast<const Call*>(argument);
-    mem_alloc(*call->tracker, call->address, 64);
-  };
-  Call first{&tracker, kBase};
-  Call second{&tracker, kBase + 4096};
-  site_probe_call(allocate, &first);
-  site_probe_call(allocate, &second);
+  ProbeCall first{&tracker, kBase};
+  ProbeCall second{&tracker, kBase + 4096};
+  site_probe_call(&allocate_from_probe, &first);
+  site_probe_call(&allocate_from_probe, &second);
   const auto allocations = tracker.allocations();
   ASSERT_EQ(allocations.size(), 2U);
   EXPECT_THAT(allocations[0].label,
@@ -283,22 +285,14 @@ TEST(AllocationTrackerTest, TheSiteIsTheFirstFrameOutsideCudaCuptiAndGraphcheck)
 // each is named the same way, whatever thread described its frames first.
 TEST(AllocationTrackerTest, ThreadsAllocatingAtOnceNameTheSameSite) {
   AllocationTracker tracker({SiteCapture::kBacktrace, RestorePolicy::kDiscard});
-  struct Call {
-    AllocationTracker* tracker;
-    Address address;
-  };
-  const auto allocate = [](void* argument) {
-    const auto* call = static_cast<const Call*>(argument);
-    mem_alloc(*call->tracker, call->address, 64);
-  };
   constexpr int kThreads = 4;
   constexpr int kEach = 200;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kEach; ++i) {
-        Call call{&tracker, kBase + (static_cast<Address>(t * kEach + i) << 8)};
-        site_probe_call(allocate, &call);
+        ProbeCall call{&tracker, kBase + (static_cast<Address>(t * kEach + i) << 8)};
+        site_probe_call(&allocate_from_probe, &call);
       }
     });
   }

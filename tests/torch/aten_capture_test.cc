@@ -117,21 +117,28 @@ TEST(CaptureWindow, AViewOpsOutputIsNoWrite) {
   }
 }
 
-// What an op's schema says of its returns is read once per op name in the process and
+// The operands of `op` (overload `overload`, Tensor -> Tensor) called on `source` in a window
+// of its own.
+std::vector<Operand> operands_in_a_window(const char* op, const char* overload,
+                                          const at::Tensor& source) {
+  CaptureWindow window;
+  const at::Tensor out = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow(op, overload)
+                             .typed<at::Tensor(const at::Tensor&)>()
+                             .call(source);
+  const CaptureRecord record = window.finish();
+  const Node* node = find_op(record, op);
+  EXPECT_NE(node, nullptr) << op;
+  return node == nullptr ? std::vector<Operand>{} : node->operands;
+}
+
+// What an op's schema says of its returns is read once per operator in the process and
 // shared by later windows; an op deregistered and defined again under its name with other
 // returns is read again.
 TEST(CaptureWindow, AnOpDefinedAgainWithOtherReturnsIsReadAgain) {
   const at::Tensor source = at::ones({8});
   const auto pick_in_a_window = [&source] {
-    CaptureWindow window;
-    const at::Tensor out = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("graphcheck_test::pick", "")
-                               .typed<at::Tensor(const at::Tensor&)>()
-                               .call(source);
-    CaptureRecord record = window.finish();
-    const Node* pick = find_op(record, "graphcheck_test::pick");
-    EXPECT_NE(pick, nullptr);
-    return pick == nullptr ? std::vector<Operand>{} : pick->operands;
+    return operands_in_a_window("graphcheck_test::pick", "", source);
   };
   auto library = std::make_unique<torch::Library>(torch::Library::DEF, "graphcheck_test",
                                                   std::nullopt, __FILE__, __LINE__);
@@ -160,15 +167,7 @@ TEST(CaptureWindow, OverloadsWithOtherReturnsAreReadApart) {
   library.def("pick(Tensor(a) x) -> Tensor(a)", [](const at::Tensor& x) { return x.alias(); });
   library.def("pick.copy(Tensor x) -> Tensor", [](const at::Tensor& x) { return x.clone(); });
   const auto pick_in_a_window = [&source](const char* overload) {
-    CaptureWindow window;
-    const at::Tensor out = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("graphcheck_overloads::pick", overload)
-                               .typed<at::Tensor(const at::Tensor&)>()
-                               .call(source);
-    CaptureRecord record = window.finish();
-    const Node* pick = find_op(record, "graphcheck_overloads::pick");
-    EXPECT_NE(pick, nullptr);
-    return pick == nullptr ? std::vector<Operand>{} : pick->operands;
+    return operands_in_a_window("graphcheck_overloads::pick", overload, source);
   };
   EXPECT_EQ(pick_in_a_window("").size(), 1U) << "the view overload's output is no write";
   const std::vector<Operand> copy = pick_in_a_window("copy");
