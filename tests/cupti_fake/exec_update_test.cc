@@ -32,6 +32,27 @@ class ExecUpdateTest : public CaptureTest {
              &call, result);
   }
   const Node& node(std::size_t i) { return capture_.exec_graph(exec_)->nodes.at(i); }
+  // Driver kernel-node parameters: `func` with the argument pointers `args`.
+  static CUDA_KERNEL_NODE_PARAMS kernel_params(CUfunction func, void** args) {
+    CUDA_KERNEL_NODE_PARAMS params{};
+    params.func = func;
+    params.kernelParams = args;
+    return params;
+  }
+  // The runtime forms' kernel parameters: a host stub (not a CUfunction) and `args`.
+  static cudaKernelNodeParams runtime_kernel(void** args) {
+    cudaKernelNodeParams params{};
+    params.func = reinterpret_cast<void*>(0x1234);
+    params.kernelParams = args;
+    return params;
+  }
+  static cudaGraphNodeParams runtime_generic(void** args) {
+    cudaGraphNodeParams params{};
+    params.type = cudaGraphNodeTypeKernel;
+    params.kernel.func = reinterpret_cast<void*>(0x1234);
+    params.kernel.kernelParams = args;
+    return params;
+  }
   // A 1-D memset node (width `bytes`, byte elements) with the given id and destination.
   static FakeNode memset_node(std::uint64_t id, std::uint64_t dst, std::size_t bytes) {
     FakeNode memset;
@@ -59,9 +80,7 @@ class ExecUpdateTest : public CaptureTest {
 
 TEST_F(ExecUpdateTest, KernelSetParamsReplacesTheArgumentsInANewRecord) {
   const auto before = capture_.exec_graph(exec_);
-  CUDA_KERNEL_NODE_PARAMS params{};
-  params.func = scale_;
-  params.kernelParams = new_params_.data();
+  const CUDA_KERNEL_NODE_PARAMS params = kernel_params(scale_, new_params_.data());
   set_kernel(params, kernel_);
   ASSERT_EQ(callback_error(), "");
   EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(new_pointer_));
@@ -71,9 +90,7 @@ TEST_F(ExecUpdateTest, KernelSetParamsReplacesTheArgumentsInANewRecord) {
 }
 
 TEST_F(ExecUpdateTest, RejectedAndEnterOnlyUpdatesChangeNothing) {
-  CUDA_KERNEL_NODE_PARAMS params{};
-  params.func = scale_;
-  params.kernelParams = new_params_.data();
+  const CUDA_KERNEL_NODE_PARAMS params = kernel_params(scale_, new_params_.data());
   cuGraphExecKernelNodeSetParams_v2_params call{exec_, kernel_, &params};
   api_enter(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
             &call);
@@ -85,9 +102,7 @@ TEST_F(ExecUpdateTest, RejectedAndEnterOnlyUpdatesChangeNothing) {
 TEST_F(ExecUpdateTest, AnUpdateOfANodeTheRecordLacksIsReported) {
   CUgraph other = api_.add_graph(2);
   CUgraphNode stranger = api_.add_node(other, kernel_node(7, scale_, new_params_.data()));
-  CUDA_KERNEL_NODE_PARAMS params{};
-  params.func = scale_;
-  params.kernelParams = new_params_.data();
+  const CUDA_KERNEL_NODE_PARAMS params = kernel_params(scale_, new_params_.data());
   set_kernel(params, stranger);
   EXPECT_THAT(callback_error(),
               HasSubstr("exec graph 90 had a node updated that its record does not hold"));
@@ -95,9 +110,7 @@ TEST_F(ExecUpdateTest, AnUpdateOfANodeTheRecordLacksIsReported) {
 
 TEST_F(ExecUpdateTest, UpdatesOfUnknownExecGraphsAreIgnored) {
   CUgraphExec unknown = api_.add_exec(91);
-  CUDA_KERNEL_NODE_PARAMS params{};
-  params.func = scale_;
-  params.kernelParams = new_params_.data();
+  const CUDA_KERNEL_NODE_PARAMS params = kernel_params(scale_, new_params_.data());
   cuGraphExecKernelNodeSetParams_v2_params call{unknown, kernel_, &params};
   api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
            &call);
@@ -147,15 +160,11 @@ TEST_F(ExecUpdateTest, ARuntimeKernelSetterIsReadAtTheDriverSetterInsideIt) {
   const CUfunction wide = api_.add_function("wide", {{0, 8}, {8, 8}});
   std::uint64_t second = 0x7f0000200000;
   std::array<void*, 2> wide_params{&new_pointer_, &second};
-  cudaKernelNodeParams runtime{};
-  runtime.func = reinterpret_cast<void*>(0x1234);  // a host stub, not a CUfunction
-  runtime.kernelParams = wide_params.data();
+  cudaKernelNodeParams runtime = runtime_kernel(wide_params.data());
   cudaGraphExecKernelNodeSetParams_v10010_params runtime_call{exec_, kernel_, &runtime};
   api_enter(CUPTI_CB_DOMAIN_RUNTIME_API,
             CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &runtime_call);
-  CUDA_KERNEL_NODE_PARAMS driver{};
-  driver.func = wide;
-  driver.kernelParams = wide_params.data();
+  const CUDA_KERNEL_NODE_PARAMS driver = kernel_params(wide, wide_params.data());
   set_kernel(driver, kernel_);
   api_exit(CUPTI_CB_DOMAIN_RUNTIME_API,
            CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &runtime_call);
@@ -175,18 +184,13 @@ TEST_F(ExecUpdateTest, ARuntimeOnlyKernelSetterLeavesTheNodeNotChecked) {
   const CUfunction wide = api_.add_function("wide", {{0, 8}, {8, 8}});
   std::uint64_t second = 0x7f0000200000;
   std::array<void*, 2> wide_params{&old_pointer_, &second};
-  CUDA_KERNEL_NODE_PARAMS driver{};
-  driver.func = wide;
-  driver.kernelParams = wide_params.data();
+  const CUDA_KERNEL_NODE_PARAMS driver = kernel_params(wide, wide_params.data());
   set_kernel(driver, kernel_);  // the node now launches `wide` (2 arguments)
   ASSERT_EQ(node(0).params.size(), 2U);
 
   // A later runtime setter to a 1-argument kernel; the earlier driver setter of the same node
   // on this thread does not count for it.
-  cudaGraphNodeParams generic{};
-  generic.type = cudaGraphNodeTypeKernel;
-  generic.kernel.func = reinterpret_cast<void*>(0x1234);
-  generic.kernel.kernelParams = new_params_.data();  // 1 entry
+  cudaGraphNodeParams generic = runtime_generic(new_params_.data());  // 1 entry
   cudaGraphExecNodeSetParams_v12020_params call{exec_, kernel_, &generic};
   api_enter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
             &call);
@@ -212,22 +216,15 @@ TEST_F(ExecUpdateTest, ARuntimeOnlyKernelSetterLeavesTheNodeNotChecked) {
 // stands, judged at the outer call's EXIT (found by a review: the inner EXIT used up the
 // driver setter's note and the outer one then discarded a good read).
 TEST_F(ExecUpdateTest, NestedRuntimeSettersKeepTheDriverSettersRead) {
-  cudaGraphNodeParams generic{};
-  generic.type = cudaGraphNodeTypeKernel;
-  generic.kernel.func = reinterpret_cast<void*>(0x1234);
-  generic.kernel.kernelParams = new_params_.data();
+  cudaGraphNodeParams generic = runtime_generic(new_params_.data());
   cudaGraphExecNodeSetParams_v12020_params outer{exec_, kernel_, &generic};
-  cudaKernelNodeParams runtime{};
-  runtime.func = reinterpret_cast<void*>(0x1234);
-  runtime.kernelParams = new_params_.data();
+  cudaKernelNodeParams runtime = runtime_kernel(new_params_.data());
   cudaGraphExecKernelNodeSetParams_v10010_params inner{exec_, kernel_, &runtime};
   api_enter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
             &outer);
   api_enter(CUPTI_CB_DOMAIN_RUNTIME_API,
             CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &inner);
-  CUDA_KERNEL_NODE_PARAMS driver{};
-  driver.func = scale_;
-  driver.kernelParams = new_params_.data();
+  const CUDA_KERNEL_NODE_PARAMS driver = kernel_params(scale_, new_params_.data());
   set_kernel(driver, kernel_);
   api_exit(CUPTI_CB_DOMAIN_RUNTIME_API,
            CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &inner);
@@ -265,9 +262,7 @@ TEST_F(ExecUpdateTest, SettersAfterAWholeGraphUpdateNameTheInstantiatedGraphsNod
   update_whole(replacement);
   ASSERT_EQ(callback_error(), "");
 
-  CUDA_KERNEL_NODE_PARAMS params{};
-  params.func = scale_;
-  params.kernelParams = old_params_.data();
+  const CUDA_KERNEL_NODE_PARAMS params = kernel_params(scale_, old_params_.data());
   set_kernel(params, kernel_);
   ASSERT_EQ(callback_error(), "");
   EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(old_pointer_));
@@ -293,9 +288,7 @@ TEST_F(ExecUpdateTest, TheUpdateGraphsHandlesAreNotTheExecGraphsAndASecondUpdate
   api_.add_node(first, api_.node_of(memset_));
   update_whole(first);
   ASSERT_EQ(callback_error(), "");
-  CUDA_KERNEL_NODE_PARAMS params{};
-  params.func = scale_;
-  params.kernelParams = old_params_.data();
+  const CUDA_KERNEL_NODE_PARAMS params = kernel_params(scale_, old_params_.data());
   set_kernel(params, first_kernel, CUDA_ERROR_INVALID_VALUE);  // what the driver answered
   ASSERT_EQ(callback_error(), "");
   EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(new_pointer_));
@@ -326,9 +319,7 @@ TEST_F(ExecUpdateTest, AnUpdateGraphWhoseNodesDoNotPairByPositionIsReported) {
   EXPECT_THAT(callback_error(), HasSubstr("do not pair by position with the instantiated graph's"));
   // The record holds what the update graph says; the unpaired nodes take no setter.
   EXPECT_EQ(node(0).type, NodeType::kMemset);
-  CUDA_KERNEL_NODE_PARAMS params{};
-  params.func = scale_;
-  params.kernelParams = old_params_.data();
+  const CUDA_KERNEL_NODE_PARAMS params = kernel_params(scale_, old_params_.data());
   set_kernel(params, kernel_);
   EXPECT_THAT(callback_error(), HasSubstr("had a node updated that its record does not hold"));
 }
@@ -344,9 +335,7 @@ TEST_F(ExecUpdateTest, NodesInsideChildGraphsAreUpdatedInPlace) {
   api_.add_node(outer, holder);
   CUgraphExec exec = api_.add_exec(95);
   instantiate(exec, outer);
-  CUDA_KERNEL_NODE_PARAMS params{};
-  params.func = scale_;
-  params.kernelParams = new_params_.data();
+  const CUDA_KERNEL_NODE_PARAMS params = kernel_params(scale_, new_params_.data());
   cuGraphExecKernelNodeSetParams_v2_params call{exec, inner, &params};
   api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
            &call);
