@@ -99,7 +99,7 @@ WATCH = PACKAGE / "_watch"
 # Down this order only (the subpackage's docstring): a module imports none listed before it.
 WATCH_ORDER = [
     "process", "watch", "results", "graphs", "graph_pools", "registry", "cuda_capture",
-    "cuda_hooks", "writer", "output", "index_page", "profiling", "import_hook", "settings",
+    "cuda_hooks", "writer", "quiet", "output", "index_page", "profiling", "import_hook", "settings",
 ]  # fmt: skip
 
 

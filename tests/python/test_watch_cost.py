@@ -306,7 +306,7 @@ def test_a_background_writer_outside_a_watch_writes_in_order(tmp_path: Path) -> 
 def test_the_writer_waits_for_the_burst_to_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("graphcheck._watch.writer.QUIET_S", 3600.0)
+    monkeypatch.setattr("graphcheck._watch.quiet.QUIET_S", 3600.0)
     model, inputs = _model()
     watch = fake_watch(model=model, out_dir=tmp_path)
     graphs = [capture_fake(model, **inputs) for _ in range(2)]

@@ -11,10 +11,9 @@ check point of the folder (:mod:`graphcheck._watch.index_page`).
 :class:`BackgroundWriter` runs a :class:`ReportWriter` on a thread of its own, so that a
 check at capture does not write files inside the engine's capture (2-4 ms per check point
 on the reference model, and ``index.html`` grows with the folder): the file names are known
-when the check point is made, the files follow in order once no check point was queued for
-:data:`QUIET_S` (an engine captures its graphs back to back: the writer waits for the burst to
-end instead of taking the interpreter's lock from the next capture), and ``index.html`` is
-rewritten once per burst instead of once per check point. :meth:`BackgroundWriter.flush`
+when the check point is made, the files follow in order once the burst of captures ended
+(:class:`~graphcheck._watch.quiet.QuietWorker`), and ``index.html`` is rewritten once per
+burst instead of once per check point. :meth:`BackgroundWriter.flush`
 writes at once and waits for them; the watch flushes before every other check point (which
 records epochs the pending pages must not show), before raising in ``error`` mode, at close
 and at exit.
@@ -22,31 +21,22 @@ and at exit.
 
 from __future__ import annotations
 
-import atexit
-import collections
 import dataclasses
 import json
-import logging
 import os
-import threading
 import time
-import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphcheck._watch.index_page import index_html, set_navigation
 from graphcheck._watch.output import CheckResult, printable, safe_label
+from graphcheck._watch.quiet import QuietWorker
 
 if TYPE_CHECKING:
     from graphcheck._capture import Capture
 
 __all__ = ["BackgroundWriter", "ReportWriter"]
-
-log = logging.getLogger("graphcheck.watch")
-
-#: Seconds without a new check point before the background writer starts on the queued ones.
-QUIET_S = 0.2
 
 
 class ReportWriter:
@@ -146,40 +136,23 @@ def _atomic_write(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
-@dataclasses.dataclass
-class _Job:
-    result: CheckResult
-    snapshots: list[tuple[int, Capture]]
-    allow: tuple[str, ...]
-
-
 class BackgroundWriter:
     """A :class:`ReportWriter` whose files are written in order on a thread of its own.
 
-    Thread safety: every method may be called from any thread. Lifetime: the thread starts
-    with the writer (in a forked child, at its first :meth:`submit`) and waits for work until
-    :meth:`close`; it is a daemon thread, and the exit hook flushes every live writer before
-    the interpreter stops it. In a child made by ``fork`` the parent's pending files are the
-    parent's: the child starts empty.
-    A failure to write is logged (``graphcheck.watch``), never raised: the reports stay in
-    memory (:attr:`Watch.results <graphcheck.Watch.results>`).
+    The thread is a :class:`~graphcheck._watch.quiet.QuietWorker`'s (``graphcheck-writer``):
+    it writes once no check point was queued for :data:`~graphcheck._watch.quiet.QUIET_S`,
+    and ``index.html`` once per burst. Thread safety: every method may be called from any
+    thread. Lifetime: the thread starts with the writer and ends at :meth:`close`; the exit
+    hook flushes every live writer, and in a child made by ``fork`` the parent's pending
+    files are the parent's. A failure to write is logged (``graphcheck.watch``), never
+    raised: the reports stay in memory (:attr:`Watch.results <graphcheck.Watch.results>`).
     """
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.writer = ReportWriter(folder)
-        self._reset()
-        _LIVE.add(self)
-        with self._cond:  # now, not inside the first capture that queues a check point
-            self._start()
-
-    def _reset(self) -> None:
-        self._cond = threading.Condition()
-        self._jobs: collections.deque[_Job] = collections.deque()
-        self._busy = False
-        self._last_submit = 0.0
-        self._flushing = 0  # threads in flush(): write without waiting for quiet
-        self._closing = False  # the thread ends once the queue is empty
-        self._thread: threading.Thread | None = None
+        self._worker = QuietWorker(
+            "graphcheck-writer", f"graphcheck: could not write reports to {self.writer.folder}"
+        )
 
     @property
     def folder(self) -> Path:
@@ -190,84 +163,18 @@ class BackgroundWriter:
         self, result: CheckResult, snapshots: Sequence[tuple[int, Capture]], allow: Iterable[str]
     ) -> dict[str, str]:
         """Queue ``result``'s files; returns their paths (written soon: :meth:`flush`)."""
-        job = _Job(result, list(snapshots), tuple(allow))
-        with self._cond:
-            self._jobs.append(job)
-            self._last_submit = time.monotonic()
-            self._start()
-            if len(self._jobs) == 1:  # else the writer is waiting for quiet: it looks again then
-                self._cond.notify_all()
-        return self.writer.names(result, (graph_id for graph_id, _ in job.snapshots))
+        kept, globs = list(snapshots), tuple(allow)
 
-    def close(self) -> None:
-        """Write what is queued and end the thread (a later :meth:`submit` starts another)."""
-        self.flush()
-        with self._cond:
-            self._closing = True
-            self._cond.notify_all()
-            thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+        def write(last: bool) -> None:  # the end of a burst: the index once for all of it
+            self.writer.write(result, kept, globs, index=last)
 
-    def _start(self) -> None:
-        # Under the condition's lock. Again after a fork (the child's writer has no thread).
-        self._closing = False
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._run, name="graphcheck-writer", daemon=True)
-            self._thread.start()
+        self._worker.submit(write)
+        return self.writer.names(result, (graph_id for graph_id, _ in kept))
 
     def flush(self) -> None:
         """Wait until every queued check point's files are written."""
-        with self._cond:
-            if self._thread is threading.current_thread():
-                return  # called from a write: nothing can finish while it waits
-            self._flushing += 1
-            self._cond.notify_all()
-            try:
-                while self._jobs or self._busy:
-                    self._cond.wait()
-            finally:
-                self._flushing -= 1
+        self._worker.drain()
 
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while True:
-                    if not self._jobs:
-                        if self._closing:
-                            self._thread = None
-                            return
-                        self._cond.wait()
-                        continue
-                    quiet = self._last_submit + QUIET_S - time.monotonic()
-                    if quiet <= 0 or self._flushing:
-                        break
-                    self._cond.wait(quiet)
-                job = self._jobs.popleft()
-                self._busy = True
-                last = not self._jobs  # the end of a burst: the index once for all of it
-            try:
-                self.writer.write(job.result, job.snapshots, job.allow, index=last)
-            except Exception as exc:  # a report that cannot be written must not stop the rest
-                log.error("graphcheck: could not write reports to %s: %s", self.folder, exc)
-            finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()
-
-
-_LIVE: weakref.WeakSet[BackgroundWriter] = weakref.WeakSet()
-
-
-def _flush_all() -> None:
-    for writer in list(_LIVE):
-        writer.flush()
-
-
-def _after_fork_in_child() -> None:
-    for writer in list(_LIVE):
-        writer._reset()
-
-
-atexit.register(_flush_all)
-os.register_at_fork(after_in_child=_after_fork_in_child)
+    def close(self) -> None:
+        """Write what is queued and end the thread (a later :meth:`submit` starts another)."""
+        self._worker.close()
