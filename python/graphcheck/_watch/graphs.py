@@ -9,9 +9,12 @@ memory (:class:`~graphcheck._watch.graph_pools.GraphPools`), for a CUDA capture.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import itertools
 import os
 import time
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,6 +31,7 @@ from graphcheck._watch.registry import ModelSource, RegistryCache
 from graphcheck.arena import WeightsArena
 
 __all__ = [
+    "GraphList",
     "Declarations",
     "WatchedCapture",
     "WatchedGraph",
@@ -148,6 +152,49 @@ class WatchedCapture(Capture):
     def _frame_labels(self) -> bool:
         # The caching allocator's history labels blocks by Python frames.
         return self._frames or super()._frame_labels()
+
+
+class GraphList:
+    """The graphs a watch recorded and still alive, in capture order, and their ids.
+
+    Not thread-safe: the watch calls it under its lock, except :meth:`forget`, which takes
+    no lock (a CUDA graph's finalizer runs wherever the collector runs, perhaps while the
+    watch's lock is held by a thread waiting for that collecting thread).
+    """
+
+    def __init__(self) -> None:
+        self._graphs: list[WatchedGraph] = []
+        self._forgotten: collections.deque[int] = collections.deque()  # see forget
+        self._ids = itertools.count(1)
+
+    def next_id(self) -> int:
+        """The id of the next graph (unique in the watch, from 1)."""
+        return next(self._ids)
+
+    def add(self, capture: WatchedCapture, graph_id: int, kind: str, device: str) -> WatchedGraph:
+        """Records ``capture`` as the graph ``graph_id``."""
+        graph = WatchedGraph(graph_id, capture, kind, device)
+        self.alive().append(graph)
+        return graph
+
+    def forget_when_freed(self, graph: object, graph_id: int) -> None:
+        """Forgets ``graph_id`` once ``graph`` (a CUDA graph) is freed (never without weakrefs)."""
+        with contextlib.suppress(TypeError):
+            weakref.finalize(graph, self.forget, graph_id)
+
+    def forget(self, graph_id: int) -> None:
+        """Forget ``graph_id`` (queued: taking the watch's lock here deadlocked a finalizer)."""
+        self._forgotten.append(graph_id)
+
+    def alive(self) -> list[WatchedGraph]:
+        """The graphs not forgotten (the list itself)."""
+        if self._forgotten:
+            gone = set()
+            with contextlib.suppress(IndexError):
+                while True:
+                    gone.add(self._forgotten.popleft())
+            self._graphs = [g for g in self._graphs if g.id not in gone]
+        return self._graphs
 
 
 def watched_capture(

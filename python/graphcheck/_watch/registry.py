@@ -30,6 +30,7 @@ __all__ = [
     "ModelSource",
     "RegistryCache",
     "Roots",
+    "WatchedModels",
     "discover_roots",
     "outside",
     "registered_fingerprint",
@@ -141,6 +142,32 @@ class ModelSource:
         if len(live) == 1 and (self.discovered or len(self._members) == 1):
             return live[0][1]
         return Roots(live)
+
+
+class WatchedModels:
+    """The models a watch checks its graphs against: those added, else discovered per device.
+
+    Not thread-safe: the watch calls it under its lock. Holds no strong reference to a model.
+    """
+
+    def __init__(self) -> None:
+        self._members: dict[str, ModelGetter] = {}
+        self._discovery: dict[str, ModelSource] = {}
+
+    def add(self, name: str, model: torch.nn.Module | ModelGetter) -> None:
+        """Adds ``model`` (a module, weakly held, or a getter) under ``name``; raises for others."""
+        self._members[name] = weak_getter(model)
+
+    def given(self) -> ModelSource | None:
+        """The models added so far, or None when none was."""
+        return ModelSource(list(self._members.items())) if self._members else None
+
+    def source(self, device: torch.device) -> ModelSource:
+        """The models added so far, else the roots found on ``device`` (kept per device)."""
+        given = self.given()
+        if given is not None:
+            return given
+        return self._discovery.setdefault(str(device), ModelSource(device=device))
 
 
 class RegistryCache:

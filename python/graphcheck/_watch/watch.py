@@ -8,16 +8,17 @@ stream capture is), the graph's own nodes are read right before ``capture_end``
 (:mod:`~graphcheck._watch.cuda_capture`: the dispatcher's record then only names the
 owners), and the window is finished right after ``capture_end``. In a process without CUDA
 graphs (the CPU twin, tests), :meth:`Watch.capture` records a forward the same way. Each graph
-is checked when recorded (:attr:`Watch.check_on_capture`) or at the next
-:meth:`Watch.check_pending`; :meth:`Watch.checkpoint` records an epoch (after a wake-up, a
-weight reload) and checks every graph against it. The CUDA path is unverified: it has not run
-on a GPU.
+is checked when recorded (:attr:`Watch.check_on_capture`; in ``warn`` mode once the burst of
+captures ended, :mod:`~graphcheck._watch.quiet`) or at the next :meth:`Watch.check_pending`;
+:meth:`Watch.checkpoint` records an epoch (after a wake-up, a weight reload) and checks every
+graph against it. The CUDA path ran on a GPU once (2026-12-04, docs/gpu-check.md); what
+changed since has not.
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -43,6 +44,7 @@ from graphcheck._watch.cuda_hooks import AllocatorHistory, CaptureHooks, capture
 from graphcheck._watch.graph_pools import GraphPools, SegmentSource, torch_segments
 from graphcheck._watch.graphs import (
     Declarations,
+    GraphList,
     WatchedCapture,
     WatchedGraph,
     check_point,
@@ -50,7 +52,8 @@ from graphcheck._watch.graphs import (
 )
 from graphcheck._watch.output import CheckResult, FindingsError, census_result
 from graphcheck._watch.profiling import ProfilingCaptures
-from graphcheck._watch.registry import ModelGetter, ModelSource, RegistryCache, weak_getter
+from graphcheck._watch.quiet import QuietWorker
+from graphcheck._watch.registry import ModelGetter, ModelSource, RegistryCache, WatchedModels
 from graphcheck._watch.results import CheckPoints
 from graphcheck._watch.settings import MODES
 from graphcheck.arena import WeightsArena
@@ -106,15 +109,18 @@ class Watch:
         #: The process's role in its engine (``worker rank 0``), shown in reports, file names
         #: and log lines; empty when unknown. Engine plugins set it.
         self.role = ""
-        #: Check each graph when its capture ends (True), or leave it to the next
-        #: :meth:`check_pending` (engine plugins check all their graphs at once).
+        #: Check each graph in its capture epoch (True), or leave it to the next
+        #: :meth:`check_pending` (engine plugins check all their graphs at once). A CUDA
+        #: capture's check runs inside ``capture_end`` in ``error`` mode (it raises there), in
+        #: ``warn`` mode on the watch's thread once the burst of captures ended, or sooner when
+        #: anyone waits for it (:meth:`flush`, :attr:`results`, a check point, a declaration).
         self.check_on_capture = True
-        self._graphs: list[WatchedGraph] = []
-        self._forgotten: collections.deque[int] = collections.deque()  # see _forget
-        self._ids = itertools.count(1)
+        self._deferred = QuietWorker(
+            "graphcheck-checks", "graphcheck: a check at capture failed (the graph is unchecked)"
+        )
+        self._recorded = GraphList()
         self._seq = itertools.count(1)
-        self._models: dict[str, ModelGetter] = {}
-        self._discovery: dict[str, ModelSource] = {}
+        self._models = WatchedModels()
         self._registry = RegistryCache()
         self._declared = Declarations()
         reader = CudaGraphReader() if graph_reader == "default" else graph_reader
@@ -185,12 +191,14 @@ class Watch:
         self._points.set_folder(value)
 
     def flush(self) -> None:
-        """Wait until the files of every check point so far are written.
+        """Wait until every check at capture ran and the files of every check point are written.
 
-        A check at capture writes its files on a thread of the watch's (the capture does not
-        wait for them); every other check point, ``error`` mode's findings and :meth:`close`
-        wait for them first. Thread-safe.
+        A check at capture in ``warn`` mode runs, and any check at capture writes its files,
+        on a thread of the watch's (the capture does not wait for them); every other check
+        point, ``error`` mode's findings and :meth:`close` wait for them first. Thread-safe;
+        do not call it from a check's own log handler holding the watch's lock.
         """
+        self._deferred.drain()
         self._points.flush()
 
     @property
@@ -200,18 +208,21 @@ class Watch:
 
     @property
     def graphs(self) -> list[WatchedGraph]:
-        """The graphs recorded and still alive, in capture order."""
+        """The graphs recorded and still alive, in capture order (checks at capture ran)."""
+        self._deferred.drain()
         with self._lock:
-            return list(self._alive())
+            return list(self._recorded.alive())
 
     @property
     def results(self) -> list[CheckResult]:
-        """Every check point so far, in order."""
+        """Every check point so far, in order (it waits for the checks at capture queued)."""
+        self._deferred.drain()
         return self._points.all()
 
     @property
     def last(self) -> CheckResult | None:
-        """The last check point, or None."""
+        """The last check point, or None (it waits for the checks at capture queued)."""
+        self._deferred.drain()
         return self._points.last()
 
     # ------------------------------------------------------------ models, state
@@ -224,9 +235,8 @@ class Watch:
         any, a graph's model is every root module with parameters on its
         device. Only a weak reference to a module is kept.
         """
-        getter = weak_getter(model)
         with self._lock:
-            self._models[name] = getter
+            self._models.add(name, model)
             self._registry.invalidate()
 
     def add_engine_state(self, obj: object, name: str, reason: str = ENGINE_STATE_REASON) -> None:
@@ -249,8 +259,9 @@ class Watch:
         Raises :class:`graphcheck.GraphcheckTypeError` or ``GraphcheckValueError`` for a bad
         argument now, not at the next capture.
         """
+        self._deferred.drain()  # a graph's check at capture sees its capture epoch as it was
         with self._lock:
-            self._declared.add_runtime(tensor, name, reason, self._alive())
+            self._declared.add_runtime(tensor, name, reason, self._recorded.alive())
 
     def declare_input(
         self, name: str, tensor: torch.Tensor, reason: str = "static graph input"
@@ -259,37 +270,9 @@ class Watch:
 
         Raises as :meth:`declare_runtime` for a bad argument.
         """
+        self._deferred.drain()
         with self._lock:
-            self._declared.add_input(name, tensor, reason, self._alive())
-
-    def _source(self, device: torch.device) -> ModelSource:
-        if self._models:
-            return ModelSource(list(self._models.items()))
-        key = str(device)
-        if key not in self._discovery:
-            self._discovery[key] = ModelSource(device=device)
-        return self._discovery[key]
-
-    def _add(self, capture: WatchedCapture, graph_id: int, kind: str, device: str) -> WatchedGraph:
-        graph = WatchedGraph(graph_id, capture, kind, device)
-        self._alive().append(graph)
-        return graph
-
-    def _forget(self, graph_id: int) -> None:
-        # A CUDA graph's finalizer: it runs wherever the collector runs, the writer thread's
-        # allocations included, perhaps while this watch's lock is held by a thread waiting for
-        # that writer. Taking the lock here deadlocked both; the id is queued instead.
-        self._forgotten.append(graph_id)
-
-    def _alive(self) -> list[WatchedGraph]:
-        """The graphs not forgotten (the list itself); call it under the lock."""
-        if self._forgotten:
-            gone = set()
-            with contextlib.suppress(IndexError):
-                while True:
-                    gone.add(self._forgotten.popleft())
-            self._graphs = [g for g in self._graphs if g.id not in gone]
-        return self._graphs
+            self._declared.add_input(name, tensor, reason, self._recorded.alive())
 
     # ------------------------------------------------------------- CUDA capture
 
@@ -307,7 +290,7 @@ class Watch:
             return
         device = self._device_of(graph)
         with self._lock:
-            graph_id = next(self._ids)
+            graph_id = self._recorded.next_id()
         self._captures.begin(graph, graph_id, device)  # raises inside another window
 
     def _capture_ends(self, graph: object) -> None:
@@ -316,16 +299,22 @@ class Watch:
             return
         with self._lock:
             self._registry.recheck()  # one census for graphs captured back to back
-            source = self._source(finished.device)
+            source = self._models.source(finished.device)
             self._pools.note(graph)
             capture = watched_capture(
                 source, self._registry, finished.record, pools=self._pools, declared=self._declared
             )
-            watched = self._add(capture, finished.graph_id, "cuda", str(finished.device))
+            watched = self._recorded.add(capture, finished.graph_id, "cuda", str(finished.device))
             watched.reader, watched.reader_notes = finished.reader, finished.notes
-        with contextlib.suppress(TypeError):  # a graph without weak references stays watched
-            weakref.finalize(graph, self._forget, finished.graph_id)
-        if self.check_on_capture:
+        self._recorded.forget_when_freed(graph, finished.graph_id)
+        if not self.check_on_capture:
+            return
+        if self.mode == "warn":  # nothing waits for it: off the engine's capture path
+            check = functools.partial(
+                self._check, "capture", [watched], fresh=False, at_capture=True, mode="warn"
+            )
+            self._deferred.submit(lambda last: check())
+        else:
             self._check("capture", [watched], fresh=False, at_capture=True)
 
     # ------------------------------------------------------------------ CPU twin
@@ -350,7 +339,7 @@ class Watch:
         """
         arena, inputs = capture_arguments("Watch.capture", model, warmup, arena, args, kwargs)
         with self._lock:
-            graph_id = next(self._ids)
+            graph_id = self._recorded.next_id()
         record, output = record_forward(
             "Watch.capture",
             model,
@@ -372,7 +361,7 @@ class Watch:
                 source, self._registry, record, output, (args, kwargs), arena, None, self._declared
             )
             device = next((str(p.device) for p in model.parameters()), "cpu")
-            watched = self._add(capture, graph_id, "cpu twin", device)
+            watched = self._recorded.add(capture, graph_id, "cpu twin", device)
             watched.reader_notes = window_notes(record, graph_id)
         if self.check_on_capture:
             self._check("capture", [watched], fresh=False, at_capture=True)
@@ -390,8 +379,9 @@ class Watch:
         check point (:class:`FindingsError` in ``error`` mode).
         """
         start = time.perf_counter()
+        self._deferred.drain()  # their check points come first
         with self._lock:
-            source = ModelSource(list(self._models.items())) if self._models else None
+            source = self._models.given()
         model = source.resolve() if source is not None else None
         if source is None or model is None:
             return None
@@ -421,8 +411,9 @@ class Watch:
             raise GraphcheckValueError(
                 f"graphcheck.checkpoint: expected a non-empty label other than 'now', got {label!r}"
             )
+        self._deferred.drain()  # the checks at capture first, in their capture epochs
         with self._lock:
-            graphs = list(self._alive())
+            graphs = list(self._recorded.alive())
             self._registry.invalidate()
             tell = not graphs and not self._told_nothing_watched
             self._told_nothing_watched |= tell
@@ -446,8 +437,9 @@ class Watch:
         :attr:`check_on_capture` off, they wait for this). None when there is
         nothing new.
         """
+        self._deferred.drain()  # a graph whose check at capture is queued is not pending
         with self._lock:
-            graphs = [g for g in self._alive() if not g.checked]
+            graphs = [g for g in self._recorded.alive() if not g.checked]
         return self._check(label, graphs, fresh=False, notes=tuple(notes)) if graphs else None
 
     def _check(
@@ -458,7 +450,9 @@ class Watch:
         fresh: bool,
         notes: tuple[str, ...] = (),
         at_capture: bool = False,
+        mode: str | None = None,
     ) -> CheckResult | None:
+        mode = mode or self.mode  # a deferred check at capture keeps the mode of its capture
         if not at_capture:
             self.flush()  # the pending pages show the epochs of their own check points only
         if not graphs:  # before the sequence number and the profiling notes are taken
@@ -478,9 +472,9 @@ class Watch:
             )
             snapshots = [(g.id, g.capture) for g in graphs if g.id in result.graphs]
             result = self._points.record(
-                result, snapshots, allow=self.allow, mode=self.mode, background=at_capture
+                result, snapshots, allow=self.allow, mode=mode, background=at_capture
             )
-        return self._points.finish(result, self.mode)
+        return self._points.finish(result, mode)
 
     # ------------------------------------------------------------------ lifetime
 
@@ -498,6 +492,7 @@ class Watch:
                 self._hooks.remove()
             self._captures.close()
             self._history.disable()
+        self._deferred.close()  # the checks take the lock: outside it
         self._points.close()  # the files of every check point so far, then the writer ends
         if self._on_close is not None:
             self._on_close(self)
