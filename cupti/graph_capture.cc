@@ -315,11 +315,11 @@ void GraphCapture::on_driver_api(CUpti_CallbackId cbid, const CUpti_CallbackData
 }
 
 void GraphCapture::on_runtime_api(CUpti_CallbackId cbid, const CUpti_CallbackData& data) {
-  if (data.callbackSite == CUPTI_API_ENTER) {
-    on_runtime_exec_update(cbid, data);  // a kernel setter notes its start
-    return;
-  }
-  if (!succeeded(data) || data.functionParams == nullptr) {
+  // A kernel setter notes its start at ENTER and its end at every EXIT, failed or not: a
+  // failed one left its nesting depth up, and every later runtime setter on the thread was
+  // then taken for one nested inside it.
+  if (data.callbackSite == CUPTI_API_ENTER || !succeeded(data) || data.functionParams == nullptr) {
+    on_runtime_exec_update(cbid, data);
     return;
   }
   switch (cbid) {

@@ -237,6 +237,34 @@ TEST_F(ExecUpdateTest, NestedRuntimeSettersKeepTheDriverSettersRead) {
   EXPECT_EQ(capture_.stats().runtime_kernel_setters_alone, 0U);
 }
 
+// A runtime kernel setter that fails (the H200 refused one of the gpu test's on purpose) still
+// ends: a later runtime setter without a driver setter inside is reported alone, not taken
+// for one nested in the failed call (found by a review: the failed EXIT left the depth up).
+TEST_F(ExecUpdateTest, AFailedRuntimeSetterDoesNotHideALaterOneReportedAlone) {
+  cudaKernelNodeParams runtime = runtime_kernel(new_params_.data());
+  cudaGraphExecKernelNodeSetParams_v10010_params refused{exec_, kernel_, &runtime};
+  api_enter(CUPTI_CB_DOMAIN_RUNTIME_API,
+            CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &refused);
+  api_exit(CUPTI_CB_DOMAIN_RUNTIME_API,
+           CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &refused,
+           static_cast<int>(cudaErrorInvalidValue));
+  ASSERT_EQ(callback_error(), "");
+  EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(old_pointer_));  // a failed call changes nothing
+  EXPECT_EQ(capture_.stats().runtime_kernel_setters_alone, 0U);
+
+  cudaGraphNodeParams generic = runtime_generic(new_params_.data());
+  cudaGraphExecNodeSetParams_v12020_params alone{exec_, kernel_, &generic};
+  api_enter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
+            &alone);
+  api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
+           &alone);
+  ASSERT_EQ(callback_error(), "");
+  EXPECT_TRUE(node(0).params.empty());
+  EXPECT_EQ(capture_.stats().runtime_kernel_setters_alone, 1U);
+  EXPECT_THAT(capture_.exec_warnings(90),
+              ElementsAre(HasSubstr("CUPTI reported no driver setter inside it")));
+}
+
 TEST_F(ExecUpdateTest, WholeGraphUpdateRereadsTheSourceGraph) {
   CUgraph replacement = api_.add_graph(3);
   api_.add_node(replacement, kernel_node(11, scale_, new_params_.data()));
