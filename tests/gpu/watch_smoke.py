@@ -86,6 +86,15 @@ def main() -> int:
     problems = []
     if first is None:
         problems.append(f"the capture was not recorded (hooks: {watch.capture_hooks})")
+    elif not first.graphs or first.skipped or set(first.readers.values()) != {"cuda-graph"}:
+        # A skipped graph, or one the dispatcher read instead, would pass the checks below
+        # without judging a kernel (found by a review: `ok` holds for a skipped graph).
+        problems.append(
+            f"the capture was not checked from its CUDA graph: graphs {first.graphs}, skipped "
+            f"{list(first.skipped)}, readers {first.readers}, notes {list(first.notes)}"
+        )
+    elif first.report.summary["registered"] < 1:
+        problems.append(f"no registered reference in the capture: {first.counts}")
     elif args.variant == "legacy":
         unregistered = owners(first.report).get("unregistered", [])
         if not any("quant_method" in o for o in unregistered):
