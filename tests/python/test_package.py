@@ -14,7 +14,7 @@ import torch
 
 import graphcheck
 from graphcheck import _utils, integrations
-from graphcheck._watch.cuda_hooks import frame_label
+from graphcheck._watch.allocator_history import frame_label
 
 PACKAGE = Path(graphcheck.__file__).resolve().parent
 
@@ -99,7 +99,8 @@ WATCH = PACKAGE / "_watch"
 # Down this order only (the subpackage's docstring): a module imports none listed before it.
 WATCH_ORDER = [
     "process", "watch", "results", "graphs", "graph_pools", "registry", "cuda_capture",
-    "cuda_hooks", "writer", "quiet", "output", "index_page", "profiling", "import_hook", "settings",
+    "allocator_history", "cuda_hooks", "writer", "quiet", "output", "index_page", "profiling",
+    "import_hook", "settings",
 ]  # fmt: skip
 
 

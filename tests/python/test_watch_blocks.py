@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
 import graphcheck
+from graphcheck._watch.allocator_history import AllocatorFrames, allocator_sites, torch_graph_state
 from graphcheck._watch.graph_pools import GraphPools
 from watch_fakes import FakeCUDAGraph, NodesReader, capture_fake, fake_watch
 
@@ -196,3 +198,61 @@ def test_a_check_point_reads_the_allocator_once_for_all_its_graphs() -> None:
     watch.checkpoint("after_reload")
     assert len(reads) == 5  # the next check point reads it anew
     assert len(graphs) == 3
+
+
+def _with_generator_state(memory: Memory, site: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The memory's segments with a 512-byte block at RNG allocated where ``site`` says."""
+    segments = memory.segments()
+    user = {"filename": "/srv/engine/runner.py", "line": 9, "name": "capture"}
+    segments[0]["blocks"][2:] = [  # type: ignore[index]
+        {"address": memory.base + RNG, "size": 512, "state": "active_allocated",
+         "frames": [site, user]},
+        {"address": memory.base + RNG + 512, "size": SEGMENT_A_SIZE - RNG - 512,
+         "state": "inactive"},
+    ]  # fmt: skip
+    return segments
+
+
+RNG = NEIGHBOUR + BLOCK  # where torch's CUDA generator put its graph state
+
+
+@pytest.mark.parametrize(
+    ("site", "verdicts"),
+    [
+        # torch's generator allocates its seed and offset for graphs inside capture_begin, and
+        # every replay rewrites them: a random kernel's read of them is runtime state.
+        (
+            {"filename": str(Path(torch.__file__).parent / "cuda" / "graphs.py"), "line": 250,
+             "name": "capture_begin"},
+            {"runtime": 1, "registered": 1, "unregistered": 0},
+        ),
+        # Allocated anywhere else (here, a user's function of that name): a finding as before.
+        (
+            {"filename": "/srv/engine/graphs.py", "line": 250, "name": "capture_begin"},
+            {"runtime": 0, "registered": 1, "unregistered": 1},
+        ),
+    ],
+)  # fmt: skip
+def test_torchs_generator_graph_state_read_by_a_random_kernel_is_runtime_state(
+    site: Mapping[str, Any], verdicts: Mapping[str, int]
+) -> None:
+    memory = Memory()
+    segments = _with_generator_state(memory, site)
+    snapshot = {"segments": segments}
+    model = Quantized(memory)
+    nodes = [kernel(7, "philox_uniform", memory.base + RNG, memory.base + BUFFER)]
+    watch = fake_watch(graph_reader=NodesReader(nodes), graph_segments=lambda: segments)
+    # What the allocator history's frames give on CUDA (AllocatorHistory.sites).
+    watch._registry.site_labels = lambda: AllocatorFrames(
+        allocator_sites(snapshot), torch_graph_state(snapshot)
+    )
+    watch.add_model(model)
+    x = torch.ones(2, 4)
+    watch.declare_input("x", x)
+    graph = capture_fake(model, x=x)
+    report = watch.results[0].report
+    assert {k: report.summary[k] for k in verdicts} == verdicts
+    if verdicts["unregistered"]:
+        (finding,) = report.findings
+        assert finding.owner == "/srv/engine/graphs.py:250 in capture_begin"  # its own frame
+    del graph

@@ -386,13 +386,20 @@ def test_the_import_hook_is_inert_without_the_flag() -> None:
 
 
 def test_allocator_frames_label_what_the_census_does_not_reach() -> None:
-    from graphcheck._watch.cuda_hooks import allocator_sites, frame_label
+    from graphcheck._watch.allocator_history import (
+        TORCH_GRAPH_STATE,
+        allocator_sites,
+        frame_label,
+        torch_graph_state,
+    )
     from graphcheck._watch.registry import outside
 
     torch_file = str(Path(torch.__file__).parent / "nn" / "modules" / "module.py")
     user = {"filename": "/srv/engine/runner.py", "line": 42, "name": "alloc_buffers"}
     internal = {"filename": torch_file, "line": 7, "name": "to"}
     native = {"filename": "??", "line": 0, "name": "c10::alloc"}
+    graphs_file = str(Path(torch.__file__).parent / "cuda" / "graphs.py")
+    begin = {"filename": graphs_file, "line": 250, "name": "capture_begin"}
     snapshot = {
         "segments": [
             {
@@ -407,6 +414,9 @@ def test_allocator_frames_label_what_the_census_does_not_reach() -> None:
                     # Freed while a stream still uses it: live, as the epochs hold it.
                     {"state": "active_pending_free", "address": 65536, "size": 128,
                      "frames": [user]},
+                    # torch's generator state for graphs: runtime state, not a site.
+                    {"state": "active_allocated", "address": 131072, "size": 512,
+                     "frames": [native, begin, user]},
                 ]
             }
         ]
@@ -417,6 +427,7 @@ def test_allocator_frames_label_what_the_census_does_not_reach() -> None:
         (32768, 32832, label),
         (65536, 65664, label),
     ]
+    assert torch_graph_state(snapshot) == [(131072, 131584, *TORCH_GRAPH_STATE)]
     assert frame_label([internal], [str(Path(torch.__file__).parent) + os.sep]) is None
     # Census paths win: a frame label overlapping a census range is dropped.
     taken = [(4000, 4200, "model.x")]
@@ -431,7 +442,7 @@ def test_a_history_disabled_before_cuda_starts_never_switches_on(
 ) -> None:
     # torch queues the switch until CUDA's initialization and cannot drop it: a watch closed
     # before then must not leave every later allocation recording a Python stack.
-    from graphcheck._watch.cuda_hooks import AllocatorHistory
+    from graphcheck._watch.allocator_history import AllocatorHistory
 
     queued: list[Any] = []
     switched: list[dict[str, Any]] = []

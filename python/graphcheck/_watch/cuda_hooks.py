@@ -21,13 +21,6 @@ closes the window and nothing is recorded. With global capture hooks,
 calls it. The
 CUDA path has not run on a GPU (unverified); the CPU tier drives these
 hooks with a stand-in graph class.
-
-The allocator history (:class:`AllocatorHistory`) is turned on through
-``torch.cuda._lazy_call``, so that watching never initializes CUDA itself (a
-process that forks workers must not have a CUDA context before the fork). Its
-frames label memory the census does not reach (:func:`allocator_sites`), by the
-rule of :func:`graphcheck._utils.internal_prefixes` for which frames are
-graphcheck's own.
 """
 
 from __future__ import annotations
@@ -36,22 +29,14 @@ import functools
 import logging
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from graphcheck._errors import GraphcheckError
-from graphcheck._utils import internal_prefixes, is_internal_file
 
-__all__ = [
-    "AllocatorHistory",
-    "CaptureHooks",
-    "allocator_sites",
-    "at_cuda_initialization",
-    "capture_device",
-    "frame_label",
-]
+__all__ = ["CaptureHooks", "at_cuda_initialization", "capture_device"]
 
 log = logging.getLogger("graphcheck.watch")
 
@@ -322,103 +307,3 @@ def at_cuda_initialization(call: Callable[[], None]) -> bool:
 def capture_device(graph: Any) -> torch.device:
     """The device a real CUDA graph captures on: the current CUDA device."""
     return torch.device("cuda", torch.cuda.current_device())
-
-
-class AllocatorHistory:
-    """The caching allocator's history with Python stacks, recorded only if nobody else does.
-
-    :meth:`enable` queues the switch until CUDA is initialized
-    (``torch.cuda._lazy_call``); :meth:`sites` returns each live block's
-    allocation frame as a label range once it is on. :meth:`disable` turns it
-    off only if this object turned it on. Unverified on a GPU.
-    """
-
-    def __init__(self) -> None:
-        self.owned = False
-        self.skipped_reason = ""
-        # torch runs a queued call at CUDA's initialization and cannot drop it: a history
-        # disabled before then must not switch itself on later.
-        self._cancelled = False
-
-    def enable(self) -> None:
-        """Turns the history on at CUDA's initialization (now, if CUDA is initialized)."""
-        if not hasattr(torch.cuda.memory, "_record_memory_history") or not at_cuda_initialization(
-            self._switch_on
-        ):
-            self.skipped_reason = "this torch has no allocator history API"
-
-    def _switch_on(self) -> None:
-        if self._cancelled:
-            return
-        try:
-            is_enabled = getattr(torch._C, "_cuda_isHistoryEnabled", None)
-            if callable(is_enabled) and is_enabled():
-                self.skipped_reason = "someone else records the allocator history"
-                return
-            torch.cuda.memory._record_memory_history(
-                enabled="state", context="alloc", stacks="python"
-            )
-            self.owned = True
-        except Exception as exc:  # never break CUDA's initialization
-            self.skipped_reason = f"could not turn the allocator history on: {exc}"
-
-    def sites(self) -> list[tuple[int, int, str]]:
-        """Label ranges of the live blocks, when the history is on (else empty)."""
-        # torch.cuda.is_initialized has no annotations in torch's sources.
-        if not self.owned or not torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
-            return []
-        return allocator_sites(torch.cuda.memory._snapshot())
-
-    def disable(self) -> None:
-        """Turns the history off if this object turned it on; a queued switch never runs."""
-        self._cancelled = True
-        if self.owned:
-            self.owned = False
-            try:
-                torch.cuda.memory._record_memory_history(enabled=None)
-            except Exception:
-                log.exception("graphcheck: could not turn the allocator history off")
-
-
-def frame_label(frames: Iterable[Mapping[str, Any]], internal: Sequence[str]) -> str | None:
-    """``file:line in function`` of the innermost Python frame outside ``internal``.
-
-    ``frames`` as the caching allocator's snapshot lists them, innermost first; C++ frames
-    (no ``.py`` file) are skipped, and so are graphcheck's and torch's own frames
-    (:func:`graphcheck._utils.is_internal_file` with ``internal``, the prefixes of
-    :func:`graphcheck._utils.internal_prefixes`).
-    """
-    for frame in frames:
-        filename = str(frame.get("filename", ""))
-        if not filename.endswith(".py") or is_internal_file(filename, internal):
-            continue
-        return f"{filename}:{frame.get('line', '?')} in {frame.get('name', '?')}"
-    return None
-
-
-#: The block states the epochs hold as live memory (``_core.add_allocator_memory``'s rule): a
-#: block freed while a stream still uses it is pending, and still read.
-_LIVE_STATES = frozenset({"active_allocated", "active_pending_free"})
-
-
-def allocator_sites(snapshot: Mapping[str, Any]) -> list[tuple[int, int, str]]:
-    """Label ranges from a ``torch.cuda.memory._snapshot()``: each live block's frame.
-
-    Reads the block's ``frames`` (recent torch) or the last ``history`` entry's
-    frames (older torch); blocks without a Python frame outside torch and graphcheck are
-    skipped.
-    """
-    internal = internal_prefixes()
-    sites = []
-    for segment in snapshot.get("segments", ()):
-        for block in segment.get("blocks", ()):
-            if block.get("state") not in _LIVE_STATES:
-                continue
-            frames = block.get("frames")
-            if frames is None and block.get("history"):
-                frames = block["history"][-1].get("frames")
-            label = frame_label(frames or (), internal)
-            if label is not None:
-                begin = int(block["address"])
-                sites.append((begin, begin + int(block["size"]), label))
-    return sites

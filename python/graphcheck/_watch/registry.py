@@ -24,6 +24,7 @@ import torch
 from graphcheck import _torch
 from graphcheck._errors import GraphcheckError, GraphcheckTypeError
 from graphcheck._model_registry import EngineState, ModelRegistry, model_registry
+from graphcheck._watch.allocator_history import AllocatorFrames
 
 __all__ = [
     "ModelGetter",
@@ -200,7 +201,9 @@ class RegistryCache:
         self._recheck = False
         self.computed = 0  # registries computed so far (each a census): for tests and benches
         self.engine_states: list[EngineState] = []
-        self.site_labels: Callable[[], list[tuple[int, int, str]]] | None = None
+        #: The allocator history's frames (``AllocatorHistory.sites``): labels of memory the
+        #: census does not reach, and torch's own graph state as runtime ranges.
+        self.site_labels: Callable[[], AllocatorFrames] | None = None
         #: Whether the cached registry's labels hold Python frames (``site_labels``' ranges).
         self.frames = False
 
@@ -265,11 +268,16 @@ class RegistryCache:
 
     def _compute(self, model: torch.nn.Module) -> ModelRegistry:
         registry = model_registry(model, self.engine_states)
-        sites = outside(self.site_labels(), registry.labels) if self.site_labels else []
+        frames = self.site_labels() if self.site_labels else AllocatorFrames()
+        sites = outside(frames.labels, registry.labels)
         self.frames = bool(sites)
-        if not sites:
+        if not sites and not frames.runtime:
             return registry
-        return dataclasses.replace(registry, labels=registry.labels + sites)
+        return dataclasses.replace(
+            registry,
+            labels=registry.labels + sites,
+            runtime_ranges=registry.runtime_ranges + frames.runtime,
+        )
 
 
 def registered_fingerprint(model: torch.nn.Module) -> bytes:

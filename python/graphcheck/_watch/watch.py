@@ -34,13 +34,14 @@ from graphcheck._capture import capture_arguments, record_forward
 from graphcheck._census import census
 from graphcheck._errors import GraphcheckValueError, require_text, require_texts
 from graphcheck._model_registry import ENGINE_STATE_REASON, EngineState
+from graphcheck._watch.allocator_history import AllocatorHistory
 from graphcheck._watch.cuda_capture import (
     CudaCaptures,
     CudaGraphReader,
     GraphReader,
     window_notes,
 )
-from graphcheck._watch.cuda_hooks import AllocatorHistory, CaptureHooks, capture_device
+from graphcheck._watch.cuda_hooks import CaptureHooks, capture_device
 from graphcheck._watch.graph_pools import GraphPools, SegmentSource, torch_segments
 from graphcheck._watch.graphs import (
     Declarations,
