@@ -41,7 +41,7 @@ mkdir -p "${work}/build/bin" "${work}/build/lib" "${work}/src/tests/gpu" "${work
 cp "${STUB_REPO}"/tests/gpu/*.py "${work}/src/tests/gpu/"
 cp "${STUB_REPO}"/bench/python/bench_watch.py "${STUB_REPO}"/bench/python/bench_capture.py \\
   "${work}/src/bench/python/"
-if [[ "${STUB_BUILD_STATUS}" == 3 ]]; then
+if [[ "${STUB_BUILD_STATUS}" == 3 || "${STUB_BUILD_STATUS}" == hang ]]; then
   cp "${STUB_GPU_TESTS}" "${work}/build/bin/graphcheck_gpu_tests"
   printf '#!/bin/bash\\nexit 0\\n' > "${work}/build/bin/graphcheck_gpu_bench"
   printf '#!/bin/bash\\nexit 0\\n' > "${work}/build/bin/graphcheck"
@@ -49,6 +49,7 @@ if [[ "${STUB_BUILD_STATUS}" == 3 ]]; then
   : > "${work}/build/lib/libgraphcheck_inject.so"
   echo "gpu-build: FAIL the torch-linked targets did not build (stand-in)"
 fi
+[[ "${STUB_BUILD_STATUS}" == hang ]] && exec sleep 600  # the torch round outlasts the limit
 exit "${STUB_BUILD_STATUS}"
 """
 
@@ -77,7 +78,9 @@ def checkout(tmp_path: Path) -> Path:
     return root
 
 
-def run_check(root: Path, tmp_path: Path, build_status: int) -> tuple[int, str, list[str]]:
+def run_check(
+    root: Path, tmp_path: Path, build_status: int | str, **more: str
+) -> tuple[int, str, list[str]]:
     out = tmp_path / "out"
     env = {
         "PATH": os.environ["PATH"],
@@ -89,6 +92,7 @@ def run_check(root: Path, tmp_path: Path, build_status: int) -> tuple[int, str, 
         "STUB_REPO": str(REPO),
         "STUB_GPU_TESTS": str(_executable(tmp_path / "gpu_tests", GPU_TESTS)),
         "STUB_BUILD_STATUS": str(build_status),
+        **more,
     }
     proc = subprocess.run(
         ["bash", str(root / "scripts" / "gpu-check.sh")],
@@ -116,6 +120,17 @@ def test_a_build_without_its_torch_targets_leaves_the_rest_to_run(
         names = tar.getnames()
     assert "gpu-check/SUMMARY.txt" in names and "gpu-check/logs/build-cxx.log" in names, names
     assert "gpu-check/gtest/GpuGraphTest.PlainKernel.xml" in names, names
+
+
+def test_a_build_past_its_limit_leaves_what_it_made_to_run(checkout: Path, tmp_path: Path) -> None:
+    status, summary, _ = run_check(
+        checkout, tmp_path, build_status="hang", GPU_CHECK_BUILD_LIMIT_S="3"
+    )
+    assert status == 1, summary
+    assert "FAIL build there: the gpu tier" in summary and "(timed out" in summary, summary
+    assert "FAIL the build ran past its limit" in summary, summary
+    assert "nothing to run" not in summary, summary
+    assert "gpu tests: 2 passed, 0 skipped, 0 failed of 2" in summary, summary
 
 
 def test_a_build_that_made_nothing_ends_the_check_with_its_logs_returned(
