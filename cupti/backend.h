@@ -70,8 +70,12 @@ class Backend {
   Backend& operator=(const Backend&) = delete;
   ~Backend() = default;
 
-  /// @brief Subscribes (see `Subscriber::enable`); never throws.
-  Status enable() { return subscriber_.enable(); }
+  /// @brief Subscribes (see `Subscriber::enable`); never throws. Cached kernel layouts are
+  /// dropped first: a module may have been unloaded while the callbacks were off.
+  Status enable() {
+    capture_.forget_layouts();
+    return subscriber_.enable();
+  }
   /// @brief Unsubscribes; never throws.
   Status disable() { return subscriber_.disable(); }
 

@@ -132,6 +132,11 @@ class GraphCapture final : public CallbackHandler {
   /// `graphcheck::Error` naming the failing driver call.
   [[nodiscard]] GraphRecord read_graph(CUgraph graph, std::uint64_t id);
 
+  /// @brief Drops every cached kernel layout at the next read, as a module unload does: call
+  /// it when the callbacks were off for a while (an unload then went unseen, and a reused
+  /// function handle would be read with the unloaded kernel's layout). Thread-safe.
+  void forget_layouts() { unloads_.fetch_add(1, std::memory_order_acq_rel); }
+
   /// @brief The epoch label later records get (earlier records keep theirs).
   void set_epoch(std::string label);
   [[nodiscard]] GraphCaptureStats stats() const;

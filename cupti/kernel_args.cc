@@ -79,9 +79,15 @@ const KernelLayout& GraphReader::layout(const KernelHandle& kernel) {
         result != CUDA_ERROR_INVALID_VALUE) {
       // Library-managed kernels (cudaGetKernel, cuBLAS) put a CUkernel cast to CUfunction in
       // the node, which cuFuncGetParamInfo may refuse: ask cuKernelGetParamInfo [verify].
+      // Its INVALID_VALUE means "no arguments" only for a handle cuKernelGetName accepts;
+      // for another it likely means "not a CUkernel", and the first error stands: the node
+      // is then not checked, never read as a kernel without arguments (found by a review).
       const KernelHandle as_kernel{nullptr, reinterpret_cast<CUkernel>(query.func)};
       const CUresult retried = param_info(as_kernel, index, &offset, &size);
-      if (retried == CUDA_SUCCESS || retried == CUDA_ERROR_INVALID_VALUE) {
+      const char* name = nullptr;
+      if (retried == CUDA_SUCCESS ||
+          (retried == CUDA_ERROR_INVALID_VALUE &&
+           api_.cu_kernel_get_name(&name, as_kernel.kern) == CUDA_SUCCESS)) {
         query = as_kernel;
         result = retried;
       }

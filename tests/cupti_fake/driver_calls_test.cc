@@ -141,6 +141,18 @@ TEST_F(DriverCallsTest, LayoutsAreKeptAcrossGraphsUntilAModuleIsUnloaded) {
   }
 }
 
+// With the callbacks off (Backend::disable, then enable), an unload goes unseen: the layouts
+// are asked again after the backend subscribes again (found by a review).
+TEST_F(DriverCallsTest, LayoutsAreAskedAgainAfterTheCallbacksWereOff) {
+  end_and_instantiate(capture_graph(1), api_.add_exec(2));
+  capture_.forget_layouts();
+  api_.calls.clear();
+  end_and_instantiate(capture_graph(3), api_.add_exec(4));
+  ASSERT_EQ(callback_error(), "");
+  EXPECT_EQ(api_.calls["cu_func_get_param_info"], layout_calls());
+  EXPECT_EQ(api_.calls["cu_func_get_name"], 3);
+}
+
 TEST_F(DriverCallsTest, NodesTheCallbacksDidNotNameAreAskedForTheirType) {
   // A graph built before graphcheck subscribed: no GRAPHNODE_CREATED was seen.
   const CUgraph graph = api_.add_graph(9);

@@ -14,8 +14,10 @@
 namespace graphcheck::cupti {
 namespace {
 
+using ::testing::AllOf;
 using testing::bytes_of;
 using testing::CaptureTest;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using testing::FakeNode;
 using ::testing::HasSubstr;
@@ -68,6 +70,36 @@ TEST_F(KernelArgsTest, FallsBackToCuKernelGetParamInfoWhenCuFuncGetParamInfoRefu
   EXPECT_EQ(read.name, "cublas(float*)");
   EXPECT_EQ(read.params, (std::vector<KernelParam>{{0, bytes_of(kOut)}}));
   EXPECT_EQ(api_.calls["cu_kernel_get_param_info"], 2);  // one argument, then INVALID_VALUE
+}
+
+// The retry's INVALID_VALUE is "past the last argument" only for a handle that is a CUkernel:
+// for one cuKernelGetName refuses, the first error stands and the node is not checked.
+TEST_F(KernelArgsTest, ARetryRefusedForAnotherHandleTypeIsNoKernelWithoutArguments) {
+  api_.fail["cu_func_get_param_info"] = CUDA_ERROR_NOT_SUPPORTED;
+  api_.fail["cu_kernel_get_param_info"] = CUDA_ERROR_INVALID_VALUE;
+  api_.fail["cu_kernel_get_name"] = CUDA_ERROR_INVALID_HANDLE;
+  const auto record = instantiate_with(kernel_node(1, gemm_, args_.data()));
+  EXPECT_EQ(callback_error(), "");
+  ASSERT_NE(record, nullptr);
+  EXPECT_TRUE(record->nodes[0].params.empty());
+  // (The injected errors reach the graph's other kernel too.)
+  EXPECT_THAT(
+      capture_.exec_warnings(40),
+      Contains(AllOf(HasSubstr("node 1 (kernel gemm)"),
+                     HasSubstr("cuFuncGetParamInfo failed with CUDA_ERROR_NOT_SUPPORTED"))));
+}
+
+TEST_F(KernelArgsTest, ACuKernelWithoutArgumentsInFuncIsReadAsOne) {
+  CUkernel library_kernel = api_.add_kernel("_Z4initv", {});
+  api_.fail["cu_func_get_param_info"] = CUDA_ERROR_INVALID_HANDLE;
+  api_.fail["cu_func_get_name"] = CUDA_ERROR_INVALID_HANDLE;
+  const auto record =
+      instantiate_with(kernel_node(1, reinterpret_cast<CUfunction>(library_kernel), nullptr));
+  EXPECT_EQ(callback_error(), "");
+  ASSERT_NE(record, nullptr);
+  EXPECT_EQ(record->nodes[0].name, "init()");
+  EXPECT_TRUE(record->nodes[0].params.empty());
+  EXPECT_TRUE(capture_.exec_warnings(40).empty());
 }
 
 TEST_F(KernelArgsTest, AParamInfoErrorLeavesTheKernelUncheckedAndTheGraphChecked) {
