@@ -10,6 +10,7 @@
 
 #include <array>
 #include <barrier>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -144,6 +145,9 @@ TEST_F(GpuLaunchStylesTest, AGridConstantTmaDescriptorIsAttributedToItsGlobalAdd
   EXPECT_THAT(node.name, HasSubstr("tma_kernel"));
   ASSERT_EQ(node.params.size(), 2u);
   EXPECT_EQ(node.params[0].bytes.size(), sizeof(CUtensorMap));
+  // The node's argument is the descriptor as encoded: a mismatch here, not the search below,
+  // explains an empty operand list.
+  EXPECT_EQ(std::memcmp(node.params[0].bytes.data(), &map, sizeof(CUtensorMap)), 0);
   EXPECT_EQ(param_word(node, 1), address_of(out_));
   // The operand is found whatever the argument's packed offset (112 on the H200, not a
   // multiple of 64: the first GPU run found none) and is a read, as a snapshot spells it.

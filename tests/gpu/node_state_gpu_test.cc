@@ -231,8 +231,11 @@ TEST(GpuNodeStateTest, TwoThreadsInstantiatingAtOnceEachGetTheirRecord) {
            ++*done) {
         if (*exec != nullptr) {
           cudaGraphExecDestroy(*exec);
+          *exec = nullptr;  // a failed instantiate below must not leave the destroyed handle
         }
-        cudaGraphInstantiate(exec, graph, 0);
+        if (cudaGraphInstantiate(exec, graph, 0) != cudaSuccess) {
+          *exec = nullptr;
+        }
         cudaGraphDestroy(graph);
       }
       cudaStreamDestroy(stream);
