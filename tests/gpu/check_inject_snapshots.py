@@ -23,6 +23,8 @@ def kernels(nodes: list[dict[str, Any]]) -> list[str]:
     for node in nodes:
         if node.get("type") == "kernel":
             names.append(str(node.get("name", "")))
+        if node.get("type") == "child_graph":  # its nodes are the node's own (snapshot format)
+            names.extend(kernels(node.get("nodes", [])))
         for body in node.get("bodies", []):
             names.extend(kernels(body.get("nodes", [])))
     return names
