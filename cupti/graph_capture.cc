@@ -29,6 +29,26 @@ bool succeeded(const CUpti_CallbackData& data) {
          *static_cast<const int*>(data.functionReturnValue) == 0;
 }
 
+// Driver instantiate calls in progress on this thread (between their ENTER and EXIT). The
+// driver fires GRAPHNODE_CREATED for the nodes it makes inside one (the H200 counted two
+// callbacks for a one-node capture): nodes of the exec graph's own copy, under a graph the
+// headers do not name. The reader never reads that graph, and nothing said its notes would
+// ever be forgotten (a graph handle noted per instantiation, kept for the process's life).
+thread_local int t_instantiating = 0;
+
+bool is_driver_instantiate(CUpti_CallbackId cbid) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 GraphCapture::GraphCapture(DriverApi& api, GraphCaptureOptions options)
@@ -126,6 +146,11 @@ void GraphCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& 
     return;
   }
   if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
+    if (t_instantiating > 0) {  // the exec graph's copy (see t_instantiating): counted only
+      created_instantiating_.fetch_add(1, std::memory_order_relaxed);
+      created_.note(nullptr, nullptr, graph->nodeType);
+      return;
+    }
     // Once per node of every capture: a note under CreatedNodes' own lock, never the state
     // lock nor its queue (issue 32: the callback costs what the bare dispatch costs, plus this).
     created_.note(graph->graph, graph->node, graph->nodeType);
@@ -239,6 +264,13 @@ GraphCapture::StateLock::~StateLock() {
 }
 
 void GraphCapture::on_driver_api(CUpti_CallbackId cbid, const CUpti_CallbackData& data) {
+  if (is_driver_instantiate(cbid)) {
+    if (data.callbackSite == CUPTI_API_ENTER) {
+      ++t_instantiating;
+      return;
+    }
+    t_instantiating = t_instantiating > 0 ? t_instantiating - 1 : 0;  // failed or not
+  }
   if (!succeeded(data) || data.functionParams == nullptr) {
     return;  // everything is read at EXIT, and only from calls that did what they said
   }
@@ -457,6 +489,8 @@ GraphCaptureStats GraphCapture::stats() const {
   const StateLock lock(*this);
   GraphCaptureStats stats = stats_;
   stats.nodes_created = created_.created();
+  stats.nodes_created_instantiating = created_instantiating_.load(std::memory_order_relaxed);
+  stats.nodes_noted = created_.size();
   return stats;
 }
 

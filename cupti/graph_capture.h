@@ -37,7 +37,12 @@ struct GraphCaptureOptions {
 
 /// @brief Counters, for tests, docs and the GPU check ("did CUPTI send what we expect?").
 struct GraphCaptureStats {
-  std::uint64_t nodes_created = 0;    ///< GRAPHNODE_CREATED callbacks
+  std::uint64_t nodes_created = 0;  ///< GRAPHNODE_CREATED callbacks
+  /// Of those, the ones fired inside an instantiate call on its thread (not noted: the nodes
+  /// of the exec graph's own copy, whose graph handle is never read).
+  std::uint64_t nodes_created_instantiating = 0;
+  /// GRAPHNODE_CREATED notes kept now, over every graph (bounded by the graphs alive).
+  std::uint64_t nodes_noted = 0;
   std::uint64_t graphs_cloned = 0;    ///< GRAPH_CLONED callbacks
   std::uint64_t execs_created = 0;    ///< GRAPHEXEC_CREATED callbacks
   std::uint64_t execs_destroyed = 0;  ///< GRAPHEXEC_DESTROY_STARTING callbacks
@@ -246,6 +251,7 @@ class GraphCapture final : public CallbackHandler {
   // cached kernel layouts when it moves.
   std::atomic<std::uint64_t> unloads_{0};
   CreatedNodes created_;  // GRAPHNODE_CREATED's notes, under a lock of their own
+  std::atomic<std::uint64_t> created_instantiating_{0};
   // Mutable: a const query reads a captured graph on first demand (under mutex_).
   mutable GraphReader reader_;
   TensorMapTable tensor_maps_;

@@ -177,6 +177,39 @@ TEST_F(DriverCallsTest, NodesTheCallbacksDidNotNameAreAskedForTheirType) {
   EXPECT_EQ(record->nodes[1].type, NodeType::kMemset);
 }
 
+// The driver fires GRAPHNODE_CREATED inside an instantiate too (the H200: two per one-node
+// capture), for the nodes of the exec graph's own copy: counted, not noted (those notes were
+// kept for the process's life, one graph per instantiation), and the read stays positional.
+TEST_F(DriverCallsTest, NodesCreatedInsideAnInstantiateAreCountedNotNoted) {
+  const CUgraph graph = capture_graph(1);
+  const std::uint64_t noted = capture_.stats().nodes_noted;
+  EXPECT_EQ(noted, static_cast<std::uint64_t>(kNodes));
+  end_capture(graph);
+  const CUgraphExec exec = api_.add_exec(2);
+  cuGraphInstantiateWithFlags_params call{nullptr, graph, 0};
+  api_enter(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &call);
+  std::array<int, 2> copy{};  // the exec graph's copy: a graph and nodes no API call names
+  CUpti_GraphData created{};
+  created.graph = reinterpret_cast<CUgraph>(&copy[0]);
+  created.node = reinterpret_cast<CUgraphNode>(&copy[1]);
+  created.nodeType = CU_GRAPH_NODE_TYPE_KERNEL;
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, created);
+  instantiate(exec, graph);  // GRAPHEXEC_CREATED, then the EXIT
+  ASSERT_EQ(callback_error(), "");
+  const GraphCaptureStats stats = capture_.stats();
+  EXPECT_EQ(stats.nodes_created, static_cast<std::uint64_t>(kNodes) + 1);
+  EXPECT_EQ(stats.nodes_created_instantiating, 1U);
+  EXPECT_EQ(stats.nodes_noted, noted);
+  ASSERT_NE(capture_.exec_graph(exec), nullptr);
+  EXPECT_EQ(capture_.exec_graph(exec)->nodes.size(), static_cast<std::size_t>(kNodes));
+  // After the EXIT, a node created is noted again (a failed instantiate ends too).
+  api_enter(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &call);
+  api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &call,
+           CUDA_ERROR_INVALID_VALUE);
+  capture_graph(3);
+  EXPECT_EQ(capture_.stats().nodes_noted, noted + kNodes);
+}
+
 // The callbacks' notes answer by position while they are exactly the graph's nodes, by handle
 // otherwise (a node destroyed, its handle reused by a node of another kind: the later note
 // wins), and not at all for a node never noted or a graph past the cap.

@@ -99,9 +99,10 @@ inline void print_callback_counts(cupti::Backend& backend, std::string_view labe
   const cupti::GraphCaptureStats stats = backend.capture().stats();
   std::ostringstream line;
   line << "graphcheck-gpu: " << label << ": nodes_created=" << stats.nodes_created
-       << " graphs_cloned=" << stats.graphs_cloned << " execs_created=" << stats.execs_created
-       << " execs_destroyed=" << stats.execs_destroyed << " graphs_walked=" << stats.graphs_walked
-       << " exec_updates=" << stats.exec_updates
+       << " nodes_created_instantiating=" << stats.nodes_created_instantiating
+       << " nodes_noted=" << stats.nodes_noted << " graphs_cloned=" << stats.graphs_cloned
+       << " execs_created=" << stats.execs_created << " execs_destroyed=" << stats.execs_destroyed
+       << " graphs_walked=" << stats.graphs_walked << " exec_updates=" << stats.exec_updates
        << " node_update_events=" << stats.node_update_events
        << " exec_templates_matched=" << stats.exec_templates_matched
        << " exec_templates_differed=" << stats.exec_templates_differed
