@@ -5,6 +5,7 @@ inside capture_end."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import torch
 
 import graphcheck
 from graphcheck._capture import Capture
+from graphcheck._watch.quiet import QuietWorker
 from graphcheck.reference import ReferenceConfig, build_reference_model, reference_inputs
 from watch_fakes import capture_fake, fake_watch, owners
 
@@ -204,3 +206,103 @@ def test_a_process_that_exits_right_after_its_capture_still_logs_the_check(
     # The check's files too: the writer drained after the check queued them.
     assert len((tmp_path / "index.jsonl").read_text().splitlines()) == 1
     assert list(tmp_path.glob("*-capture.report.html"))
+
+
+def test_a_queued_check_uses_the_settings_of_its_capture(
+    no_quiet_spell: None, tmp_path: Path
+) -> None:
+    model, inputs = _legacy()
+    watch = fake_watch(model=model, out_dir=tmp_path / "first")
+    graph = capture_fake(model, **inputs)
+    # The process's watch is given other settings before the queued check runs.
+    graphcheck.watch(allow=["*"], out_dir=tmp_path / "second")
+    (result,) = watch.results
+    assert not result.ok and result.report.summary["unregistered"] > 0  # not allowed then
+    assert all(Path(p).parent == tmp_path / "first" for p in result.files.values())
+    del graph
+
+
+def test_a_graph_check_pending_took_is_not_checked_again_by_its_queued_check(
+    no_quiet_spell: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model, inputs = _legacy()
+    watch = fake_watch(model=model)
+    graph = capture_fake(model, **inputs)
+    drain = watch._deferred.drain
+    with monkeypatch.context() as patched:  # as if the capture came right after its drain
+        patched.setattr(watch._deferred, "drain", lambda: None)
+        pending = watch.check_pending()
+    assert pending is not None and watch._deferred.pending == 1
+    drain()  # the queued check finds its graph checked
+    assert [(r.seq, r.graphs) for r in watch.results] == [(1, (watch.graphs[0].id,))]
+    del graph
+
+
+def test_check_points_keep_the_order_of_their_captures(no_quiet_spell: None) -> None:
+    model, inputs = _legacy()
+    watch = fake_watch(model=model)
+    graph = capture_fake(model, **inputs)  # queued
+    watch.capture(model, **inputs)  # checked now: after the queued one
+    assert [r.graphs for r in watch.results] == [(1,), (2,)]
+    del graph
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_child_forked_while_a_check_holds_the_watchs_lock_can_take_it() -> None:
+    model, _ = _legacy()
+    watch = fake_watch(model=model)
+    held, release = threading.Event(), threading.Event()
+
+    def check() -> None:  # as the checks thread holds it while it checks
+        with watch._lock, watch._points._lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=check)
+    holder.start()
+    assert held.wait(30)
+    pid = os.fork()
+    if pid == 0:
+        ok = watch._lock.acquire(timeout=5) and watch._points._lock.acquire(timeout=5)
+        os._exit(0 if ok else 1)
+    release.set()
+    holder.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_job_that_raises_systemexit_stops_no_later_one(caplog: pytest.LogCaptureFixture) -> None:
+    worker = QuietWorker("graphcheck-test", "graphcheck: a test job failed")
+    ran: list[int] = []
+
+    def leave(last: bool) -> None:
+        raise SystemExit(3)
+
+    worker.submit(leave)
+    worker.submit(lambda last: ran.append(1))
+    with caplog.at_level("ERROR", logger="graphcheck.watch"):
+        worker.drain()
+    assert ran == [1] and worker.pending == 0
+    assert "graphcheck: a test job failed: 3" in caplog.text
+    worker.close()
+
+
+def test_the_registry_is_taken_anew_after_a_graph_is_freed_or_on_another_device() -> None:
+    model, inputs = _legacy()
+    devices = iter(["cpu"] * 4 + ["meta"] * 2)
+    watch = fake_watch(model=model, device_of=lambda graph: torch.device(next(devices)))
+    watch.check_on_capture = False
+    kept = [capture_fake(model, **inputs), capture_fake(model, **inputs)]
+    assert watch._registry.computed == 1  # back to back: one census
+    del kept[0]  # one graph freed of two: torch's generator state stays
+    gc.collect()
+    kept.append(capture_fake(model, **inputs))
+    assert watch._registry.computed == 1
+    kept.clear()  # every graph freed: torch allocates its generator's graph state anew
+    gc.collect()
+    kept.append(capture_fake(model, **inputs))
+    assert watch._registry.computed == 2
+    kept.append(capture_fake(model, **inputs))  # another device: its generator state
+    assert watch._registry.computed == 3
+    kept.append(capture_fake(model, **inputs))
+    assert watch._registry.computed == 3

@@ -166,6 +166,9 @@ class GraphList:
         self._graphs: list[WatchedGraph] = []
         self._forgotten: collections.deque[int] = collections.deque()  # see forget
         self._ids = itertools.count(1)
+        #: How often every graph was freed: torch allocates its generator's graph state anew
+        #: at the next capture then, and the watch's cached registry must be taken anew.
+        self.emptied = 0
 
     def next_id(self) -> int:
         """The id of the next graph (unique in the watch, from 1)."""
@@ -193,7 +196,9 @@ class GraphList:
             with contextlib.suppress(IndexError):
                 while True:
                     gone.add(self._forgotten.popleft())
+            had = bool(self._graphs)
             self._graphs = [g for g in self._graphs if g.id not in gone]
+            self.emptied += had and not self._graphs
         return self._graphs
 
 

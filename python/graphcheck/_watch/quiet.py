@@ -6,7 +6,7 @@ capture: it would take the interpreter's lock from it. The worker waits until no
 queued for :data:`QUIET_S`, then runs the queue in order; :meth:`QuietWorker.drain` runs it
 at once and waits. The exit hook drains every live worker until none has work left (a check
 queues files for another worker), and a forked child's workers start empty: the parent's
-work is the parent's.
+work is the parent's; the locks their jobs take are renewed there (:func:`renew_after_fork`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 import weakref
 from collections.abc import Callable
 
-__all__ = ["QUIET_S", "QuietWorker"]
+__all__ = ["QUIET_S", "QuietWorker", "renew_after_fork"]
 
 log = logging.getLogger("graphcheck.watch")
 
@@ -81,6 +81,8 @@ class QuietWorker:
             if self._thread is threading.current_thread():
                 return  # called from a job: nothing can finish while it waits
             self._draining += 1
+            if self._jobs:
+                self._start()  # a thread ended by a BaseException from a job: another
             self._cond.notify_all()
             try:
                 while self._jobs or self._busy:
@@ -130,7 +132,7 @@ class QuietWorker:
             job, last = taken
             try:
                 job(last)
-            except Exception as exc:  # one failed job must not stop the rest
+            except BaseException as exc:  # one failed job (even a SystemExit) stops no other
                 log.error("%s: %s", self._failed, exc)
             finally:
                 with self._cond:
@@ -139,6 +141,21 @@ class QuietWorker:
 
 
 _LIVE: weakref.WeakSet[QuietWorker] = weakref.WeakSet()
+# (owner, attribute, factory) of the locks a forked child gets anew (renew_after_fork).
+_RENEWED: list[tuple[weakref.ref[object], str, Callable[[], object]]] = []
+_RENEWED_LOCK = threading.Lock()
+
+
+def renew_after_fork(owner: object, attribute: str, factory: Callable[[], object]) -> None:
+    """In a forked child, ``owner.<attribute>`` becomes ``factory()`` (a fresh lock).
+
+    A worker holds its owner's lock while it runs a job; forked then, the child's copy of the
+    lock belongs to a thread the child does not have, and the child's first use of it waits
+    forever (found by a review). Thread-safe; the owner is weakly held.
+    """
+    with _RENEWED_LOCK:
+        _RENEWED[:] = [entry for entry in _RENEWED if entry[0]() is not None]
+        _RENEWED.append((weakref.ref(owner), attribute, factory))
 
 
 def _drain_all() -> None:
@@ -152,8 +169,14 @@ def _drain_all() -> None:
 
 
 def _after_fork_in_child() -> None:
+    global _RENEWED_LOCK
+    _RENEWED_LOCK = threading.Lock()
     for worker in list(_LIVE):
         worker._reset()
+    for ref, attribute, factory in _RENEWED:
+        owner = ref()
+        if owner is not None:
+            setattr(owner, attribute, factory())
 
 
 atexit.register(_drain_all)

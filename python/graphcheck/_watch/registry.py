@@ -192,7 +192,8 @@ class RegistryCache:
 
     def __init__(self) -> None:
         self._token = 0
-        self._key: tuple[int, int, tuple[int, ...]] | None = None
+        self._key: tuple[int, int, tuple[int, ...], object] | None = None
+        self._scope: object = None
         self._state: ModelRegistry | None = None
         self._spans: _torch.RegistrySpans | None = None
         #: Weak references to the cached registry's modules: the first to die drops it.
@@ -218,14 +219,20 @@ class RegistryCache:
         self._state = self._spans = None
         self._key, self._alive = None, ()
 
-    def recheck(self) -> None:
-        """The next :meth:`state` reuses the cached registry only if the model is unchanged."""
+    def recheck(self, scope: object = None) -> None:
+        """The next :meth:`state` reuses the cached registry only if the model is unchanged.
+
+        ``scope``: what else the cached registry must have been computed for (the watch: the
+        capture's device and how many graphs were freed so far, the allocator history's
+        runtime ranges being that device's as of then); another computes it anew.
+        """
         self._recheck = True
+        self._scope = scope
 
     def state(self, model: torch.nn.Module) -> ModelRegistry:
         """The registry of ``model`` now (cached until the next :meth:`invalidate`)."""
         members = tuple(id(m) for m in model.children()) if isinstance(model, Roots) else ()
-        key = (self._token, id(model), members)
+        key = (self._token, id(model), members, self._scope)
         recheck, self._recheck = self._recheck, False
         if self._key == key and self._state is not None:
             if not recheck:

@@ -10,16 +10,29 @@ tensors, and a server's log should say so once, not once per batch size.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from graphcheck._watch.output import CheckResult, FindingsError, finding_key, log_result
+from graphcheck._watch.graphs import check_point
+from graphcheck._watch.output import (
+    CheckResult,
+    FindingsError,
+    census_result,
+    finding_key,
+    log_result,
+)
+from graphcheck._watch.quiet import renew_after_fork
 from graphcheck._watch.writer import BackgroundWriter
 
 if TYPE_CHECKING:
     from graphcheck._capture import Capture
+    from graphcheck._census import CensusEntry
+    from graphcheck._watch.graph_pools import GraphPools
+    from graphcheck._watch.graphs import WatchedGraph
 
 __all__ = ["CheckPoints"]
 
@@ -33,6 +46,8 @@ class CheckPoints:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        renew_after_fork(self, "_lock", threading.Lock)
+        self._seq = itertools.count(1)  # the check points' numbers, under the watch's lock
         self._items: list[CheckResult] = []
         self._logged: dict[frozenset[tuple[str, str]], int] = {}  # findings -> first seq logged
         self._writer: BackgroundWriter | None = None
@@ -73,6 +88,48 @@ class CheckPoints:
         """The last check point, or None."""
         with self._lock:
             return self._items[-1] if self._items else None
+
+    def check(
+        self,
+        label: str,
+        graphs: list[WatchedGraph],
+        *,
+        fresh: bool,
+        pools: GraphPools,
+        settings: tuple[str, tuple[str, ...], str, tuple[str, ...]],
+        background: bool,
+    ) -> CheckResult:
+        """Checks ``graphs`` as the next check point (:func:`check_point`) and records it.
+
+        ``settings``: the watch's (mode, allow, role, notes) for it. Call it under the watch's
+        lock (the numbers follow the order of the calls); :meth:`finish` it after.
+        """
+        start = time.perf_counter()
+        mode, allow, role, notes = settings
+        result = check_point(
+            next(self._seq), label, graphs, fresh=fresh, allow=allow, pools=pools, notes=notes,
+            role=role, start=start,
+        )  # fmt: skip
+        snapshots = [(g.id, g.capture) for g in graphs if g.id in result.graphs]
+        return self.record(result, snapshots, allow=allow, mode=mode, background=background)
+
+    def census(
+        self,
+        label: str,
+        entries: Iterable[CensusEntry],
+        model: str,
+        settings: tuple[str, tuple[str, ...], str],
+        start: float,
+    ) -> CheckResult:
+        """Records the census ``entries`` of ``model`` as the next check point (no graph).
+
+        ``settings``: the watch's (mode, allow, role); ``start``: when the census began. Call
+        it under the watch's lock; :meth:`finish` it after.
+        """
+        mode, allow, role = settings
+        seconds = time.perf_counter() - start
+        result = census_result(next(self._seq), label, entries, model, role, seconds)
+        return self.record(result, [], allow=allow, mode=mode, background=False)
 
     def record(
         self,

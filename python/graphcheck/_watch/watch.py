@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import logging
 import os
 import threading
@@ -48,12 +47,11 @@ from graphcheck._watch.graphs import (
     GraphList,
     WatchedCapture,
     WatchedGraph,
-    check_point,
     watched_capture,
 )
-from graphcheck._watch.output import CheckResult, FindingsError, census_result
+from graphcheck._watch.output import CheckResult, FindingsError
 from graphcheck._watch.profiling import ProfilingCaptures
-from graphcheck._watch.quiet import QuietWorker
+from graphcheck._watch.quiet import QuietWorker, renew_after_fork
 from graphcheck._watch.registry import ModelGetter, ModelSource, RegistryCache, WatchedModels
 from graphcheck._watch.results import CheckPoints
 from graphcheck._watch.settings import MODES
@@ -102,7 +100,11 @@ class Watch:
         graph_segments: SegmentSource = torch_segments,
     ) -> None:
         self._lock = threading.RLock()
+        renew_after_fork(self, "_lock", threading.RLock)  # the checks thread takes it
         self.mode = mode
+        self._deferred = QuietWorker(
+            "graphcheck-checks", "graphcheck: a check at capture failed (the graph is unchecked)"
+        )
         self._points = CheckPoints()
         self.out_dir = out_dir
         self.allow = require_texts(allow, "graphcheck.watch: allow")
@@ -116,11 +118,7 @@ class Watch:
         #: ``warn`` mode on the watch's thread once the burst of captures ended, or sooner when
         #: anyone waits for it (:meth:`flush`, :attr:`results`, a check point, a declaration).
         self.check_on_capture = True
-        self._deferred = QuietWorker(
-            "graphcheck-checks", "graphcheck: a check at capture failed (the graph is unchecked)"
-        )
         self._recorded = GraphList()
-        self._seq = itertools.count(1)
         self._models = WatchedModels()
         self._registry = RegistryCache()
         self._declared = Declarations()
@@ -189,6 +187,7 @@ class Watch:
 
     @out_dir.setter
     def out_dir(self, value: str | os.PathLike[str] | None) -> None:
+        self._deferred.drain()  # a queued check at capture writes where its capture's went
         self._points.set_folder(value)
 
     def flush(self) -> None:
@@ -299,7 +298,10 @@ class Watch:
         if finished is None:
             return
         with self._lock:
-            self._registry.recheck()  # one census for graphs captured back to back
+            # One census for graphs captured back to back on one device, until every graph
+            # was freed (torch's generator state for graphs is allocated anew then).
+            self._recorded.alive()
+            self._registry.recheck((str(finished.device), self._recorded.emptied))
             source = self._models.source(finished.device)
             self._pools.note(graph)
             capture = watched_capture(
@@ -311,8 +313,10 @@ class Watch:
         if not self.check_on_capture:
             return
         if self.mode == "warn":  # nothing waits for it: off the engine's capture path
+            # With the settings of now: a later graphcheck.watch(allow=...) is not its.
+            taken = (self.mode, self.allow, self.role, self._profiling.take_notes())
             check = functools.partial(
-                self._check, "capture", [watched], fresh=False, at_capture=True, mode="warn"
+                self._check, "capture", [watched], fresh=False, at_capture=True, taken=taken
             )
             self._deferred.submit(lambda last: check())
         else:
@@ -388,12 +392,8 @@ class Watch:
             return None
         entries = census(model, allow=self.allow).entries
         with self._lock:
-            seq = next(self._seq)
-            seconds = time.perf_counter() - start
-            result = census_result(seq, label, entries, source.describe(), self.role, seconds)
-            result = self._points.record(
-                result, [], allow=self.allow, mode=self.mode, background=False
-            )
+            settings = (self.mode, self.allow, self.role)
+            result = self._points.census(label, entries, source.describe(), settings, start)
         return self._points.finish(result, self.mode)
 
     def checkpoint(self, label: str, *, notes: Iterable[str] = ()) -> CheckResult | None:
@@ -451,30 +451,29 @@ class Watch:
         fresh: bool,
         notes: tuple[str, ...] = (),
         at_capture: bool = False,
-        mode: str | None = None,
+        taken: tuple[str, tuple[str, ...], str, tuple[str, ...]] | None = None,
     ) -> CheckResult | None:
-        mode = mode or self.mode  # a deferred check at capture keeps the mode of its capture
-        if not at_capture:
+        # `taken`: (mode, allow, role, profiling notes) of a queued check at capture, as they
+        # were at its capture.
+        if at_capture:
+            self._deferred.drain()  # the queued ones first (a no-op on their own thread)
+        else:
             self.flush()  # the pending pages show the epochs of their own check points only
-        if not graphs:  # before the sequence number and the profiling notes are taken
-            return None
-        start = time.perf_counter()
         with self._lock:
-            result = check_point(
-                next(self._seq),
-                label,
-                graphs,
-                fresh=fresh,
-                allow=self.allow,
-                pools=self._pools,
-                notes=notes + self._profiling.take_notes(),
-                role=self.role,
-                start=start,
+            if not fresh:  # a queued check at capture and check_pending may both have it
+                graphs = [g for g in graphs if not g.checked]
+            if not graphs:  # before the sequence number and the profiling notes are taken
+                return None
+            mode, allow, role, more = taken or (
+                self.mode,
+                self.allow,
+                self.role,
+                self._profiling.take_notes(),
             )
-            snapshots = [(g.id, g.capture) for g in graphs if g.id in result.graphs]
-            result = self._points.record(
-                result, snapshots, allow=self.allow, mode=mode, background=at_capture
-            )
+            result = self._points.check(
+                label, graphs, fresh=fresh, pools=self._pools,
+                settings=(mode, allow, role, notes + more), background=at_capture,
+            )  # fmt: skip
         return self._points.finish(result, mode)
 
     # ------------------------------------------------------------------ lifetime
