@@ -61,6 +61,12 @@ class ExecUpdateTest : public CaptureTest {
     memset.memset = {dst, 0, 0, 1, bytes, 1};
     return memset;
   }
+  // The runtime setter `cbid` with `params`, returning `result`, with no driver call inside
+  // that CUPTI reported.
+  void runtime_alone(CUpti_CallbackId cbid, const void* params, int result = 0) {
+    api_enter(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, params);
+    api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, params, result);
+  }
   // cuGraphExecUpdate_v2 of the exec graph with the whole of `update`.
   void update_whole(CUgraph update) {
     cuGraphExecUpdate_v2_params call{exec_, update, nullptr};
@@ -192,10 +198,7 @@ TEST_F(ExecUpdateTest, ARuntimeOnlyKernelSetterLeavesTheNodeNotChecked) {
   // on this thread does not count for it.
   cudaGraphNodeParams generic = runtime_generic(new_params_.data());  // 1 entry
   cudaGraphExecNodeSetParams_v12020_params call{exec_, kernel_, &generic};
-  api_enter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
-            &call);
-  api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
-           &call);
+  runtime_alone(CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020, &call);
   ASSERT_EQ(callback_error(), "");
   EXPECT_EQ(node(0).type, NodeType::kKernel);
   EXPECT_EQ(node(0).id, 1U);
@@ -243,21 +246,15 @@ TEST_F(ExecUpdateTest, NestedRuntimeSettersKeepTheDriverSettersRead) {
 TEST_F(ExecUpdateTest, AFailedRuntimeSetterDoesNotHideALaterOneReportedAlone) {
   cudaKernelNodeParams runtime = runtime_kernel(new_params_.data());
   cudaGraphExecKernelNodeSetParams_v10010_params refused{exec_, kernel_, &runtime};
-  api_enter(CUPTI_CB_DOMAIN_RUNTIME_API,
-            CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &refused);
-  api_exit(CUPTI_CB_DOMAIN_RUNTIME_API,
-           CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &refused,
-           static_cast<int>(cudaErrorInvalidValue));
+  runtime_alone(CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010, &refused,
+                static_cast<int>(cudaErrorInvalidValue));
   ASSERT_EQ(callback_error(), "");
   EXPECT_EQ(node(0).params.at(0).bytes, bytes_of(old_pointer_));  // a failed call changes nothing
   EXPECT_EQ(capture_.stats().runtime_kernel_setters_alone, 0U);
 
   cudaGraphNodeParams generic = runtime_generic(new_params_.data());
   cudaGraphExecNodeSetParams_v12020_params alone{exec_, kernel_, &generic};
-  api_enter(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
-            &alone);
-  api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
-           &alone);
+  runtime_alone(CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020, &alone);
   ASSERT_EQ(callback_error(), "");
   EXPECT_TRUE(node(0).params.empty());
   EXPECT_EQ(capture_.stats().runtime_kernel_setters_alone, 1U);

@@ -12,7 +12,6 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,13 +27,10 @@ HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(autouse=True)
-def no_watch_left(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def no_flag_in_the_environment(monkeypatch: pytest.MonkeyPatch, no_watch_left: None) -> None:
+    """No GRAPHCHECK_* setting leaks in; the process watch a test left is closed."""
     for name in ("GRAPHCHECK", "GRAPHCHECK_MODE", "GRAPHCHECK_DIR", "GRAPHCHECK_ALLOW"):
         monkeypatch.delenv(name, raising=False)
-    yield
-    active = graphcheck.current_watch()
-    if active is not None:
-        active.close()
 
 
 @pytest.fixture
