@@ -450,6 +450,7 @@ elif ((has_torch)); then
   ((has_reference)) && model=reference
   plain_runs=()
   checked_runs=()
+  pair_s=0
   overhead_run() {  # overhead_run plain|graphcheck PAIR
     local side="$1" pair="$2" injection=()
     if [[ "${side}" == graphcheck ]]; then
@@ -462,26 +463,38 @@ elif ((has_torch)); then
       --out "${overhead}/overhead-${side}-${pair}.json"
   }
   for pair in 1 2 3 4 5; do
+    # After 3 whole pairs (the least a comparison takes), a pair starts only with 1.2 times
+    # the last one's time left: a pair cut short by the budget measures nothing.
+    if ((pair > 3 && deadline - SECONDS < pair_s * 12 / 10 + 15)); then
+      note "NOTE overhead pairs stopped after $((pair - 1)) (time budget: the last took ${pair_s} s)"
+      break
+    fi
+    pair_start="${SECONDS}"
     # Alternating which side runs first: what one run leaves (clocks, caches, the injected
     # run's files) falls on both sides alike.
     if ((pair % 2)); then order=(plain graphcheck); else order=(graphcheck plain); fi
     for side in "${order[@]}"; do overhead_run "${side}" "${pair}"; done
+    pair_s=$((SECONDS - pair_start))
+    # Python's finalization destroys torch's graphs before the exit check: the injection
+    # checks each as it is destroyed, so a run it was attached to (subscribed, not only
+    # loaded: one that switched itself off stays mapped) leaves destroy-time snapshots.
+    local_attached=0
+    python3 "${scripts}/check_inject_snapshots.py" "${overhead}/overhead-inject-${pair}" \
+      --tag destroy --graphs 1 --at-least > "${results}/logs/overhead-attached-${pair}.log" 2>&1 &&
+      local_attached=1
     # Only whole pairs are compared; a pair cut short (the budget, a crash) is named, not
     # allowed to lose the others.
-    if [[ -f "${overhead}/overhead-plain-${pair}.json" &&
-      -f "${overhead}/overhead-graphcheck-${pair}.json" ]]; then
+    if [[ ! -f "${overhead}/overhead-plain-${pair}.json" ||
+      ! -f "${overhead}/overhead-graphcheck-${pair}.json" ]]; then
+      note "NOTE overhead pair ${pair} incomplete: left out of the comparison"
+    elif ((!local_attached)); then
+      note "FAIL overhead pair ${pair}: the injection left no destroy snapshot (not attached): $(tail -1 "${results}/logs/overhead-attached-${pair}.log")"
+      failed=1
+    else
       plain_runs+=("${overhead}/overhead-plain-${pair}.json")
       checked_runs+=("${overhead}/overhead-graphcheck-${pair}.json")
-    else
-      note "NOTE overhead pair ${pair} incomplete: left out of the comparison"
     fi
   done
-  # Python's finalization destroys torch's graphs before the exit check: the injection checks
-  # each as it is destroyed (its findings: no span is registered in this run), so the
-  # destroy-time snapshot holds the graph, the exit one none.
-  expect "the overhead run with graphcheck was attached" python3 \
-    "${scripts}/check_inject_snapshots.py" "${overhead}/overhead-inject-1" --tag destroy \
-    --graphs 1 --at-least
   if ((${#plain_runs[@]} == 0)); then
     note "FAIL capture overhead: no whole pair to compare (see logs/overhead-*.log)"
     failed=1
@@ -506,9 +519,13 @@ if ((!gpu_present)); then
 elif ((!has_package)); then
   note "FAIL watch capture overhead not run: ${python} cannot import graphcheck._torch"
   failed=1
+elif ((deadline - SECONDS < 60)); then
+  # bench_watch.py prints when every round is done: a run cut short says nothing.
+  note "SKIP watch capture overhead (time budget: $((deadline - SECONDS)) s left, 60 s needed)"
+  failed=1
 elif step "watch capture overhead (CUDA)" watch-overhead.log 120 \
     "${python}" "${scripts}/bench_watch.py" --device cuda --only twin --hidden 1024 \
-    --repeat 5 --later 6; then
+    --repeat "$((deadline - SECONDS >= 120 ? 5 : 3))" --later 6; then
   note "NOTE $(grep -E 'engine flow|check at capture' "${results}/logs/watch-overhead.log" | tr -s ' ' | paste -sd ';')"
 fi
 

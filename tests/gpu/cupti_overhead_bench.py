@@ -117,9 +117,15 @@ def measure(which: str, captures: int, replays: int) -> dict[str, Any]:
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     capture_ms = []
-    graph = torch.cuda.CUDAGraph()
+    # Every graph kept, as an engine keeps one per batch size: a graph dropped between two
+    # captures was checked at its destroy (the injection writes its snapshot and report
+    # there), work the plain runs never did right before their next capture (a review's
+    # finding). Destroyed at exit, they leave the destroy snapshots that show the injection
+    # attached (scripts/gpu-check.sh checks each pair's).
+    graphs: list[torch.cuda.CUDAGraph] = []
     for _ in range(captures):
         graph = torch.cuda.CUDAGraph()
+        graphs.append(graph)
         start = time.perf_counter()
         with torch.cuda.graph(graph), torch.no_grad():
             model(**static)
@@ -140,12 +146,13 @@ def measure(which: str, captures: int, replays: int) -> dict[str, Any]:
     torch.cuda.synchronize()
     queued_us = (time.perf_counter() - start) * 1e6 / replays
     injection = os.environ.get("CUDA_INJECTION64_PATH", "")
-    globals()["kept_graph"] = graph  # alive until exit: the injection's exit check sees it
+    globals()["kept_graphs"] = graphs  # alive until exit: the injection's exit check sees them
     return {
         "mode": "graphcheck" if "graphcheck" in injection else "plain",
         "injection": injection,
-        # What the process loaded, not what it was asked to: a run whose injection did not
-        # attach measured a plain capture.
+        # What the process loaded, not what it was asked to (a run whose injection was not
+        # loaded measured a plain capture). Loaded is not subscribed: an injection that
+        # switched itself off stays mapped, so the check also asks for its destroy snapshots.
         "attached": _injection_loaded(),
         "model": name,
         "tokens": TOKENS,
