@@ -40,7 +40,8 @@ struct TorchSegment {
   std::uint64_t total_size = 0;
   TorchPoolId pool{0, 0};
   std::int64_t device = 0;
-  /// Blocks in address order: size and whether a tensor holds it.
+  /// Blocks in address order: size and whether it is live (a tensor holds it, or a stream
+  /// still uses it after its free).
   std::vector<std::pair<std::uint64_t, bool>> blocks;
 };
 /// One allocation per allocated block (label "torch block dev<d>"), then one for the segment
@@ -68,7 +69,10 @@ struct TorchSegment {
 /// GPU run, 2026-12-04: GpuTorchGraphTest). The snapshot is taken at every capture epoch,
 /// check and snapshot, from the thread that triggers it (a graph's instantiation among them);
 /// the caching allocator's mutex is taken then, never the session's.
-void add_torch_allocator(CheckerSession& session, TorchSnapshotOptions options = {});
+/// @returns empty when added; else why not (torch's allocator is another backend, such as
+/// `PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync`, which takes no snapshot: the session
+/// then checks without the blocks). Never throws for that.
+std::string add_torch_allocator(CheckerSession& session, TorchSnapshotOptions options = {});
 
 }  // namespace graphcheck::cupti
 

@@ -12,8 +12,9 @@
 // aten::mul (the sign tables of make_sign_table) and aten::index_select (the RoPE cache of
 // compute_cos_sin_cache). The CUPTI side must record the graph and see registered weights in
 // its kernel arguments; its other verdicts are recorded, not asserted: it sees the caching
-// allocator's segments and blocks (cupti::add_torch_allocator), not what each block holds,
-// so activations and cuBLAS workspaces read unregistered.
+// allocator's segments and blocks (cupti::add_torch_allocator), not what each block holds:
+// activations read as graph memory (the graph's private pool), the cuBLAS workspace made at
+// the warm-up (a 32 MiB default-pool block on the H200, 2026-12-04) as unregistered.
 // Graph replay must reproduce the eager forward.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -94,7 +95,7 @@ class GpuReferenceModelTest : public ::testing::Test {
     GRAPHCHECK_SKIP_WHILE_INJECTED(live);
     ASSERT_TRUE(live.status.ok()) << live.status.message();
     cupti::Backend& backend = *live.backend;
-    cupti::add_torch_allocator(backend.session());
+    ASSERT_EQ(cupti::add_torch_allocator(backend.session()), "");
 
     ReferenceConfig config;
     config.variant = variant;
