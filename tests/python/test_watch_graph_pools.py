@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import graphcheck
-from graphcheck._watch.graph_pools import GraphPools, pool_name
+from graphcheck._watch.graph_pools import GraphPools, pool_name, torch_segments
 from watch_fakes import FakeCUDAGraph, NodesReader, fake_watch
 
 SHARED = (0, 77)  # a graph_pool_handle() id, as vLLM passes to every capture
@@ -266,3 +266,18 @@ def test_one_reading_serves_every_epoch_inside_it_on_its_thread_only() -> None:
         assert [(a.begin, a.size) for a in first.allocations] == [(4096, 4096)]
     pools.apply(graphcheck.Epoch("f"))
     assert len(reads) == 5  # the reading ended with its outermost scope
+
+
+def test_another_allocator_backend_lists_no_segments(monkeypatch: pytest.MonkeyPatch) -> None:
+    # cudaMallocAsync (or a pluggable allocator) refuses torch.cuda.memory_snapshot(): its error
+    # left every CUDA capture unwatched. Stand-ins for an initialized CUDA on that backend.
+    def refused(**kwargs: Any) -> list[Mapping[str, Any]]:
+        raise RuntimeError("snapshot with backend:cudaMallocAsync is not meaningful")
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "memory_snapshot", refused)
+    monkeypatch.setattr(torch.cuda, "get_allocator_backend", lambda: "cudaMallocAsync")
+    assert torch_segments() == []
+    monkeypatch.setattr(torch.cuda, "get_allocator_backend", lambda: "native")
+    with pytest.raises(RuntimeError, match="not meaningful"):  # the native one is asked
+        torch_segments()

@@ -78,7 +78,11 @@ class AllocatorHistory:
         # torch.cuda.is_initialized has no annotations in torch's sources.
         if not self.owned or not torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
             return AllocatorFrames()
-        snapshot = torch.cuda.memory._snapshot()
+        try:
+            snapshot = torch.cuda.memory._snapshot()
+        except RuntimeError as exc:  # an allocator backend that takes no snapshot
+            log.debug("graphcheck: no allocator snapshot for frame labels: %s", exc)
+            return AllocatorFrames()
         return AllocatorFrames(allocator_sites(snapshot), torch_graph_state(snapshot))
 
     def disable(self) -> None:

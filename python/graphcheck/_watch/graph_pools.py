@@ -58,9 +58,18 @@ def pool_name(pool: PoolId) -> str:
 
 
 def torch_segments() -> list[Mapping[str, Any]]:
-    """The caching allocator's segments on every device; none before CUDA is initialized."""
+    """The caching allocator's segments on every device; none before CUDA is initialized.
+
+    None either under another allocator backend (``PYTORCH_CUDA_ALLOC_CONF=backend:
+    cudaMallocAsync``, a pluggable allocator), which takes no snapshot: the epochs then hold
+    what the ATen window saw (before, its error left every graph unwatched; a review's
+    finding).
+    """
     # torch.cuda.is_initialized has no annotations in torch's sources.
     if not torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+        return []
+    backend = getattr(torch.cuda, "get_allocator_backend", None)
+    if callable(backend) and backend() != "native":
         return []
     # memory_snapshot has no annotations in torch's sources.
     segments: list[Mapping[str, Any]] = torch.cuda.memory_snapshot(  # type: ignore[no-untyped-call]
