@@ -478,16 +478,16 @@ elif ((has_torch)); then
     # Python's finalization destroys torch's graphs before the exit check: the injection
     # checks each as it is destroyed, so a run it was attached to (subscribed, not only
     # loaded: one that switched itself off stays mapped) leaves destroy-time snapshots.
-    local_attached=0
+    attached=0
     python3 "${scripts}/check_inject_snapshots.py" "${overhead}/overhead-inject-${pair}" \
       --tag destroy --graphs 1 --at-least > "${results}/logs/overhead-attached-${pair}.log" 2>&1 &&
-      local_attached=1
+      attached=1
     # Only whole pairs are compared; a pair cut short (the budget, a crash) is named, not
     # allowed to lose the others.
     if [[ ! -f "${overhead}/overhead-plain-${pair}.json" ||
       ! -f "${overhead}/overhead-graphcheck-${pair}.json" ]]; then
       note "NOTE overhead pair ${pair} incomplete: left out of the comparison"
-    elif ((!local_attached)); then
+    elif ((!attached)); then
       note "FAIL overhead pair ${pair}: the injection left no destroy snapshot (not attached): $(tail -1 "${results}/logs/overhead-attached-${pair}.log")"
       failed=1
     else

@@ -26,6 +26,7 @@ __all__ = [
     "TORCH_GRAPH_STATE",
     "AllocatorFrames",
     "AllocatorHistory",
+    "allocator_frames",
     "allocator_sites",
     "frame_label",
     "torch_graph_state",
@@ -83,7 +84,7 @@ class AllocatorHistory:
         except RuntimeError as exc:  # an allocator backend that takes no snapshot
             log.debug("graphcheck: no allocator snapshot for frame labels: %s", exc)
             return AllocatorFrames()
-        return AllocatorFrames(allocator_sites(snapshot), torch_graph_state(snapshot))
+        return allocator_frames(snapshot)
 
     def disable(self) -> None:
         """Turns the history off if this object turned it on; a queued switch never runs."""
@@ -168,38 +169,38 @@ def _allocated_in_capture_begin(frames: Sequence[Mapping[str, Any]], torch_dir: 
     )
 
 
-def allocator_sites(snapshot: Mapping[str, Any]) -> list[tuple[int, int, str]]:
-    """Label ranges from a ``torch.cuda.memory._snapshot()``: each live block's frame.
+def allocator_frames(snapshot: Mapping[str, Any]) -> AllocatorFrames:
+    """What a ``torch.cuda.memory._snapshot()``'s frames say of its live blocks, in one pass.
 
-    Blocks without a Python frame outside torch and graphcheck are skipped, and so is torch's
-    own graph state (:func:`torch_graph_state`), which is runtime state.
+    ``labels``: each block's innermost Python frame outside torch and graphcheck (blocks with
+    none are skipped). ``runtime``: the blocks torch allocated inside a graph's
+    ``capture_begin``, where its CUDA generator allocates its seed and offset for graphs, at
+    the first capture while no graph is registered with it (``CUDAGeneratorState::
+    register_graph``, two ``at::empty`` of one int64); every random op captured afterwards
+    reads them (its ``PhiloxCudaState`` argument holds their addresses under capture) and
+    every replay rewrites them first. That allocation is made before the stream capture
+    starts, so no capture window sees it: without this, each such read was an
+    ``unregistered`` finding labelled with the caller's ``torch.cuda.graph`` line (found by a
+    review, not on a GPU). Named by the innermost Python frame: ``capture_begin`` in torch's
+    package.
     """
     internal, torch_dir = internal_prefixes(), _torch_dir()
-    sites = []
+    frames_say = AllocatorFrames()
     for begin, end, frames in _live_blocks(snapshot):
         if _allocated_in_capture_begin(frames, torch_dir):
+            frames_say.runtime.append((begin, end, *TORCH_GRAPH_STATE))
             continue
         label = frame_label(frames, internal)
         if label is not None:
-            sites.append((begin, end, label))
-    return sites
+            frames_say.labels.append((begin, end, label))
+    return frames_say
+
+
+def allocator_sites(snapshot: Mapping[str, Any]) -> list[tuple[int, int, str]]:
+    """Label ranges: each live block's allocation frame (:func:`allocator_frames`' labels)."""
+    return allocator_frames(snapshot).labels
 
 
 def torch_graph_state(snapshot: Mapping[str, Any]) -> list[tuple[int, int, str, str]]:
-    """Runtime ranges of the live blocks torch allocated inside a graph's ``capture_begin``.
-
-    torch's CUDA generator allocates its seed and offset for graphs there, at the first
-    capture while no graph is registered with it (``CUDAGeneratorState::register_graph``, two
-    ``at::empty`` of one int64); every random op captured afterwards reads them (its
-    ``PhiloxCudaState`` argument holds their addresses under capture) and every replay
-    rewrites them first. The allocation is made before the stream capture starts, so no
-    capture window sees it: without this, each such read was an ``unregistered`` finding
-    labelled with the caller's ``torch.cuda.graph`` line (found by a review, not on a GPU).
-    Named by the innermost Python frame: ``capture_begin`` in torch's package.
-    """
-    torch_dir = _torch_dir()
-    return [
-        (begin, end, *TORCH_GRAPH_STATE)
-        for begin, end, frames in _live_blocks(snapshot)
-        if _allocated_in_capture_begin(frames, torch_dir)
-    ]
+    """Torch's own graph state as runtime ranges (:func:`allocator_frames`' runtime)."""
+    return allocator_frames(snapshot).runtime

@@ -166,9 +166,7 @@ class GraphList:
         self._graphs: list[WatchedGraph] = []
         self._forgotten: collections.deque[int] = collections.deque()  # see forget
         self._ids = itertools.count(1)
-        #: How often every graph was freed: torch allocates its generator's graph state anew
-        #: at the next capture then, and the watch's cached registry must be taken anew.
-        self.emptied = 0
+        self._emptied = 0
 
     def next_id(self) -> int:
         """The id of the next graph (unique in the watch, from 1)."""
@@ -179,6 +177,16 @@ class GraphList:
         graph = WatchedGraph(graph_id, capture, kind, device)
         self.alive().append(graph)
         return graph
+
+    @property
+    def emptied(self) -> int:
+        """How often every graph was freed (the forgotten ones counted first).
+
+        torch allocates its generator's graph state anew at the next capture then, and the
+        watch's cached registry must be taken anew.
+        """
+        self.alive()
+        return self._emptied
 
     def forget_when_freed(self, graph: object, graph_id: int) -> None:
         """Forgets ``graph_id`` once ``graph`` (a CUDA graph) is freed (never without weakrefs)."""
@@ -198,7 +206,7 @@ class GraphList:
                     gone.add(self._forgotten.popleft())
             had = bool(self._graphs)
             self._graphs = [g for g in self._graphs if g.id not in gone]
-            self.emptied += had and not self._graphs
+            self._emptied += had and not self._graphs
         return self._graphs
 
 

@@ -168,7 +168,10 @@ class WatchedModels:
         given = self.given()
         if given is not None:
             return given
-        return self._discovery.setdefault(str(device), ModelSource(device=device))
+        key = str(device)
+        if key not in self._discovery:  # a source each capture would forget what it found
+            self._discovery[key] = ModelSource(device=device)
+        return self._discovery[key]
 
 
 class RegistryCache:

@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from graphcheck._watch.graphs import check_point
 from graphcheck._watch.output import (
@@ -34,7 +34,20 @@ if TYPE_CHECKING:
     from graphcheck._watch.graph_pools import GraphPools
     from graphcheck._watch.graphs import WatchedGraph
 
-__all__ = ["CheckPoints"]
+__all__ = ["CheckPoints", "Settings"]
+
+
+class Settings(NamedTuple):
+    """The watch's settings a check point is made with, taken when it is asked for.
+
+    A check at capture queued in ``warn`` mode takes them at its capture (a later
+    ``graphcheck.watch(allow=...)`` is not its). ``notes``: the profiling windows' notes.
+    """
+
+    mode: str
+    allow: tuple[str, ...]
+    role: str
+    notes: tuple[str, ...] = ()
 
 
 class CheckPoints:
@@ -96,40 +109,40 @@ class CheckPoints:
         *,
         fresh: bool,
         pools: GraphPools,
-        settings: tuple[str, tuple[str, ...], str, tuple[str, ...]],
+        settings: Settings,
         background: bool,
     ) -> CheckResult:
         """Checks ``graphs`` as the next check point (:func:`check_point`) and records it.
 
-        ``settings``: the watch's (mode, allow, role, notes) for it. Call it under the watch's
-        lock (the numbers follow the order of the calls); :meth:`finish` it after.
+        Call it under the watch's lock (the numbers follow the order of the calls);
+        :meth:`finish` it after.
         """
         start = time.perf_counter()
-        mode, allow, role, notes = settings
         result = check_point(
-            next(self._seq), label, graphs, fresh=fresh, allow=allow, pools=pools, notes=notes,
-            role=role, start=start,
+            next(self._seq), label, graphs, fresh=fresh, allow=settings.allow, pools=pools,
+            notes=settings.notes, role=settings.role, start=start,
         )  # fmt: skip
         snapshots = [(g.id, g.capture) for g in graphs if g.id in result.graphs]
-        return self.record(result, snapshots, allow=allow, mode=mode, background=background)
+        return self.record(
+            result, snapshots, allow=settings.allow, mode=settings.mode, background=background
+        )
 
     def census(
         self,
         label: str,
         entries: Iterable[CensusEntry],
         model: str,
-        settings: tuple[str, tuple[str, ...], str],
+        settings: Settings,
         start: float,
     ) -> CheckResult:
         """Records the census ``entries`` of ``model`` as the next check point (no graph).
 
-        ``settings``: the watch's (mode, allow, role); ``start``: when the census began. Call
-        it under the watch's lock; :meth:`finish` it after.
+        ``start``: when the census began. Call it under the watch's lock; :meth:`finish` it
+        after.
         """
-        mode, allow, role = settings
         seconds = time.perf_counter() - start
-        result = census_result(next(self._seq), label, entries, model, role, seconds)
-        return self.record(result, [], allow=allow, mode=mode, background=False)
+        result = census_result(next(self._seq), label, entries, model, settings.role, seconds)
+        return self.record(result, [], allow=settings.allow, mode=settings.mode, background=False)
 
     def record(
         self,

@@ -53,7 +53,7 @@ from graphcheck._watch.output import CheckResult, FindingsError
 from graphcheck._watch.profiling import ProfilingCaptures
 from graphcheck._watch.quiet import QuietWorker, renew_after_fork
 from graphcheck._watch.registry import ModelGetter, ModelSource, RegistryCache, WatchedModels
-from graphcheck._watch.results import CheckPoints
+from graphcheck._watch.results import CheckPoints, Settings
 from graphcheck._watch.settings import MODES
 from graphcheck.arena import WeightsArena
 
@@ -300,7 +300,6 @@ class Watch:
         with self._lock:
             # One census for graphs captured back to back on one device, until every graph
             # was freed (torch's generator state for graphs is allocated anew then).
-            self._recorded.alive()
             self._registry.recheck((str(finished.device), self._recorded.emptied))
             source = self._models.source(finished.device)
             self._pools.note(graph)
@@ -314,7 +313,7 @@ class Watch:
             return
         if self.mode == "warn":  # nothing waits for it: off the engine's capture path
             # With the settings of now: a later graphcheck.watch(allow=...) is not its.
-            taken = (self.mode, self.allow, self.role, self._profiling.take_notes())
+            taken = Settings(self.mode, self.allow, self.role, self._profiling.take_notes())
             check = functools.partial(
                 self._check, "capture", [watched], fresh=False, at_capture=True, taken=taken
             )
@@ -392,7 +391,7 @@ class Watch:
             return None
         entries = census(model, allow=self.allow).entries
         with self._lock:
-            settings = (self.mode, self.allow, self.role)
+            settings = Settings(self.mode, self.allow, self.role)
             result = self._points.census(label, entries, source.describe(), settings, start)
         return self._points.finish(result, self.mode)
 
@@ -451,10 +450,9 @@ class Watch:
         fresh: bool,
         notes: tuple[str, ...] = (),
         at_capture: bool = False,
-        taken: tuple[str, tuple[str, ...], str, tuple[str, ...]] | None = None,
+        taken: Settings | None = None,
     ) -> CheckResult | None:
-        # `taken`: (mode, allow, role, profiling notes) of a queued check at capture, as they
-        # were at its capture.
+        # `taken`: the settings of a queued check at capture, as they were at its capture.
         if at_capture:
             self._deferred.drain()  # the queued ones first (a no-op on their own thread)
         else:
@@ -464,17 +462,19 @@ class Watch:
                 graphs = [g for g in graphs if not g.checked]
             if not graphs:  # before the sequence number and the profiling notes are taken
                 return None
-            mode, allow, role, more = taken or (
-                self.mode,
-                self.allow,
-                self.role,
-                self._profiling.take_notes(),
+            settings = taken or Settings(
+                self.mode, self.allow, self.role, self._profiling.take_notes()
             )
+            settings = settings._replace(notes=notes + settings.notes)
             result = self._points.check(
-                label, graphs, fresh=fresh, pools=self._pools,
-                settings=(mode, allow, role, notes + more), background=at_capture,
-            )  # fmt: skip
-        return self._points.finish(result, mode)
+                label,
+                graphs,
+                fresh=fresh,
+                pools=self._pools,
+                settings=settings,
+                background=at_capture,
+            )
+        return self._points.finish(result, settings.mode)
 
     # ------------------------------------------------------------------ lifetime
 
