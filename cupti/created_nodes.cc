@@ -56,6 +56,12 @@ void CreatedNodes::note(CUgraph graph, CUgraphNode node, CUgraphNodeType type) {
   last_->nodes.push_back(CreatedNode{node, type});
 }
 
+void CreatedNodes::count_unnoted() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  ++created_;
+  ++unnoted_;
+}
+
 void CreatedNodes::forget(CUgraph graph) {
   const std::lock_guard<std::mutex> lock(mutex_);
   by_graph_.erase(graph);
@@ -82,6 +88,11 @@ NodeTypes CreatedNodes::of(CUgraph graph, const std::vector<CUgraphNode>& handle
 std::uint64_t CreatedNodes::created() const {
   const std::lock_guard<std::mutex> lock(mutex_);
   return created_;
+}
+
+std::uint64_t CreatedNodes::unnoted() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return unnoted_;
 }
 
 std::size_t CreatedNodes::size() const {

@@ -61,12 +61,16 @@ class CreatedNodes {
   static constexpr std::size_t kMaxNotes = std::size_t{1} << 20U;
 
   void note(CUgraph graph, CUgraphNode node, CUgraphNodeType type);
+  /// @brief Counts a GRAPHNODE_CREATED without noting it (one of an exec graph's own copy).
+  void count_unnoted();
   void forget(CUgraph graph);
   /// @brief What the callbacks said of the nodes `handles` of `graph` (valid until the next
   /// `note` or `forget` of `graph`).
   [[nodiscard]] NodeTypes of(CUgraph graph, const std::vector<CUgraphNode>& handles) const;
   /// @brief GRAPHNODE_CREATED callbacks seen (noted or not).
   [[nodiscard]] std::uint64_t created() const;
+  /// @brief Of those, the ones `count_unnoted` counted.
+  [[nodiscard]] std::uint64_t unnoted() const;
   /// @brief Nodes noted, over every graph.
   [[nodiscard]] std::size_t size() const;
 
@@ -81,6 +85,7 @@ class CreatedNodes {
   CUgraph last_graph_ = nullptr;
   Notes* last_ = nullptr;
   std::uint64_t created_ = 0;
+  std::uint64_t unnoted_ = 0;
 };
 
 }  // namespace graphcheck::cupti

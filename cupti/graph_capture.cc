@@ -147,8 +147,7 @@ void GraphCapture::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData& 
   }
   if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
     if (t_instantiating > 0) {  // the exec graph's copy (see t_instantiating): counted only
-      created_instantiating_.fetch_add(1, std::memory_order_relaxed);
-      created_.note(nullptr, nullptr, graph->nodeType);
+      created_.count_unnoted();
       return;
     }
     // Once per node of every capture: a note under CreatedNodes' own lock, never the state
@@ -489,7 +488,7 @@ GraphCaptureStats GraphCapture::stats() const {
   const StateLock lock(*this);
   GraphCaptureStats stats = stats_;
   stats.nodes_created = created_.created();
-  stats.nodes_created_instantiating = created_instantiating_.load(std::memory_order_relaxed);
+  stats.nodes_created_instantiating = created_.unnoted();
   stats.nodes_noted = created_.size();
   return stats;
 }

@@ -251,7 +251,6 @@ class GraphCapture final : public CallbackHandler {
   // cached kernel layouts when it moves.
   std::atomic<std::uint64_t> unloads_{0};
   CreatedNodes created_;  // GRAPHNODE_CREATED's notes, under a lock of their own
-  std::atomic<std::uint64_t> created_instantiating_{0};
   // Mutable: a const query reads a captured graph on first demand (under mutex_).
   mutable GraphReader reader_;
   TensorMapTable tensor_maps_;
