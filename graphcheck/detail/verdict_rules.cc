@@ -27,9 +27,12 @@ constexpr std::string_view kFixLost =
     "register_constant_buffer for a constant, or list it in persistent_tensors() of its holder "
     "and call register_held_tensors(model); or declare it runtime state if the engine refills "
     "it before replay";
+// A dangling read is mostly a tensor bound anew (a reload's derived scale): keeping the old
+// one alive alone would freeze its values into the graph, so the fix says to refill in place.
 constexpr std::string_view kFixDangling =
-    "keep the tensor alive (and registered) for the graph's lifetime, or recapture the graph "
-    "after freeing it";
+    "keep the tensor alive at its address for the graph's lifetime and register it (to change "
+    "its values, copy_ into it rather than binding a new tensor to its name), or recapture the "
+    "graph after freeing it";
 constexpr std::string_view kFixReused =
     "the graph still uses memory that was freed and reused: keep the tensor alive for the "
     "graph's lifetime and register it (set_derived_buffer, register_constant_buffer, "
@@ -246,6 +249,22 @@ std::uint32_t VerdictRules::stale_allocation(const AddressHit& now, const Addres
                          std::to_string(was.generation) + " -> " +
                          std::to_string(alloc->generation) + ")",
                      kFixReused);
+    }
+    // A parameter or buffer at capture whose span is gone from E without moving, over the
+    // same allocation: the tensor left the registry (`del` and a plain attribute bound
+    // anew, as a process_weights_after_loading may do), so the engine no longer reloads or
+    // restores what the graph reads. Before, the allocation's label (a source line) was
+    // called unregistered, the owner's name lost and "register it" advised.
+    if (then.span != nullptr &&
+        (then.kind == OwnerKind::kParameter || then.kind == OwnerKind::kBuffer)) {
+      std::string detail = owner_text(*then.span) + " at " + epochs.baseline->label +
+                           " is no longer registered in " + epochs.checked->label +
+                           "; the graph still reads its storage, " + allocation_text(*alloc);
+      if (alloc->generation != was.generation) {
+        detail += " (generation " + std::to_string(was.generation) + " -> " +
+                  std::to_string(alloc->generation) + ")";
+      }
+      return finding(Verdict::kStale, owner, owner_kind, std::move(detail), stale_fix(then.kind));
     }
     return kUndecided;
   }

@@ -144,6 +144,39 @@ TEST(SameOwnerRule, ANewLargerAllocationOverAFreedBlockIsStaleNotDangling) {
   EXPECT_EQ(only_finding(report).verdict, Verdict::kStale);
 }
 
+TEST(SameOwnerRule, ARegisteredTensorThatLeftTheRegistryIsStaleByItsName) {
+  // A buffer at capture, deleted and bound anew as a plain attribute by a reload: its old
+  // storage is alive (the same allocation) and no span covers it. The graph reads what the
+  // engine no longer reloads: stale, owned by the buffer's name, not an "unregistered"
+  // source line with "register it" (a review's finding).
+  const Allocation block = make_alloc(kWs, 0x100, 1, "quant.py:169 in process_weights");
+  const Span scale = make_span(kWs, 0x100, OwnerKind::kBuffer, "layers.1.weight_scale");
+  const Report report =
+      check(one_reference(kWs + 0x10, {scale}, {block}, {{"after_reload", {}, {block}}}));
+  const Finding& f = only_finding(report);
+  EXPECT_EQ(f.verdict, Verdict::kStale);
+  EXPECT_EQ(f.owner, "layers.1.weight_scale");
+  EXPECT_EQ(f.owner_kind, OwnerKind::kBuffer);
+  EXPECT_EQ(f.detail,
+            "buffer \"layers.1.weight_scale\" at capture is no longer registered in "
+            "after_reload; the graph still reads its storage, allocation 0x7f0000100000 "
+            "\"quant.py:169 in process_weights\"");
+  EXPECT_THAT(f.fix, HasSubstr("refill the buffer in place"));
+  // Its bytes discarded as well (a sleep in between): still the owner that left, with the
+  // generations.
+  const Report slept = check(one_reference(
+      kWs + 0x10, {scale}, {block},
+      {{"after_wake", {}, {make_alloc(kWs, 0x100, 2, "quant.py:169 in process_weights")}}}));
+  EXPECT_EQ(only_finding(slept).verdict, Verdict::kStale);
+  EXPECT_THAT(only_finding(slept).detail, HasSubstr("(generation 1 -> 2)"));
+  // Runtime state that is no longer declared is not a registered tensor that left: the
+  // allocation decides (unregistered here).
+  EXPECT_EQ(only_verdict(
+                check(one_reference(kWs + 0x10, {make_span(kWs, 0x100, OwnerKind::kRuntime, "kv")},
+                                    {block}, {{"after", {}, {block}}}))),
+            Verdict::kUnregistered);
+}
+
 TEST(SameOwnerRule, StaleFixDependsOnTheOwnerKind) {
   std::vector<std::string> fixes;
   for (OwnerKind kind :
