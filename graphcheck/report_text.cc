@@ -300,7 +300,7 @@ std::string to_text(const Report& report) {
   if (!report.stale_allow.empty()) {
     out += fmt::format(
         "\nstale allowlist entries ({}): these globs match the owner of no reference in any "
-        "epoch; remove them from the allowlist ({})\n",
+        "epoch; fix (a hint below says how, where one applies) or remove them ({})\n",
         report.stale_allow.size(),
         stale_fails ? "they fail the check; --keep-stale-allow keeps them"
                     : "kept on purpose: --keep-stale-allow");

@@ -22,6 +22,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -327,6 +328,17 @@ Snapshot read_snapshot(const std::filesystem::path& path) {
   const auto fail = [&name](int error) {
     throw Error(name + ": cannot read the snapshot file: " + std::strerror(error));
   };
+  std::error_code kind_error;
+  if (std::filesystem::is_directory(path, kind_error)) {
+    // fopen opens a folder and fread fails with "Is a directory": say what to run instead.
+    std::error_code index_error;
+    const bool watch_folder = std::filesystem::exists(path / "index.jsonl", index_error);
+    throw Error(name + ": expected a snapshot file, found a folder" +
+                (watch_folder ? std::string(" written by graphcheck's watch: run graphcheck "
+                                            "report on it, or check one of its "
+                                            "*.snapshot.json files")
+                              : std::string()));
+  }
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(name.c_str(), "rb"),
                                                              &std::fclose);
   if (!file) {

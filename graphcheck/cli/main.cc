@@ -50,7 +50,12 @@ int main(int argc, char** argv) {
                        "' (run 'graphcheck --help' for the commands)");
       return cli::kExitUsage;
     }
-    if (const auto done = cli::parse_command_line(app, argc, args.data(), "graphcheck --help")) {
+    // A command's own help lists its options; the top-level help does not (a review followed
+    // it from `graphcheck check --format txt`).
+    const std::string help = args.size() > 1 && args[1][0] != '-'
+                                 ? "graphcheck " + std::string(args[1]) + " --help"
+                                 : std::string("graphcheck --help");
+    if (const auto done = cli::parse_command_line(app, argc, args.data(), help)) {
       return *done;
     }
     if (!run) {

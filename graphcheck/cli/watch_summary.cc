@@ -169,6 +169,11 @@ Report read_report_file(const fs::path& path) {
 
 void load_report(const fs::path& dir, ProcessRow& row) {
   const WatchEntry& entry = row.entry;
+  // The text report is pointed to even when its JSON twin is missing: it may be the one
+  // readable report of the row.
+  if (!entry.report_text.empty()) {
+    row.text_path = locate(dir, entry.report_text).value_or(fs::path()).string();
+  }
   if (entry.report_json.empty()) {
     row.missing = "the index line names no report (files.report_json is absent: writing it failed)";
     return;
@@ -180,9 +185,6 @@ void load_report(const fs::path& dir, ProcessRow& row) {
   }
   row.report = read_report_file(*path);
   row.report_path = path->string();
-  if (!entry.report_text.empty()) {
-    row.text_path = locate(dir, entry.report_text).value_or(fs::path()).string();
-  }
 }
 
 template <typename T>

@@ -113,18 +113,33 @@ void append_checkpoint(std::string& out, const CheckpointSummary& checkpoint) {
       ++with_findings;
     }
   }
-  const std::string processes = plural(checkpoint.processes.size(), "process");
-  out += fmt::format(
-      "\ncheck point \"{}\" at {}: {}\n", printable(checkpoint.label), utc_time(first),
-      with_findings == 0 ? "no findings on " + processes
-                         : fmt::format("findings on {} of {}", with_findings, processes));
+  // A row is one check point of one process: a process that captures its graphs one at a
+  // time has a row per graph under one label, which is not that many processes (a review
+  // read "no findings on 10 processes" for one).
+  std::set<std::pair<std::string, std::uint64_t>> distinct;
+  for (const ProcessRow& row : checkpoint.processes) {
+    distinct.emplace(row.entry.role, row.entry.pid);
+  }
+  const std::size_t rows = checkpoint.processes.size();
+  const std::string processes = plural(distinct.size(), "process");
+  std::string verdict = with_findings == 0
+                            ? "no findings on " + processes
+                            : fmt::format("findings on {} of {}", with_findings, processes);
+  if (distinct.size() != rows) {
+    const std::string points = plural(rows, "check point");
+    verdict = with_findings == 0
+                  ? fmt::format("no findings at {} of {}", points, processes)
+                  : fmt::format("findings at {} of {} ({})", with_findings, points, processes);
+  }
+  out += fmt::format("\ncheck point \"{}\" at {}: {}\n", printable(checkpoint.label),
+                     utc_time(first), verdict);
   for (std::size_t i = 0; i < checkpoint.processes.size(); ++i) {
     const ProcessRow& row = checkpoint.processes[i];
     out += fmt::format("  {:<{}}  #{}  {}{}\n", names[i], width, row.entry.seq, counts(row),
                        row.report ? "" : " (report missing: counts from index.jsonl)");
-    if (row.report && row.findings() > 0) {
-      out += fmt::format("      report: {}\n",
-                         file_name(row.text_path.empty() ? row.report_path : row.text_path));
+    const std::string& readable = row.text_path.empty() ? row.report_path : row.text_path;
+    if (row.findings() > 0 && !readable.empty()) {
+      out += fmt::format("      report: {}\n", file_name(readable));
     }
   }
   if (!checkpoint.owners.empty()) {
@@ -264,9 +279,14 @@ std::string to_text(const WatchSummary& summary) {
         missing.size());
   }
   for (const ProcessRow* row : missing) {
+    // Named as its row is: a process without a role is "pid N" already.
+    const bool named_by_pid = row->name == fmt::format("pid {}", row->entry.pid);
+    const std::string who =
+        named_by_pid
+            ? fmt::format("{} (#{})", printable(row->name), row->entry.seq)
+            : fmt::format("{} (pid {}, #{})", printable(row->name), row->entry.pid, row->entry.seq);
     out +=
-        fmt::format("  {} on {} (pid {}, #{}): {}\n", printable(row->entry.label),
-                    printable(row->name), row->entry.pid, row->entry.seq, printable(row->missing));
+        fmt::format("  {} on {}: {}\n", printable(row->entry.label), who, printable(row->missing));
   }
 
   // Each check point counts what it found: the total adds up an owner found at several.

@@ -461,6 +461,15 @@ Snapshot read_root(const JsonField& fields, RecordLists& lists) {
   fields.expect_object();
   const JsonField format = fields.required("format");
   if (!format.json().is_string() || format.json().get_ref<const std::string&>() != kFormat) {
+    if (format.json().is_string() &&
+        format.json().get_ref<const std::string&>() == "graphcheck-report") {
+      // A watch folder holds reports beside the snapshots: say which file this reads.
+      format.fail_with(
+          "expected \"graphcheck-snapshot\", found \"graphcheck-report\": this file is a "
+          "report; pass the snapshot it was checked from (the watch writes "
+          "p<pid>-graph<id>.snapshot.json beside its reports), or run graphcheck report on the "
+          "watch's folder");
+    }
     format.fail("\"graphcheck-snapshot\"");
   }
   const JsonField version = fields.required("version");

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 
 #include "unit/watch_folder_fixture.h"
@@ -109,6 +110,23 @@ TEST_F(CliReportTest, CleanFolderExitsZeroAndOutputGoesToTheFile) {
   EXPECT_EQ(to_file.status, 0) << to_file.err;
   EXPECT_EQ(to_file.out, "");
   EXPECT_EQ(Json::parse(read_text(output))["findings"], 0);
+}
+
+TEST_F(CliReportTest, OneProcessCapturingGraphsOneAtATimeIsOneProcessNotMany) {
+  // A process that captures its graphs one at a time has a check point per graph under one
+  // label: "no findings on 3 processes" was read for one (a review's finding).
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) {
+    add(on_rank(0, "capture", seq, make_report("capture", {})));
+  }
+  add(on_rank(0, "after_wake", 4, make_report("after_wake", {})));
+  add(on_rank(0, "after_wake", 5, make_report("after_wake", {finding(Verdict::kLost, kScale, 1)})));
+  write_index();
+  const RunResult result = run({"report", folder().string()});
+  EXPECT_EQ(result.status, 1) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("\n5 check points from 1 process, 2 labels\n"));
+  EXPECT_THAT(result.out, HasSubstr(": no findings at 3 check points of 1 process\n"));
+  EXPECT_THAT(result.out, HasSubstr(": findings at 1 of 2 check points (1 process)\n"));
+  EXPECT_THAT(result.out, Not(HasSubstr("processes")));
 }
 
 TEST_F(CliReportTest, StaleGlobsFailUnlessKeptAndRoleLessProcessesAreNamedByPid) {

@@ -281,6 +281,11 @@ TEST_F(CliTest, BadFlagsAndMissingArgumentsExitTwo) {
   expect_usage_error(run({"check", data("verdict_registered.json"), "--frobnicate"}),
                      "--frobnicate");
   expect_usage_error(run({"check", data("verdict_registered.json"), "--format", "xml"}), "xml");
+  // The command's own help lists its options; the top-level one does not.
+  expect_usage_error(run({"check", data("verdict_registered.json"), "--format", "xml"}),
+                     "(run 'graphcheck check --help' for usage)");
+  expect_usage_error(run({"report", "--frobnicate", "x"}),
+                     "(run 'graphcheck report --help' for usage)");
   expect_usage_error(run({"check"}), "SNAPSHOT");
   for (const char* threads : {"-1", "many", "257"}) {
     expect_usage_error(run({"check", data("verdict_registered.json"), "--threads", threads}),

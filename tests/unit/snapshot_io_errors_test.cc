@@ -62,7 +62,12 @@ TEST(SnapshotErrors, TopLevelMustBeAnObject) {
 TEST(SnapshotErrors, FormatAndVersionAreChecked) {
   EXPECT_EQ(error_of(R"({"version": 1})"), R"(t.json: top level: missing required key "format")");
   EXPECT_EQ(error_of(R"({"format": "graphcheck-report", "version": 1})"),
-            R"(t.json: format: expected "graphcheck-snapshot", found "graphcheck-report")");
+            R"(t.json: format: expected "graphcheck-snapshot", found "graphcheck-report": )"
+            R"(this file is a report; pass the snapshot it was checked from (the watch writes )"
+            R"(p<pid>-graph<id>.snapshot.json beside its reports), or run graphcheck report on )"
+            R"(the watch's folder)");
+  EXPECT_EQ(error_of(R"({"format": "graphcheck-other", "version": 1})"),
+            R"(t.json: format: expected "graphcheck-snapshot", found "graphcheck-other")");
   EXPECT_EQ(error_of(R"({"format": "graphcheck-snapshot", "version": 2})"),
             "t.json: version: expected 1 (this build reads snapshot format version 1), found 2");
 }

@@ -391,7 +391,13 @@ TEST_F(SnapshotFiles, ErrorsNameThePathAndTheSystemError) {
               ::testing::ThrowsMessage<Error>(
                   missing + ": cannot read the snapshot file: No such file or directory"));
   EXPECT_THAT([&] { (void)read_snapshot(dir_); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("Is a directory")));
+              ::testing::ThrowsMessage<Error>(dir_.string() +
+                                              ": expected a snapshot file, found a folder"));
+  // A watch's folder: what to run on it instead.
+  std::ofstream(dir_ / "index.jsonl").close();
+  EXPECT_THAT([&] { (void)read_snapshot(dir_); },
+              ::testing::ThrowsMessage<Error>(HasSubstr(
+                  "found a folder written by graphcheck's watch: run graphcheck report on it")));
   const std::string nowhere = (dir_ / "no" / "s.json").string();
   EXPECT_THAT([&] { write_snapshot(parse_snapshot(kExample), nowhere); },
               ::testing::ThrowsMessage<Error>(
