@@ -141,7 +141,7 @@ FindingsTable.prototype.ownerRow = function (row) {
                            event.stopPropagation();
                            state.select({owner: row.owner});
                          }) : null]),
-    el("td", {"data-label": "kind"}, row.kind || "no span"),
+    el("td", {"data-label": "kind"}, row.kind || "allocation label"),
     el("td", {"data-label": "verdicts"}, verdictBadges(findings)),
     el("td", {class: "num", "data-label": "refs"}, findings.length),
     el("td", {class: "kernels", "data-label": "kernels"}, expandable(kernels, 2, function (k) {

@@ -24,7 +24,9 @@ var OK_VERDICT_OF_KIND = {
 var KIND_NOUNS = {
   parameter: ["parameter", "parameters"], buffer: ["buffer", "buffers"],
   runtime: ["runtime span", "runtime spans"], graph: ["graph span", "graph spans"],
-  input: ["input", "inputs"], "": ["tensor no span covers", "tensors no span covers"]
+  // An owner with no kind is an allocation's label (a census path, a creation site), as the
+  // text report says: one label may cover several tensors.
+  input: ["input", "inputs"], "": ["allocation label", "allocation labels"]
 };
 
 function isFinding(verdict) { return FINDING_VERDICTS.indexOf(verdict) >= 0; }

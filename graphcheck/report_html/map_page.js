@@ -18,7 +18,7 @@ function describeRef(page, i) {
   });
   findings.forEach(function (f) {
     lines.push(el("div", {}, "owner " + (f.owner || "(none)") + " (" +
-                             (f.owner_kind || "no span") + "): " + f.detail));
+                             (f.owner_kind || "allocation label") + "): " + f.detail));
   });
   // The fix once, however many findings share it.
   distinct(findings.map(function (f) { return f.fix; })).forEach(function (fix) {
