@@ -297,12 +297,21 @@ class Capture:
         Checks go through a session the capture keeps: checking again after
         nothing changed costs a comparison of the epochs, and after a sleep
         and wake (new generations, the same ranges) only the references whose
-        owner can change are decided again (docs/verdicts.md).
+        owner can change are decided again (docs/verdicts.md). Raises
+        :class:`~graphcheck.GraphcheckValueError` for a ``baseline`` that is not
+        a recorded epoch.
         """
         for value, what in ((epoch, "epoch"), (baseline, "baseline")):
             if value is not None:
                 require_text(value, f"Capture.check: {what}")
         allow = require_texts(allow, "Capture.check: allow")
+        if baseline is not None and baseline not in self.epochs:
+            # Checked here: the session also holds the transient "now", which its own error
+            # listed as a label to pass (a review's finding).
+            raise GraphcheckValueError(
+                f"Capture.check: baseline {baseline!r} is not a recorded epoch (recorded: "
+                f"{', '.join(self.epochs)}); pass one of those labels, or None for the capture"
+            )
         now = None
         if epoch is None:
             now = self._now(NOW_EPOCH, "check")

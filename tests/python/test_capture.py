@@ -281,6 +281,14 @@ def test_epoch_labels_and_check_errors() -> None:
         cap.check("after", allow="shift")
     assert cap.check().epoch == "now"
     assert cap.epochs == ["capture", "after"]  # the transient epoch is not kept
+    # A bad baseline names the recorded epochs only, not the transient "now" it cannot be.
+    for epoch in (None, "after"):
+        with pytest.raises(graphcheck.GraphcheckValueError) as raised:
+            cap.check(epoch, baseline="x")
+        assert str(raised.value) == (
+            "Capture.check: baseline 'x' is not a recorded epoch (recorded: capture, after); "
+            "pass one of those labels, or None for the capture"
+        )
 
 
 def test_save_writes_a_snapshot_the_cli_checks_identically(tmp_path: Path, cli: Path) -> None:

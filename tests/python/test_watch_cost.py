@@ -363,6 +363,29 @@ def test_the_same_findings_are_logged_in_full_once(caplog: pytest.LogCaptureFixt
     del graphs
 
 
+def test_with_a_folder_the_same_owners_are_named_once_too(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    # With a folder each check point's line points to its report; its owners, the same at
+    # every capture of one model, were listed on every line (a review counted 10 alike).
+    model = build_reference_model(ReferenceConfig(variant="legacy", hidden=64, head_dim=16), 0)
+    inputs = reference_inputs(model, 8)
+    watch = fake_watch(model=model, out_dir=tmp_path)
+    with caplog.at_level("WARNING", logger="graphcheck.watch"):
+        graphs = [capture_fake(model, **inputs) for _ in range(3)]
+        watch.flush()
+    first, *later = watch.results
+    lines = [r.getMessage() for r in caplog.records if "check point #" in r.getMessage()]
+    assert len(lines) == 3 and " owner(s): " in lines[0] and "(report: " in lines[0]
+    for line, result in zip(lines[1:], later, strict=True):
+        assert " owner(s)" not in line and "to fix" not in line
+        assert line.endswith(
+            f"(the same verdicts and owners as check point #{first.seq}; "
+            f"report: {result.files['report_text']})"
+        )
+    del graphs
+
+
 @pytest.mark.parametrize(
     ("call", "match"),
     [

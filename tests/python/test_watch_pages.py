@@ -109,6 +109,13 @@ def test_changes_say_what_moved_and_when_a_process_starts_failing_or_passing() -
         "now fails, stale +7, registered -7"
     )
     assert changes(entry(True), entry(False, lost=2)) == "now passes, lost -2"
+    # Over other graphs the counts are not compared (a check point of ten graphs after the
+    # check of one at its capture).
+    many = {**entry(False, stale=60, registered=400), "graphs": [*range(1, 11), 12]}
+    assert changes(many, {**entry(True), "graphs": [10]}) == (
+        "now fails, graphs 1-10, 12 (before: 10): counts not compared"
+    )
+    assert changes({**entry(True), "graphs": [3]}, {**entry(True), "graphs": [3]}) == "no change"
 
 
 def test_set_navigation_refuses_a_page_without_its_block(tmp_path: Path) -> None:

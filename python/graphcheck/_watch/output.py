@@ -162,20 +162,21 @@ class CheckResult:
         """The header and the text report (``str(report)``)."""
         return f"{self.header()}\n\n{self.report}"
 
-    def summary_line(self) -> str:
+    def summary_line(self, owners: bool = True) -> str:
         """One line for logs: label, graphs, the finding counts and the first owners by name.
 
         A server's log may be all an engineer reads: the line names up to
-        :data:`SUMMARY_OWNERS` owners (in the report's order) and how many more there are.
+        :data:`SUMMARY_OWNERS` owners (in the report's order) and how many more there are
+        (none with ``owners`` False: a line that says they were logged before).
         """
         counts = ", ".join(f"{v} {n}" for v, n in self.counts.items()) or "no findings"
         who = f"graphcheck[{printable(self.role)}]" if self.role else "graphcheck"
-        owners = list(dict.fromkeys(f.owner for f in self.report.findings))
+        found = list(dict.fromkeys(f.owner for f in self.report.findings))
         named = ""
-        if owners:
-            shown = ", ".join(printable(o) for o in owners[:SUMMARY_OWNERS])
-            more = len(owners) - SUMMARY_OWNERS
-            named = f" in {len(owners)} owner(s): {shown}" + (
+        if found and owners:
+            shown = ", ".join(printable(o) for o in found[:SUMMARY_OWNERS])
+            more = len(found) - SUMMARY_OWNERS
+            named = f" in {len(found)} owner(s): {shown}" + (
                 f" and {more} more" if more > 0 else ""
             )
         return (
@@ -293,12 +294,15 @@ def log_result(result: CheckResult, mode: str, same_as: int | None = None) -> No
 
     Clean: info. Findings in ``warn`` mode: a warning with the report file, or the text report
     when none was written, unless check point ``same_as`` found the same (:func:`finding_key`;
-    an engine's graphs of one model read the same tensors: its text report is not logged once
-    per graph). In ``error`` mode the findings are the :class:`FindingsError`'s.
+    an engine's graphs of one model read the same tensors: neither its text report nor its
+    owners are logged once per graph, with a folder or without). In ``error`` mode the findings
+    are the :class:`FindingsError`'s.
     """
     where = f" (report: {result.files['report_text']})" if result.files else ""
-    if not result.files and same_as is not None:
-        where = f" (the same verdicts and owners as check point #{same_as}, logged there)"
+    if same_as is not None:
+        where = f" (the same verdicts and owners as check point #{same_as}" + (
+            f"; report: {result.files['report_text']})" if result.files else ", logged there)"
+        )
     for skip in result.skipped:
         log.warning("graphcheck: check point %r: %s", result.label, skip)
     if result.report.stale_allow:
@@ -314,4 +318,4 @@ def log_result(result: CheckResult, mode: str, same_as: int | None = None) -> No
         log.info("%s%s", result.summary_line(), where)
     elif mode == "warn":
         text = "" if result.files or same_as is not None else f"\n{result.text()}"
-        log.warning("%s%s%s", result.summary_line(), where, text)
+        log.warning("%s%s%s", result.summary_line(owners=same_as is None), where, text)

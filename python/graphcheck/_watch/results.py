@@ -172,7 +172,7 @@ class CheckPoints:
     def finish(self, result: CheckResult, mode: str) -> CheckResult:
         """Logs ``result`` as ``mode`` says; raises :class:`FindingsError` in ``error`` mode."""
         same_as = None
-        if not result.ok and not result.files:  # the text goes to the log: once per findings
+        if not result.ok:  # the owners (and the text without a folder) are logged once
             with self._lock:
                 same_as = self._logged.setdefault(finding_key(result), result.seq)
             same_as = None if same_as == result.seq else same_as
