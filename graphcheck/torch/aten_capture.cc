@@ -129,7 +129,10 @@ void note_moved(CaptureState& state, StorageInfo& info, const at::Tensor& tensor
   info.size = extent.storage_size;
 }
 
-void note_tensor(CaptureState& state, const at::Tensor& tensor, Access access, std::uint32_t op) {
+// Classifies the tensor's storage, and logs it as an operand of the op unless `log` is false
+// (an op that touches no memory of its own: OpNames::touches_nothing).
+void note_tensor(CaptureState& state, const at::Tensor& tensor, Access access, std::uint32_t op,
+                 bool log) {
   if (!tensor.defined()) {
     return;
   }
@@ -145,21 +148,24 @@ void note_tensor(CaptureState& state, const at::Tensor& tensor, Access access, s
   } else if (found->begin != extent->storage_begin || found->size != extent->storage_size) {
     note_moved(state, *found, tensor, *extent, op);
   }
-  state.operands.push_back(
-      LoggedOperand{extent->view_begin, extent->view_end - extent->view_begin});
+  if (log) {
+    state.operands.push_back(
+        LoggedOperand{extent->view_begin, extent->view_end - extent->view_begin});
+  }
 }
 
-void note_value(CaptureState& state, const c10::IValue& value, Access access, std::uint32_t op) {
+void note_value(CaptureState& state, const c10::IValue& value, Access access, std::uint32_t op,
+                bool log) {
   if (value.isTensor()) {
-    note_tensor(state, value.toTensor(), access, op);
+    note_tensor(state, value.toTensor(), access, op, log);
   } else if (value.isList()) {
     // Tensor lists, optional tensor lists and generic lists are all boxed as lists.
     for (const c10::IValue& element : value.toListRef()) {
-      note_value(state, element, access, op);
+      note_value(state, element, access, op, log);
     }
   } else if (value.isTuple()) {
     for (const c10::IValue& element : value.toTupleRef().elements()) {
-      note_value(state, element, access, op);
+      note_value(state, element, access, op, log);
     }
   }
 }
@@ -204,8 +210,11 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   const auto first = static_cast<std::uint32_t>(state->operands.size());
   state->open.push_back(state->ops.size());
   state->ops.push_back(OpEntry{name, first, 0, 0, 0});
+  // Storages are classified whatever the op (the first op to see one names it), but an op
+  // that touches no memory of its own logs no operand: its nested ops log theirs.
+  const bool log = !state->names.touches_nothing(name);
   for (const c10::IValue& input : fn.inputs()) {
-    note_value(*state, input, Access::kRead, name);
+    note_value(*state, input, Access::kRead, name, log);
   }
   state->ops[state->open.back()].input_count =
       static_cast<std::uint32_t>(state->operands.size()) - first;
@@ -226,10 +235,11 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* /*context*/) {
   const auto first = static_cast<std::uint32_t>(state->operands.size());
   const std::uint32_t name = state->ops[op].name;
   const std::uint32_t views = state->names.view_returns(name);
+  const bool log = !state->names.touches_nothing(name);
   const auto& outputs = fn.outputs();
   for (std::size_t r = 0; r < outputs.size(); ++r) {
     if (r >= 32 || (views & (std::uint32_t{1} << r)) == 0) {
-      note_value(*state, outputs[r], Access::kWrite, name);
+      note_value(*state, outputs[r], Access::kWrite, name, log);
     }
   }
   state->ops[op].outputs = first;

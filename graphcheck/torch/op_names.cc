@@ -4,6 +4,7 @@
 #include <ATen/record_function.h>
 #include <graphcheck/torch/detail/op_names.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -53,11 +54,54 @@ std::uint32_t view_returns_of(const at::RecordFunction& fn) noexcept {
   return mask;
 }
 
+bool touches_nothing_of(const at::RecordFunction& fn) noexcept {
+  try {
+    const std::optional<c10::FunctionSchema> schema = fn.operator_schema();
+    // torch's own ops only: a custom op defined with a bare function (`m.def(schema, fn)`)
+    // has only a CompositeImplicitAutograd kernel and may read its tensors' data itself, and
+    // its schema's aliases are its author's word, not torch's.
+    if (!schema || schema->name().rfind("aten::", 0) != 0) {
+      return false;
+    }
+    const std::optional<c10::OperatorHandle> op =
+        c10::Dispatcher::singleton().findOp(schema->operator_name());
+    if (!op) {
+      return false;
+    }
+    if (op->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) &&
+        !op->hasKernelForAnyDispatchKey(
+            c10::DispatchKeySet({c10::DispatchKey::CPU, c10::DispatchKey::CUDA,
+                                 c10::DispatchKey::CompositeExplicitAutograd,
+                                 c10::DispatchKey::CompositeExplicitAutogradNonFunctional}))) {
+      return true;  // a decomposition: its nested ops log what they touch
+    }
+    const std::vector<c10::Argument>& returns = schema->returns();
+    if (returns.empty()) {
+      return false;
+    }
+    if (changes_only_metadata(fn)) {
+      return true;
+    }
+    for (const c10::Argument& argument : schema->arguments()) {
+      const c10::AliasInfo* alias = argument.alias_info();
+      if (alias != nullptr && alias->isWrite()) {
+        return false;
+      }
+    }
+    return std::all_of(returns.begin(), returns.end(), [](const c10::Argument& ret) {
+      const c10::AliasInfo* alias = ret.alias_info();
+      return alias != nullptr && !alias->isWrite();
+    });
+  } catch (const std::exception&) {
+    return false;  // logged as any op
+  }
+}
+
 namespace {
 
-// view_returns_of per operator (name and overload: `fn.name()` has no overload, and two
-// overloads may return otherwise), process-wide: each capture opens a window of its own,
-// which otherwise read every op's schema again (a copy of its arguments and a
+// view_returns_of and touches_nothing_of per operator (name and overload: `fn.name()` has no
+// overload, and two overloads may return otherwise), process-wide: each capture opens a window of
+// its own, which otherwise read every op's schema again (a copy of its arguments and a
 // Dispatcher::findOp per name: 9% of a window's cost in a profile of back-to-back captures of
 // the reference model). A function without a schema (a string-named scope) is not kept: its
 // mask is 0, and its names are not bounded. Emptied whenever an op is deregistered, since
@@ -70,27 +114,27 @@ class ViewReturnsCache {
     static auto* const cache = new ViewReturnsCache;  // NOLINT(cppcoreguidelines-owning-memory)
     return *cache;
   }
-  std::uint32_t view_returns(const at::RecordFunction& fn) {
+  OpNames::Traits traits(const at::RecordFunction& fn) {
     const std::optional<c10::OperatorName> op = fn.operator_name();
     if (!op) {
-      return 0;  // as view_returns_of: no schema
+      return {};  // as view_returns_of and touches_nothing_of: no schema
     }
     std::string key = op->overload_name.empty() ? op->name : op->name + "." + op->overload_name;
     std::uint64_t generation = 0;
     {
       const std::scoped_lock lock(mutex_);
-      if (const auto found = masks_.find(key); found != masks_.end()) {
+      if (const auto found = by_op_.find(key); found != by_op_.end()) {
         return found->second;
       }
       generation = generation_;
     }
     // Outside the lock (it reads the dispatcher, whose listener below takes the lock).
-    const std::uint32_t mask = view_returns_of(fn);
+    const OpNames::Traits traits{view_returns_of(fn), touches_nothing_of(fn)};
     const std::scoped_lock lock(mutex_);
     if (generation == generation_) {
-      masks_.emplace(std::move(key), mask);
+      by_op_.emplace(std::move(key), traits);
     }
-    return mask;
+    return traits;
   }
 
  private:
@@ -100,7 +144,7 @@ class ViewReturnsCache {
     void onOperatorRegistered(const c10::OperatorHandle& /*op*/) override {}
     void onOperatorDeregistered(const c10::OperatorHandle& /*op*/) override {
       const std::scoped_lock lock(cache_.mutex_);
-      cache_.masks_.clear();
+      cache_.by_op_.clear();
       ++cache_.generation_;
     }
 
@@ -113,8 +157,8 @@ class ViewReturnsCache {
             std::make_unique<Listener>(*this))) {}
 
   std::mutex mutex_;
-  std::unordered_map<std::string, std::uint32_t> masks_;  // by "name" or "name.overload"
-  std::uint64_t generation_ = 0;                          // deregistrations seen
+  std::unordered_map<std::string, OpNames::Traits> by_op_;  // by "name" or "name.overload"
+  std::uint64_t generation_ = 0;                            // deregistrations seen
   c10::RegistrationHandleRAII registration_;
 };
 
@@ -126,7 +170,7 @@ OpNames::OpNames() {
 
 std::uint32_t OpNames::add(const at::RecordFunction& fn, std::uintptr_t key) {
   names_.emplace_back(fn.name());
-  view_returns_.push_back(ViewReturnsCache::instance().view_returns(fn));
+  traits_.push_back(ViewReturnsCache::instance().traits(fn));
   const auto index = static_cast<std::uint32_t>(names_.size() - 1);
   by_pointer_.assign(key, index);
   return index;

@@ -108,13 +108,13 @@ def test_files_one_pair_per_check_point_sorting_by_time(tmp_path: Path) -> None:
     assert report == result.report
     index = [json.loads(line) for line in (out / "index.jsonl").read_text().splitlines()]
     assert [e["label"] for e in index] == ["capture", "after wake/level 2"]
-    assert index[1]["summary"]["lost"] == 30 and index[1]["files"] == result.files
+    assert index[1]["summary"]["lost"] == 26 and index[1]["files"] == result.files
     # Each check point's page (the report embedded, the graph's map) and one index page.
     page = Path(result.files["report_html"]).read_text()
     assert page.startswith("<!DOCTYPE html>") or page.lower().startswith("<!doctype html>")
-    assert '"lost":30' in page.replace(" ", "") and "after wake/level 2" in page
+    assert '"lost":26' in page.replace(" ", "") and "after wake/level 2" in page
     listing = (out / "index.html").read_text()
-    assert listing.count('<tr id="checkpoint-') == 2 and "lost 30" in listing
+    assert listing.count('<tr id="checkpoint-') == 2 and "lost 26" in listing
     assert f'href="{Path(result.files["report_html"]).name}"' in listing
     # The graph's snapshot holds every epoch so far: the CLI reproduces the check.
     snapshot = graphcheck.read_snapshot(result.files["snapshot:1"])
@@ -140,10 +140,10 @@ def test_warn_mode_logs_the_summary_and_the_report(caplog: pytest.LogCaptureFixt
     model, _ = model_in_arena("legacy")
     with caplog.at_level("WARNING", logger="graphcheck.watch"):
         watch.capture(model, **reference_inputs(model))
-    assert "check point #1 'capture': 1 graph(s), 811 references: unregistered 30" in caplog.text
+    assert "check point #1 'capture': 1 graph(s), 548 references: unregistered 26" in caplog.text
     # The line alone names what to look at: the first owners and how many more.
     assert (
-        "unregistered 30 in 19 owner(s): layers.0.self_attn.qkv_proj.quant_method.packed, "
+        "unregistered 26 in 19 owner(s): layers.0.self_attn.qkv_proj.quant_method.packed, "
         "layers.0.self_attn.qkv_proj.quant_method.sign_table, "
         "layers.0.self_attn.qkv_proj.quant_method.scale and 16 more"
     ) in caplog.text
@@ -159,7 +159,7 @@ def test_check_on_capture_off_waits_for_check_pending() -> None:
     assert watch.results == []
     result = watch.check_pending()
     assert result.graphs == (1, 2) and result.report.summary["graphs"] == 2
-    assert result.report.summary["unregistered"] == 60
+    assert result.report.summary["unregistered"] == 52
     assert [f.graph for f in result.report.findings][:1] == [1]
     assert watch.check_pending() is None
 

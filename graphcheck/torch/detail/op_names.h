@@ -23,7 +23,20 @@ namespace graphcheck::libtorch::detail {
 /// scope) and for returns past the 32nd. Never throws.
 std::uint32_t view_returns_of(const at::RecordFunction& fn) noexcept;
 
-/// @brief The op names one window saw, each stored once with its `view_returns_of`. Keyed by
+/// @brief True when `fn`'s op touches no memory of its own, so that its node logs no operand
+/// (a CUDA graph has no kernel for it): a view op (every return a view of an argument, no
+/// argument written, or an in-place view op, which changes only sizes and strides), and an
+/// op implemented only as a decomposition (a CompositeImplicitAutograd kernel and none for
+/// CPU, CUDA or CompositeExplicitAutograd: `aten::linear`, `aten::matmul`), whose nested ops
+/// do the reads and writes and log them. Counting both read one weight six times per GEMM on
+/// the CPU twin (linear, t, transpose, as_strided, matmul, mm). Only for torch's `aten`
+/// ops (a custom op's bare kernel is a CompositeImplicitAutograd one and may read data
+/// itself); false for a function without a dispatcher schema and whenever torch cannot say.
+/// Never throws.
+bool touches_nothing_of(const at::RecordFunction& fn) noexcept;
+
+/// @brief The op names one window saw, each stored once with its `view_returns_of` and
+/// `touches_nothing_of`. Keyed by
 /// the pointer RecordFunction hands out (a dispatcher op's schema name, stable while the op is
 /// registered) and checked by content, since a string-named function's pointer may be reused
 /// for another name. A dispatcher op's schema is read once per operator (name and overload)
@@ -46,15 +59,25 @@ class OpNames {
   [[nodiscard]] const std::string& operator[](std::uint32_t index) const { return names_[index]; }
   /// @brief `view_returns_of` the op of index `index`.
   [[nodiscard]] std::uint32_t view_returns(std::uint32_t index) const {
-    return view_returns_[index];
+    return traits_[index].view_returns;
   }
+  /// @brief `touches_nothing_of` the op of index `index`.
+  [[nodiscard]] bool touches_nothing(std::uint32_t index) const {
+    return traits_[index].touches_nothing;
+  }
+
+  /// @brief What the window needs of an op's schema, read once per operator.
+  struct Traits {
+    std::uint32_t view_returns = 0;
+    bool touches_nothing = false;
+  };
 
  private:
   std::uint32_t add(const at::RecordFunction& fn, std::uintptr_t key);
 
   graphcheck::detail::PointerTable<std::uint32_t> by_pointer_;
   std::vector<std::string> names_;
-  std::vector<std::uint32_t> view_returns_;  // per name
+  std::vector<Traits> traits_;  // per name
 };
 
 }  // namespace graphcheck::libtorch::detail
