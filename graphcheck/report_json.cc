@@ -242,6 +242,11 @@ Json report_tree(const Report& report) {
 }  // namespace
 
 std::string to_json(const Report& report, int indent) {
+  if (indent > kMaxJsonIndent) {
+    throw Error("to_json: indent " + std::to_string(indent) + " is wider than " +
+                std::to_string(kMaxJsonIndent) + " spaces; pass 0 to " +
+                std::to_string(kMaxJsonIndent) + ", or a negative indent for one line");
+  }
   if (indent < 0) {
     std::string text;
     detail::stream_report_json(report, [&text](std::string_view piece) { text += piece; });

@@ -153,6 +153,20 @@ class ReplayContext {
     }
     CapturedStorage& captured = storages_[at];
     if (captured.origin == StorageOrigin::kGraph) {
+      // The graph holds its own memory, but its storage object is shared with the tensors
+      // the capture returned: `output.untyped_storage().resize_(0)` (how FSDP and engines
+      // free a tensor's memory) leaves it without the bytes the ops write (a hostile tester
+      // crashed the replay so).
+      if (reinterpret_cast<Address>(captured.owned.data_ptr().get()) != captured.begin ||
+          captured.owned.nbytes() < captured.size) {
+        throw Error("CapturedGraph::replay: " + describe(op_index, op) + " uses " +
+                    std::to_string(captured.size) + " bytes of the graph's own memory at " +
+                    format_address(captured.begin) + " (first used by " + captured.first_op +
+                    "), whose storage was freed or resized since the capture (" +
+                    std::to_string(captured.owned.nbytes()) + " bytes now); a CUDA graph " +
+                    "replayed now would write freed memory. Leave the graph's outputs' storage " +
+                    "as the capture made it while the graph lives, or capture again");
+      }
       live_[at] = captured.owned;
     } else if (captured.in_arena) {
       if (!captured.arena_view) {
@@ -356,6 +370,13 @@ std::optional<TensorRef> GraphRecorder::ref_of(const at::Tensor& tensor, Capture
     mark_unsupported(op,
                      "an operand without readable strided storage (sparse, mkldnn, nested "
                      "or a wrapper subclass)");
+    return std::nullopt;
+  }
+  if (tensor.is_quantized()) {
+    // Its quantizer (scale, zero point) lives in the tensor's QTensorImpl, which a replay's
+    // plain view over the storage does not have: a quantized kernel then read a quantizer
+    // that was not there (a segmentation fault).
+    mark_unsupported(op, "a quantized operand (its quantizer is not recorded)");
     return std::nullopt;
   }
   TensorRef ref;

@@ -110,8 +110,13 @@ struct Report {
   friend bool operator==(const Report&, const Report&) = default;
 };
 
+/// @brief The widest indent `to_json` takes (spaces per level).
+inline constexpr int kMaxJsonIndent = 64;
+
 /// @brief The report as JSON text (report format version 1), pretty-printed when
-/// `indent` >= 0.
+/// `indent` >= 0, on one line when it is negative. Throws graphcheck::Error for an indent
+/// past kMaxJsonIndent (nlohmann's serializer read past its indent buffer beyond 1,024).
+/// Thread-safe for concurrent calls on one report.
 [[nodiscard]] std::string to_json(const Report& report, int indent = 2);
 
 /// @brief The human report: findings grouped by kernel and owner, each group with its fix,

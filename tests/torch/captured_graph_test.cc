@@ -2,6 +2,7 @@
 // CUDA graph's memory semantics (private intermediates kept, pre-existing storages only
 // addressed).
 #include <ATen/ATen.h>
+#include <ATen/native/Resize.h>
 #include <ATen/record_function.h>
 #include <gmock/gmock.h>
 #include <graphcheck/error.h>
@@ -267,6 +268,35 @@ TEST(CapturedGraph, OpsWithOperandsItCannotRebuildAreRefusedAtReplay) {
   EXPECT_THAT(thrown_message([&] { record.replayable->replay(); }),
               HasSubstr("op 0 (aten::to_dense) was not recorded for replay: an operand without "
                         "readable strided storage"));
+}
+
+TEST(CapturedGraph, AQuantizedOperandIsRefusedAtReplayNotRebuiltWithoutItsQuantizer) {
+  // A plain view over a quantized tensor's storage claimed to be quantized and had no
+  // quantizer: the dequantize kernel crashed the process (a hostile tester's finding).
+  const at::Tensor packed = at::quantize_per_tensor(at::ones({8}), 0.5, 3, at::kQInt8);
+  CaptureWindow window;
+  const at::Tensor out = packed.dequantize() * 2;
+  const CaptureRecord record = window.finish();
+  EXPECT_THAT(thrown_message([&] { record.replayable->replay(); }),
+              HasSubstr("op 0 (aten::dequantize) was not recorded for replay: a quantized "
+                        "operand (its quantizer is not recorded)"));
+}
+
+TEST(CapturedGraph, ReplayAfterTheOutputsStorageWasFreedFailsClearly) {
+  // `resize_(0)` of an output's storage (how FSDP and engines free a tensor's memory) left
+  // the graph's own storage without its bytes, and the replay wrote freed memory.
+  const at::Tensor x = at::ones({1024});
+  CaptureWindow window;
+  window.declare_input("x", x);
+  const at::Tensor out = x * 3;
+  const CaptureRecord record = window.finish();
+  const Address begin = address_of(out);
+  at::native::resize_bytes_cpu(out.storage().unsafeGetStorageImpl(), 0);  // untyped_storage()
+                                                                          // .resize_(0)
+  const std::string message = thrown_message([&] { record.replayable->replay(); });
+  EXPECT_THAT(message, HasSubstr("op 0 (aten::mul) uses 4096 bytes of the graph's own memory at " +
+                                 format_address(begin)));
+  EXPECT_THAT(message, HasSubstr("freed or resized since the capture (0 bytes now)"));
 }
 
 TEST(CapturedGraph, ConjugateViewsKeepTheirConjugateBit) {

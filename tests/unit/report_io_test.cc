@@ -97,6 +97,18 @@ TEST(ReportJson, WritesTheDocumentedLayout) {
   EXPECT_THAT(to_json(sample_report()), HasSubstr("\n  \"epoch\": \"after_wake\",\n"));
 }
 
+TEST(ReportJson, AnIndentPastTheWidestIsRefused) {
+  // nlohmann's serializer grows its indent buffer once per level: an indent past 1,024 read
+  // heap bytes past it, and 2^31 - 1 crashed (a hostile tester's finding).
+  EXPECT_THAT(to_json(sample_report(), kMaxJsonIndent), HasSubstr("\"epoch\""));
+  for (const int indent : {kMaxJsonIndent + 1, 100000, 2147483647}) {
+    EXPECT_THAT([&] { (void)to_json(sample_report(), indent); },
+                ::testing::ThrowsMessage<Error>(
+                    "to_json: indent " + std::to_string(indent) +
+                    " is wider than 64 spaces; pass 0 to 64, or a negative indent for one line"));
+  }
+}
+
 TEST(ReportJson, RoundTrips) {
   const Report report = sample_report();
   EXPECT_EQ(parse_report(to_json(report)), report);
