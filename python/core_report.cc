@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "graphcheck/detail/glob.h"
 #include "graphcheck/detail/text_groups.h"
 #include "python/core_bindings.h"
 #include "python/text_arg.h"
@@ -361,6 +362,17 @@ void bind_report(py::module_& m) {
       py::arg("text"),
       "Parses report JSON (format version 1), as Report.to_json() writes it. Raises "
       "GraphcheckError naming the JSON path of a bad field.");
+  m.def(
+      "glob_matches",
+      [](const py::object& glob, const py::object& name) {
+        return detail::glob_matches(text_of(glob, "glob"), text_of(name, "name"));
+      },
+      py::arg("glob"), py::arg("name"),
+      "True if the allowlist glob matches the whole of `name` (`*` within one dotted "
+      "component, `**` across them, `?` one character but '.', every other character itself), "
+      "in time O(len(glob) * len(name)) whatever the glob: the one glob language of the "
+      "checker, the census and the zoo. Raises GraphcheckValueError for text that is not "
+      "UTF-8.");
   m.def(
       "read_allowlist",
       [](const std::filesystem::path& path) { return read_allowlist(path.string()); },

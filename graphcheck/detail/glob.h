@@ -12,8 +12,8 @@ namespace graphcheck::detail {
 /// `.` (one component of an attribute path: `layers.*.scale` names the layers' own
 /// attribute, not `layers.0.mlp.scale`), `**` any run at all, `?` one character except `.`;
 /// every other character, `[`, `]` and `\` included, matches itself (census paths such as
-/// `experts[0].weight` are pasted as they are). Python's `graphcheck._utils.glob_regex`
-/// reads globs the same way.
+/// `experts[0].weight` are pasted as they are). Python's census and zoo match with it too
+/// (`_core.glob_matches`, `graphcheck._utils.PathGlob`).
 /// Time O(|glob| * |name|) whatever the glob (no backtracking: a hostile allowlist cannot
 /// make a check slow). Thread safety: a pure function.
 [[nodiscard]] bool glob_matches(std::string_view glob, std::string_view name);

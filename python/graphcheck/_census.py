@@ -41,7 +41,7 @@ import torch
 
 from graphcheck import _walk
 from graphcheck._errors import GraphcheckTypeError, GraphcheckValueError
-from graphcheck._utils import glob_regex
+from graphcheck._utils import PathGlob
 
 __all__ = ["RUNTIME_STATE_ATTRS", "Census", "CensusEntry", "census"]
 
@@ -197,7 +197,7 @@ def census(
     and empty storages. Tensors under an attribute named in
     ``runtime_attrs`` (attribute name -> reason) are exempt, and a storage
     reached under any such attribute is exempt everywhere. ``allow`` holds
-    globs over paths (see :func:`graphcheck._utils.glob_regex`); a finding any of whose paths
+    globs over paths (see :class:`graphcheck._utils.PathGlob`); a finding any of whose paths
     matches is allowed, and a glob that matches no finding is stale.
 
     Raises :class:`graphcheck.GraphcheckTypeError` when ``model`` is not a module, or when a
@@ -234,7 +234,7 @@ def census(
         )
         entry = _entry(rec, rec.reason, fix)
         (exempt if rec.reason else findings).append(entry)
-    patterns = [(g, glob_regex(g)) for g in globs]
+    patterns = [(g, PathGlob(g)) for g in globs]
     used: set[str] = set()
     kept: list[CensusEntry] = []
     allowed: list[CensusEntry] = []

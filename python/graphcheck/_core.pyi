@@ -335,6 +335,9 @@ def write_snapshot(snapshot: Snapshot, path: _StrPath) -> None:
 def parse_report(text: str) -> Report:
     """Parses report JSON (format version 1)."""
 
+def glob_matches(glob: str, name: str) -> bool:
+    """True if the allowlist glob matches the whole of `name` (linear in both)."""
+
 def read_allowlist(path: _StrPath) -> list[str]:
     """Reads allowlist globs from a file, one per line (UTF-8 text, at most 4 MiB)."""
 

@@ -224,33 +224,44 @@ def register_held_tensors(model: torch.nn.Module) -> list[str]:
     buffers registered by this call, in module order. Raises
     :class:`~graphcheck.GraphcheckValueError` before registering anything when two holder
     tensors of one module would get the same buffer name (attribute ``a_b`` with key ``c`` and
-    attribute ``a`` with key ``b_c``), naming both. Not thread-safe (mutates the modules'
-    buffers).
+    attribute ``a`` with key ``b_c``), naming both, and for a holder tensor without strided
+    storage (sparse, a storage-less wrapper), naming its path. Not thread-safe (mutates the
+    modules' buffers).
     """
     _require_module(model, "register_held_tensors: model")
     held = _held_entries(model)
     keep = {(id(m), name) for m, _, name, tensor in held if tensor.is_meta}
+    # Everything that can fail is read before any module changes: a holder tensor without
+    # strided storage (sparse, a storage-less wrapper) raised torch's error after every
+    # `_held_*` buffer had been deleted (a hostile tester's finding).
+    views_of = {
+        id(tensor): _holder_views(tensor, _join(path, name))
+        for _, path, name, tensor in held
+        if not tensor.is_meta
+    }
+    # Only registered tensors that start where a holder tensor starts can share
+    # one of its views: data_ptr() is cheap, storage_views() is not.
+    starts = {start for _, found in views_of.values() for start in found}
+    registered: set[StorageView] = set()
+    for module in model.modules():
+        own = [*module._parameters.items(), *module._buffers.items()]
+        for name, t in own:
+            if t is None or (name.startswith(HELD_PREFIX) and (id(module), name) not in keep):
+                continue  # about to be dropped below
+            for _, leaf in wrapper_leaves("", t):
+                if _start_of(leaf) in starts:
+                    registered |= storage_views(leaf)
     for module in model.modules():
         module.__dict__.pop(_HELD_SHARED_ATTR, None)
         for name in [n for n in module._buffers if n.startswith(HELD_PREFIX)]:
             if (id(module), name) not in keep:
                 del module._buffers[name]
                 module._non_persistent_buffers_set.discard(name)
-    # Only registered tensors that start where a holder tensor starts can share
-    # one of its views: data_ptr() is cheap, storage_views() is not.
-    starts = {
-        leaf.data_ptr() for *_, t in held if not t.is_meta for _, leaf in wrapper_leaves("", t)
-    }
-    registered: set[StorageView] = set()
-    for t in (*model.parameters(), *model.buffers()):
-        for _, leaf in wrapper_leaves("", t):
-            if leaf.data_ptr() in starts:
-                registered |= storage_views(leaf)
     paths = []
     for module, path, name, tensor in held:
         if tensor.is_meta:
             continue
-        views = storage_views(tensor)
+        views = views_of[id(tensor)][0]
         if views <= registered:
             module.__dict__.setdefault(_HELD_SHARED_ATTR, set()).add(name)
             continue
@@ -258,6 +269,29 @@ def register_held_tensors(model: torch.nn.Module) -> list[str]:
         registered |= views
         paths.append(_join(path, name))
     return paths
+
+
+def _start_of(tensor: torch.Tensor) -> int | None:
+    """Where ``tensor``'s data starts, or None for a tensor without readable storage."""
+    try:
+        return tensor.data_ptr()
+    except RuntimeError:
+        return None
+
+
+def _holder_views(tensor: torch.Tensor, where: str) -> tuple[frozenset[StorageView], set[int]]:
+    """A holder tensor's storage views and where its leaves start; raises for one without."""
+    try:
+        views = frozenset(storage_views(tensor))
+        starts = {leaf.data_ptr() for _, leaf in wrapper_leaves("", tensor)}
+    except RuntimeError as exc:
+        raise GraphcheckValueError(
+            f"register_held_tensors: holder tensor {where}: expected a tensor with strided "
+            f"storage to register as a buffer, found {tensor.layout} "
+            f"{type(tensor).__name__} ({exc}); keep a dense tensor in persistent_tensors(), "
+            "nothing was changed"
+        ) from exc
+    return views, starts
 
 
 def _own_tensors(module: torch.nn.Module) -> dict[str, tuple[str, torch.Tensor]]:

@@ -6,6 +6,7 @@ import collections
 import dataclasses
 import functools
 import re
+import time
 import types
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -375,6 +376,23 @@ def test_runtime_state_attrs_documented() -> None:
         assert len(reason) > 20
     with pytest.raises(TypeError):
         RUNTIME_STATE_ATTRS["x"] = "y"  # type: ignore[index]
+
+
+def test_a_glob_of_many_stars_matches_in_linear_time() -> None:
+    # Translated to a regular expression, a run of '*' backtracked exponentially on a path it
+    # does not match: an allowlist line of 40 stars hung the census (a hostile tester's).
+    m = torch.nn.Module()
+    m.layers = torch.nn.ModuleList([torch.nn.Linear(2, 2)])
+    m.layers[0].weight_scale_inv_of_a_rather_long_name_here = torch.ones(3)
+    started = time.monotonic()
+    hostile = ["*" * 40 + "z", "*a" * 30 + "b", "**." * 20 + "q"]
+    result = census(m, allow=hostile)
+    assert time.monotonic() - started < 2
+    assert result.stale_allow == tuple(hostile)
+    assert paths(result) == ["layers.0.weight_scale_inv_of_a_rather_long_name_here"]
+    # The checker's matcher: a run of stars holding '**' crosses components.
+    assert census(m, allow=["***here"]).allowed[0].reason == "***here"
+    assert census(m, allow=["*here"]).stale_allow == ("*here",)
 
 
 def test_allow_globs_and_stale_entries() -> None:

@@ -331,6 +331,23 @@ def test_register_held_tensors_bad_holder_changes_nothing() -> None:
     assert [n for n, _ in model.named_buffers()] == ["0._held_qm_sort_idx"]
 
 
+def test_a_holder_tensor_without_strided_storage_changes_nothing() -> None:
+    # A sparse table in a holder: torch's error came after every _held_* buffer was deleted.
+    model = torch.nn.Sequential(held_layer(torch.zeros(2)), torch.nn.Linear(2, 2))
+    register_held_tensors(model)
+    kept = model[0]._held_qm_sort_idx
+    model[1].qm = Holder(table=torch.eye(2).to_sparse())
+    with pytest.raises(graphcheck.GraphcheckValueError) as err:
+        register_held_tensors(model)
+    assert str(err.value).startswith(
+        "register_held_tensors: holder tensor 1._held_qm_table: expected a tensor with strided "
+        "storage to register as a buffer, found torch.sparse_coo Tensor ("
+    )
+    assert str(err.value).endswith("nothing was changed")
+    assert model[0]._held_qm_sort_idx is kept
+    assert [n for n, _ in model.named_buffers()] == ["0._held_qm_sort_idx"]
+
+
 def test_register_held_tensors_rejects_a_non_module() -> None:
     with pytest.raises(TypeError, match="model must be a torch.nn.Module, got QuantMethod"):
         register_held_tensors(QuantMethod(torch.ones(1)))  # type: ignore[arg-type]

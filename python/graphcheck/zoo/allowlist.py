@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from graphcheck._utils import glob_regex
+from graphcheck._utils import PathGlob
 from graphcheck.zoo.cpu import LEVELS
 from graphcheck.zoo.sites import generalize, is_allocation_label, is_op_label, owner_entry
 
@@ -220,7 +220,7 @@ def _capture_blocks(
     name: str, owners: list[str], written: list[str]
 ) -> list[tuple[str, list[str]]]:
     """Blocks for the capture's unregistered owners that no census glob already covers."""
-    patterns = [glob_regex(g) for g in written]
+    patterns = [PathGlob(g) for g in written]
     extra = dict(owner_entry(o) for o in owners if not any(p.fullmatch(o) for p in patterns))
     blocks: list[tuple[str, list[str]]] = []
     for glob, kind in sorted(extra.items()):

@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import re
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from graphcheck._utils import glob_regex
+from graphcheck._utils import PathGlob
 from graphcheck.zoo.allowlist import LATER_VERDICTS, AllowEntry, is_allocation_label
 
 __all__ = ["Evaluation", "evaluate", "later_owners"]
@@ -81,7 +80,7 @@ def later_owners(result: Result) -> Iterator[tuple[str, str, str]]:
                     yield str(step.get("label", "")), verdict, str(owner)
 
 
-_Compiled = tuple[int, AllowEntry, re.Pattern[str]]
+_Compiled = tuple[int, AllowEntry, PathGlob]
 
 #: Variants that run a class in another dtype (graphcheck.zoo.vllm_engine.catalog's VARIANTS
 #: whose dtype is not float32), for a row that does not say its dtype (a report written before
@@ -130,7 +129,7 @@ def evaluate(
     used: set[int] = set()
     could_match: set[int] = set()
     applies: dict[int, list[str]] = defaultdict(list)
-    compiled = [(i, e, glob_regex(e.path)) for i, e in enumerate(entries)]
+    compiled = [(i, e, PathGlob(e.path)) for i, e in enumerate(entries)]
     for name, result in results.items():
         # An entry naming a class covers its variants too: the same class code, other options.
         own = (name, name.partition("@")[0])
