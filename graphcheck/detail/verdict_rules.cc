@@ -211,9 +211,14 @@ std::uint32_t VerdictRules::stale_span(const AddressHit& now, const AddressHit& 
                                        const GraphEpochs& epochs) {
   const Span& was = *then.span;
   if (const Span* moved = indexes_.moved(*epochs.checked, was)) {
-    return finding(Verdict::kStale, was.name, was.kind,
-                   "moved to " + format_address(moved->begin) + " after " + epochs.baseline->label,
-                   stale_fix(was.kind));
+    std::string detail =
+        "moved to " + format_address(moved->begin) + " after " + epochs.baseline->label;
+    // The address the graph reads may now be another tensor's: the graph then computes with
+    // that tensor's values (plausible output, not a crash), the clue a review missed here.
+    if (now.span != nullptr && (now.span->name != was.name || now.span->kind != was.kind)) {
+      detail += "; the address now holds " + owner_text(*now.span);
+    }
+    return finding(Verdict::kStale, was.name, was.kind, std::move(detail), stale_fix(was.kind));
   }
   const Span* owner = now.span;
   if (owner != nullptr && (owner->name != was.name || owner->kind != was.kind)) {

@@ -107,6 +107,18 @@ TEST(SameOwnerRule, PartialMoveIsStaleEvenWhereTheNewRangeStillCovers) {
   EXPECT_EQ(f.detail, "moved to 0x10080 after capture");
 }
 
+TEST(SameOwnerRule, AMovedOwnerSaysWhatItsOldAddressHoldsNow) {
+  // A rebinding reload put another parameter where "a" was: the graph reads b's values.
+  const Report report =
+      check(one_reference(kP + 0x10, {make_span(kP, 0x100, OwnerKind::kParameter, "a")}, {},
+                          {{"after_reload",
+                            {make_span(kP + 0x1000, 0x100, OwnerKind::kParameter, "a"),
+                             make_span(kP, 0x100, OwnerKind::kParameter, "b")},
+                            {}}}));
+  EXPECT_EQ(only_finding(report).detail,
+            "moved to 0x11000 after capture; the address now holds parameter \"b\"");
+}
+
 TEST(SameOwnerRule, AResizedSpanAtItsBeginHasNotMoved) {
   EXPECT_EQ(only_verdict(check(
                 one_reference(kP + 0x10, {make_span(kP, 0x100, OwnerKind::kBuffer, "b")}, {},
