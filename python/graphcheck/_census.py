@@ -256,13 +256,19 @@ def census(
 
 def _entry(rec: _walk.Found, reason: str, fix: str) -> CensusEntry:
     t = rec.tensor
+    try:
+        shape, nbytes = tuple(t.shape), t.numel() * t.element_size()
+    except RuntimeError:
+        # A strided nested tensor has no sizes torch can give ("NestedTensorImpl doesn't
+        # support sizes"): its storage's bytes, no shape (a census of such a model failed).
+        shape, nbytes = (), rec.storage_end - rec.storage_begin
     return CensusEntry(
         path=rec.paths[0],
         aliases=tuple(rec.paths[1:]),
-        shape=tuple(t.shape),
+        shape=shape,
         dtype=t.dtype,
         device=t.device,
-        nbytes=t.numel() * t.element_size(),
+        nbytes=nbytes,
         storage_begin=rec.storage_begin,
         storage_end=rec.storage_end,
         reason=reason,

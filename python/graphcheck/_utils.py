@@ -87,10 +87,23 @@ def wrapper_leaves(name: str, tensor: torch.Tensor) -> Iterator[tuple[str, torch
 
 
 def storage_leaves(name: str, tensor: torch.Tensor) -> Iterator[tuple[str, torch.Tensor]]:
-    """The leaves of ``tensor`` (:func:`wrapper_leaves`) that have memory: strided, not meta."""
+    """The leaves of ``tensor`` (:func:`wrapper_leaves`) that have memory: strided, not meta.
+
+    Nor a leaf whose storage has no readable data (a wrapper subclass that does not flatten,
+    a ZeroTensor): torch's "invalid python storage" error made every capture of a model with
+    one among its buffers, or as a global of its module, fail (a hostile tester's finding).
+    """
     for leaf_name, leaf in wrapper_leaves(name, tensor):
-        if leaf.layout == torch.strided and not leaf.is_meta:
+        if leaf.layout == torch.strided and not leaf.is_meta and _has_data(leaf):
             yield leaf_name, leaf
+
+
+def _has_data(tensor: torch.Tensor) -> bool:
+    try:
+        tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return False
+    return True
 
 
 def named_storage_leaves(

@@ -334,7 +334,11 @@ def check_graph_replay(
             f"{type(model).__qualname__}"
         )
     args, kwargs = _split_inputs(make_inputs(model))
-    weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    # A state_dict may hold other values beside tensors (a dynamically quantized Linear's
+    # packed-parameter dtype): they are no weights to reload (an AttributeError before).
+    weights = {
+        k: v.detach().clone() for k, v in model.state_dict().items() if isinstance(v, torch.Tensor)
+    }
     second = _weights_of(second_checkpoint) if second_checkpoint is not None else None
     with _seeded_forwards(model, seed):
         graph = capture(model, *args, warmup=warmup, arena=arena, **kwargs)

@@ -304,7 +304,31 @@ def registered_fingerprint(model: torch.nn.Module) -> bytes:
         raise GraphcheckTypeError(
             f"registered_fingerprint: expected a torch.nn.Module, got {type(model).__name__}"
         )
-    return _torch.registered_fingerprint(model)
+    try:
+        return _torch.registered_fingerprint(model)
+    except TypeError:
+        # A TorchScript module keeps its tensors in wrappers, not dicts, which the C++ walk
+        # refuses (Watch.capture refused a scripted model graphcheck.capture takes): the same
+        # facts through the module API, slower.
+        return _fingerprint_by_api(model)
+
+
+def _fingerprint_by_api(model: torch.nn.Module) -> bytes:
+    """:func:`registered_fingerprint` read through ``named_modules`` and ``named_*`` calls."""
+    words: list[object] = []
+    for path, module in model.named_modules(remove_duplicate=True):
+        words += ["module", path, id(module)]
+        for name, tensor in (*module.named_parameters(recurse=False),
+                             *module.named_buffers(recurse=False)):  # fmt: skip
+            words += [name, id(tensor), *_data_place(tensor)]
+    return repr(words).encode()
+
+
+def _data_place(tensor: torch.Tensor) -> tuple[int, int]:
+    try:
+        return tensor.data_ptr(), tensor.untyped_storage().nbytes()
+    except (RuntimeError, NotImplementedError):
+        return -1, 0  # no readable data: by identity only, as the C++ walk counts it
 
 
 def outside(

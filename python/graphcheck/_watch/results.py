@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from graphcheck._errors import GraphcheckTypeError, GraphcheckValueError
 from graphcheck._watch.graphs import check_point
 from graphcheck._watch.output import (
     CheckResult,
@@ -26,6 +27,7 @@ from graphcheck._watch.output import (
     log_result,
 )
 from graphcheck._watch.quiet import renew_after_fork
+from graphcheck._watch.settings import text_problem
 from graphcheck._watch.writer import BackgroundWriter
 
 if TYPE_CHECKING:
@@ -74,11 +76,15 @@ class CheckPoints:
     def set_folder(self, value: str | os.PathLike[str] | None) -> None:
         """Write the next check points' files into ``value`` (None: none).
 
-        The old folder's pending files are written first.
+        The old folder's pending files are written first. Raises
+        :class:`~graphcheck.GraphcheckTypeError` for a value that is no path and
+        :class:`~graphcheck.GraphcheckValueError` for a path that is not UTF-8 text, before
+        changing anything.
         """
+        folder = None if value is None else _folder_path(value)
         if self._writer is not None:
             self._writer.close()
-        self._writer = None if value is None else BackgroundWriter(os.path.abspath(value))
+        self._writer = None if folder is None else BackgroundWriter(os.path.abspath(folder))
 
     def flush(self) -> None:
         """Wait until the files of every check point so far are written."""
@@ -180,3 +186,30 @@ class CheckPoints:
         if mode == "error" and not result.ok:
             raise FindingsError(result)
         return result
+
+
+def _folder_path(value: str | os.PathLike[str]) -> str:
+    """``value`` as a path of text, or an error naming it.
+
+    Every file name the watch writes goes into its reports, ``index.jsonl`` and pages as
+    text: a path that is not UTF-8 made an index the CLI could not read (its lines held
+    surrogate escapes: a hostile tester's finding).
+    """
+    try:
+        path = os.fspath(value)
+    except TypeError:
+        raise GraphcheckTypeError(
+            f"watch: out_dir: expected a str or os.PathLike folder, found {type(value).__name__}"
+        ) from None
+    if not isinstance(path, str):
+        raise GraphcheckTypeError(
+            "watch: out_dir: expected a str or os.PathLike[str] folder, found "
+            f"{type(path).__name__}"
+        )
+    problem = text_problem(path)
+    if problem is not None:
+        raise GraphcheckValueError(
+            f"watch: out_dir {path!r}: {problem}; pick a folder whose path is UTF-8 text (its "
+            "file names go into the reports and index.jsonl)"
+        )
+    return path

@@ -38,6 +38,7 @@ __all__ = [
     "read_allow_file",
     "settings_from",
     "settings_from_env",
+    "text_problem",
 ]
 
 #: Values of ``GRAPHCHECK`` that mean off (compared lower-case, stripped).
@@ -122,7 +123,7 @@ def read_allow_file(path: object, what: str) -> tuple[tuple[str, ...], str | Non
         if not isinstance(path, (str, os.PathLike)):
             return (), f"{what}: expected an allowlist file path, got {_shown(path)}; no allowlist"
         text = os.fspath(path)
-        why = _text_problem(text) if isinstance(text, str) else "bytes, not text"
+        why = text_problem(text) if isinstance(text, str) else "bytes, not text"
         if why is not None:
             return (), f"{what} {_shown(path)}: expected a file path, found {why}; no allowlist"
         return tuple(_core.read_allowlist(text)), None
@@ -148,7 +149,7 @@ def _folder(value: object, default: str | None, what: str, problems: list[str]) 
         problems.append(f"{what}: expected a folder path, got {_shown(folder)}; no files")
         return None
     path = os.fspath(folder)
-    why = _text_problem(path) if isinstance(path, str) else "bytes, not text"
+    why = text_problem(path) if isinstance(path, str) else "bytes, not text"
     if why is not None:
         problems.append(f"{what} {_shown(folder)}: expected a folder path, found {why}; no files")
         return None
@@ -159,7 +160,7 @@ def _folder(value: object, default: str | None, what: str, problems: list[str]) 
         return None
 
 
-def _text_problem(value: str) -> str | None:
+def text_problem(value: str) -> str | None:
     """Why ``value`` cannot be a setting's text (a NUL byte, not UTF-8), or None."""
     if "\0" in value:
         return f"a NUL byte at offset {value.index(chr(0))}"
@@ -176,7 +177,7 @@ def _text_problem(value: str) -> str | None:
 def _glob_list(globs: Sequence[object], what: str, problems: list[str]) -> tuple[str, ...]:
     kept: list[str] = []
     for index, glob in enumerate(globs):
-        why = _text_problem(glob) if isinstance(glob, str) else "not a str"
+        why = text_problem(glob) if isinstance(glob, str) else "not a str"
         if why is None:
             kept.append(str(glob))
         else:

@@ -1,0 +1,92 @@
+"""Models and settings a hostile tester brought (2026-12-07): each failed with a torch error,
+an AttributeError or a half-written folder; each is now handled or refused by name."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import graphcheck
+from graphcheck.testing import check_graph_replay
+
+
+class Opaque(torch.Tensor):
+    """A wrapper subclass that does not flatten: a tensor whose storage has no data."""
+
+    inner: torch.Tensor
+
+    @staticmethod
+    def __new__(cls, inner: torch.Tensor) -> Opaque:
+        made = torch.Tensor._make_wrapper_subclass(cls, inner.shape, dtype=inner.dtype)
+        made.inner = inner
+        return made  # type: ignore[no-any-return]
+
+    @classmethod
+    def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        def unwrap(a: Any) -> Any:
+            return a.inner if isinstance(a, Opaque) else a
+
+        tree = torch.utils._pytree.tree_map
+        return func(*tree(unwrap, args), **tree(unwrap, kwargs or {}))
+
+
+OPAQUE_GLOBAL = Opaque(torch.ones(4))  # a global of the model's module, as a table may be
+
+
+class WithGlobal(torch.nn.Linear):
+    """A model defined in this module: its module's globals are read for labels."""
+
+
+@pytest.mark.parametrize(
+    "buffer", [Opaque(torch.ones(4)), torch._efficientzerotensor(4)], ids=["wrapper", "zero"]
+)
+def test_a_buffer_without_readable_storage_is_no_span(buffer: torch.Tensor) -> None:
+    model = torch.nn.Linear(4, 4)
+    model.register_buffer("odd", buffer)
+    report = graphcheck.capture(model, torch.ones(2, 4)).check()
+    assert report.summary["registered"] > 0 and report.ok
+
+
+def test_a_storage_less_global_of_the_models_module_is_skipped() -> None:
+    assert graphcheck.capture(WithGlobal(4, 4), torch.ones(2, 4)).check().ok
+
+
+def test_a_strided_nested_tensor_is_a_census_entry_without_a_shape() -> None:
+    model = torch.nn.Linear(4, 4)
+    model.ragged = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    (entry,) = graphcheck.census(model).entries
+    assert entry.path == "ragged" and entry.shape == () and entry.nbytes >= 20
+    graphcheck.capture(model, torch.ones(2, 4)).check()
+
+
+def test_the_twin_watches_a_scripted_model() -> None:
+    model = torch.jit.script(torch.nn.Linear(4, 4))
+    watch = graphcheck.watch(cuda_hooks=False, allocator_history=False)
+    try:
+        watch.check_on_capture = False
+        watch.capture(model, torch.ones(2, 4))
+        result = watch.check_pending()
+        assert result is not None and result.report.summary["registered"] > 0
+    finally:
+        watch.close()
+
+
+def test_an_out_dir_that_is_not_text_is_refused_by_name(tmp_path: Path) -> None:
+    folder = os.fsdecode(os.fsencode(str(tmp_path)) + b"/r\xff")
+    with pytest.raises(graphcheck.GraphcheckValueError, match=r"out_dir .*byte 0xff"):
+        graphcheck.watch(cuda_hooks=False, allocator_history=False, out_dir=folder)
+    with pytest.raises(graphcheck.GraphcheckTypeError, match="out_dir: expected a str"):
+        graphcheck.watch(cuda_hooks=False, allocator_history=False, out_dir=5)  # type: ignore[arg-type]
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_state_dict_with_other_values_than_tensors_is_refused_by_key() -> None:
+    # A dynamically quantized Linear: its state_dict holds a dtype beside its tensors.
+    with pytest.raises(graphcheck.GraphcheckError, match="unexpected keys"):
+        check_graph_replay(
+            lambda: torch.ao.nn.quantized.dynamic.Linear(4, 4), lambda m: torch.ones(2, 4)
+        )
