@@ -98,7 +98,28 @@ def model_registry(model: torch.nn.Module, engine_states: Iterable[EngineState])
     labels = [(e.storage_begin, e.storage_end, e.path) for e in reached]
     known = {_span(t) for _, t in (*parameters, *buffers)} | unregistered
     known |= {(begin, end) for begin, end, _, _ in runtime}
-    return ModelRegistry(parameters, buffers, runtime, labels + _global_labels(model, known))
+    labels += _global_labels(model, known)
+    return ModelRegistry(
+        [(text_name(n), t) for n, t in parameters],
+        [(text_name(n), t) for n, t in buffers],
+        [(b, e, text_name(n), text_name(r)) for b, e, n, r in runtime],
+        [(b, e, text_name(n)) for b, e, n in labels],
+    )
+
+
+def text_name(name: str) -> str:
+    """``name`` as text the C++ side takes, its lone surrogates escaped.
+
+    A name decoded from bytes that are not UTF-8 holds a lone surrogate, which failed the
+    capture with pybind11's "incompatible function arguments" and a dump of every parameter
+    (a hostile tester's finding); it becomes its backslash escape. Other names are returned
+    as they are.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+    return name
 
 
 def _span(tensor: torch.Tensor) -> tuple[int, int]:

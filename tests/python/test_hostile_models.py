@@ -90,3 +90,24 @@ def test_a_state_dict_with_other_values_than_tensors_is_refused_by_key() -> None
         check_graph_replay(
             lambda: torch.ao.nn.quantized.dynamic.Linear(4, 4), lambda m: torch.ones(2, 4)
         )
+
+
+def test_a_name_that_is_not_text_is_named_by_its_escape() -> None:
+    # A module and an attribute named from bytes that are not UTF-8 (lone surrogates): the
+    # capture failed with pybind11's "incompatible function arguments" and every parameter.
+    inner = torch.nn.Sequential()
+    inner.add_module("lay\udcffer", torch.nn.Linear(8, 8))
+    setattr(inner[0], "sc\udcffale", torch.ones(8))
+
+    class Scaled(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            scale: torch.Tensor = getattr(self.inner[0], "sc\udcffale")
+            return self.inner(x) * scale
+
+    report = graphcheck.capture(Scaled(), torch.ones(2, 8)).check()
+    assert report.summary["registered"] == 3
+    assert [f.owner for f in report.findings] == ["inner.lay\\udcffer.sc\\udcffale"]
