@@ -131,13 +131,27 @@ std::string where_line(const std::vector<Finding>& findings, const Group& group)
       operands.insert(finding.operand);
     }
   }
-  std::string out;
+  // Graphs whose nodes are the same are one entry ("graphs 2-10 nodes 31, 160"): an engine's
+  // graphs of one model, one per batch size, repeated one node list per graph (a review saw
+  // the line grow with every graph; vLLM captures dozens).
+  std::map<std::set<std::uint64_t>, std::set<std::uint64_t>> graphs_by_nodes;
   for (const auto& [graph, nodes] : nodes_by_graph) {
+    graphs_by_nodes[nodes].insert(graph);
+  }
+  std::vector<std::pair<const std::set<std::uint64_t>*, const std::set<std::uint64_t>*>> entries;
+  entries.reserve(graphs_by_nodes.size());
+  for (const auto& [nodes, graphs] : graphs_by_nodes) {
+    entries.emplace_back(&graphs, &nodes);
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const auto& a, const auto& b) { return *a.first->begin() < *b.first->begin(); });
+  std::string out;
+  for (const auto& [graphs, nodes] : entries) {
     if (!out.empty()) {
       out += "; ";
     }
-    out +=
-        fmt::format("graph {} node{} {}", graph, nodes.size() == 1 ? "" : "s", compact_ids(nodes));
+    out += fmt::format("{} {} node{} {}", graphs->size() == 1 ? "graph" : "graphs",
+                       compact_ids(*graphs), nodes->size() == 1 ? "" : "s", compact_ids(*nodes));
   }
   std::string args;
   for (const auto& [param, offsets] : offsets_by_param) {

@@ -74,9 +74,11 @@ std::string utc_time(double seconds) {
 std::string counts(const ProcessRow& row) {
   const Summary& summary = row.summary();
   std::vector<std::string> found;
-  for (std::size_t i = 0; i < kVerdictCount; ++i) {
-    const auto verdict = static_cast<Verdict>(i);
-    if (is_finding(verdict) && summary.count(verdict) > 0) {
+  // Most urgent first, as the text report and the pages order them (a review diffed
+  // "unregistered 30, stale 2" here against "stale 2, unregistered 30" there).
+  for (const Verdict verdict :
+       {Verdict::kStale, Verdict::kLost, Verdict::kDangling, Verdict::kUnregistered}) {
+    if (summary.count(verdict) > 0) {
       found.push_back(fmt::format("{} {}", to_string(verdict), summary.count(verdict)));
     }
   }

@@ -363,6 +363,18 @@ def test_the_same_findings_are_logged_in_full_once(caplog: pytest.LogCaptureFixt
     del graphs
 
 
+def test_a_check_point_over_many_graphs_names_each_reader_once() -> None:
+    model = build_reference_model(ReferenceConfig(hidden=64, head_dim=16), 0)
+    inputs = reference_inputs(model, 8)
+    watch = fake_watch(model=model)
+    watch.check_on_capture = False
+    graphs = [capture_fake(model, **inputs) for _ in range(3)]
+    result = watch.check_pending()
+    assert result is not None
+    assert "\nread by: graphs 1-3: aten-dispatcher\n" in result.header() + "\n"
+    del graphs
+
+
 def test_with_a_folder_the_same_owners_are_named_once_too(
     caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:

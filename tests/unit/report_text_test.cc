@@ -92,6 +92,22 @@ TEST(TextReport, GroupsByKernelThenOwnerFamilyAndCompactsNodesAndOffsets) {
                               "findings: 8\n"));
 }
 
+TEST(TextReport, GraphsWithTheSameNodesAreOneEntryOfTheWhereLine) {
+  // An engine's graphs of one model, one per batch size: graphs 2-4 read the owner at the
+  // same nodes, graph 1 at others. One entry per node list, not one per graph.
+  std::vector<Finding> findings;
+  for (std::uint64_t graph = 1; graph <= 4; ++graph) {
+    for (const std::uint64_t node : {graph == 1 ? std::uint64_t{30} : std::uint64_t{31}, 160UL}) {
+      Finding finding = kernel_finding(node, "gemm", "layers.0.scale", Verdict::kLost, 0, 8);
+      finding.graph = graph;
+      findings.push_back(finding);
+    }
+  }
+  const std::string text = to_text(report_with(findings));
+  EXPECT_THAT(text, HasSubstr("      where: graph 1 nodes 30, 160; graphs 2-4 nodes 31, 160 | "
+                              "param 0 @ +8\n"));
+}
+
 TEST(TextReport, NamesOwnerKindsNodeKindsOperandsAndMissingOwners) {
   Finding stale = kernel_finding(1, "gemm", "layers.7.qkv.weight", Verdict::kStale, 0, 0);
   stale.owner_kind = OwnerKind::kParameter;

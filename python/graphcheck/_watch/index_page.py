@@ -21,11 +21,11 @@ from __future__ import annotations
 import html
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["index_html", "set_navigation"]
+__all__ = ["id_ranges", "index_html", "set_navigation"]
 
 FINDING_VERDICTS = ("stale", "lost", "dangling", "unregistered")
 VERDICTS = ("registered", "runtime", "graph", "input", "allowed", *FINDING_VERDICTS)
@@ -115,7 +115,7 @@ def changes(entry: Mapping[str, Any], previous: Mapping[str, Any] | None) -> str
         # Counts over other graphs say nothing of a change (a check point over ten graphs
         # after a capture's check of one read "registered +345, graph +6336": a review).
         parts.append(
-            f"graphs {_id_ranges(ids)} (before: {_id_ranges(ids_before)}): counts not compared"
+            f"graphs {id_ranges(ids)} (before: {id_ranges(ids_before)}): counts not compared"
         )
     else:
         if now["graphs"] != before["graphs"]:
@@ -140,8 +140,8 @@ def _graph_ids(entry: Mapping[str, Any]) -> list[int] | None:
     return sorted(set(graphs))
 
 
-def _id_ranges(ids: list[int]) -> str:
-    """``[1, 2, 3, 7]`` as ``1-3, 7``; ``none`` for no graph."""
+def id_ranges(ids: Sequence[int]) -> str:
+    """Sorted ids as runs: ``[1, 2, 3, 7]`` as ``1-3, 7``; ``none`` for no id."""
     runs: list[list[int]] = []
     for graph in ids:
         if runs and graph == runs[-1][1] + 1:

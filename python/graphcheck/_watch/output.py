@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from graphcheck import _core
+from graphcheck._watch.index_page import FINDING_VERDICTS, id_ranges
 
 if TYPE_CHECKING:
     from graphcheck._census import CensusEntry
@@ -128,9 +129,9 @@ class CheckResult:
 
     @property
     def counts(self) -> dict[str, int]:
-        """The finding verdicts with a non-zero count."""
+        """The finding verdicts with a non-zero count, most urgent first (as the reports)."""
         summary = self.report.summary
-        counts: dict[str, int] = {v: summary[v] for v in _core.FINDING_VERDICTS if summary[v]}
+        counts: dict[str, int] = {v: summary[v] for v in FINDING_VERDICTS if summary[v]}
         if self.census:
             counts["unregistered (census)"] = len(self.census)
         return counts
@@ -145,8 +146,17 @@ class CheckResult:
             f"graphs: {', '.join(map(str, self.graphs)) or 'none'}; model: {model}",
         ]
         if self.readers:
+            # One entry per reader ("graphs 1-10: aten-dispatcher"), not one per graph: a
+            # server's check point covers dozens.
+            by_reader: dict[str, list[int]] = {}
+            for graph, reader in self.readers.items():
+                by_reader.setdefault(reader, []).append(graph)
             lines.append(
-                "read by: " + "; ".join(f"graph {g}: {r}" for g, r in self.readers.items())
+                "read by: "
+                + "; ".join(
+                    f"graph{'s' if len(ids) > 1 else ''} {id_ranges(sorted(ids))}: {reader}"
+                    for reader, ids in sorted(by_reader.items(), key=lambda item: min(item[1]))
+                )
             )
         lines += [f"skipped: {printable(s)}" for s in self.skipped]
         lines += [f"note: {printable(n)}" for n in self.notes]
