@@ -202,7 +202,8 @@ def census(
 
     Raises :class:`graphcheck.GraphcheckTypeError` when ``model`` is not a module, or when a
     holder's ``persistent_tensors()`` returns non-tensors (naming the holder path and the
-    key), :class:`graphcheck.GraphcheckValueError` for a ``max_depth`` out of range. Cycles
+    key), :class:`graphcheck.GraphcheckValueError` for a ``max_depth`` out of range (a
+    :class:`graphcheck.GraphcheckTypeError` for one that is no int). Cycles
     terminate (each object is entered once). Thread-safe as long as no other thread mutates
     the model; it mutates nothing, except that reading a tensor's ``__dict__`` creates it
     (CPython materializes it).
@@ -211,6 +212,10 @@ def census(
         raise GraphcheckTypeError(
             f"census: model must be a torch.nn.Module, got {type(model).__qualname__}: "
             f"{_walk.short_repr(model)}"
+        )
+    if not isinstance(max_depth, int) or isinstance(max_depth, bool):
+        raise GraphcheckTypeError(
+            f"census: max_depth must be an int in [1, 256], got {type(max_depth).__name__}"
         )
     if not 1 <= max_depth <= 256:
         raise GraphcheckValueError(f"census: max_depth must be in [1, 256], got {max_depth}")

@@ -159,7 +159,9 @@ def register_constant_buffer(module: torch.nn.Module, name: str, tensor: torch.T
     its name is added to the set ``module.<CONSTANT_BUFFERS_ATTR>`` (kept
     across ``.to()``), and the tensor gets ``weight_loader_numel = 0`` as in
     the seed change, for loaders that look at the tensor. Query it with
-    :func:`is_constant_buffer`. Not thread-safe (mutates ``module``).
+    :func:`is_constant_buffer`. Raises :class:`~graphcheck.GraphcheckKeyError` for a name
+    torch refuses (dotted, empty, an attribute already), before changing anything. Not
+    thread-safe (mutates ``module``).
     """
     _require_module(module, "register_constant_buffer: module")
     if not isinstance(tensor, torch.Tensor):
@@ -167,7 +169,16 @@ def register_constant_buffer(module: torch.nn.Module, name: str, tensor: torch.T
             f"register_constant_buffer({type(module).__name__}, {name!r}): tensor must "
             f"be a torch.Tensor, got {type(tensor).__qualname__}"
         )
-    module.register_buffer(name, tensor, persistent=False)
+    try:
+        module.register_buffer(name, tensor, persistent=False)
+    except (KeyError, TypeError) as exc:
+        # torch's own refusal (a dotted or empty name, an attribute of that name already,
+        # a name that is no str), said as this function's.
+        why = exc.args[0] if exc.args else exc
+        raise (GraphcheckTypeError if isinstance(exc, TypeError) else GraphcheckKeyError)(
+            f"register_constant_buffer({type(module).__name__}, {name!r}): {why}; pick a "
+            "buffer name that is a non-empty str without '.' and not already an attribute"
+        ) from None
     tensor.weight_loader_numel = 0  # type: ignore[attr-defined]
     names = module.__dict__.get(CONSTANT_BUFFERS_ATTR)
     if names is None:

@@ -111,3 +111,20 @@ def test_a_name_that_is_not_text_is_named_by_its_escape() -> None:
     report = graphcheck.capture(Scaled(), torch.ones(2, 8)).check()
     assert report.summary["registered"] == 3
     assert [f.owner for f in report.findings] == ["inner.lay\\udcffer.sc\\udcffale"]
+
+
+def test_a_census_depth_that_is_no_int_is_refused_by_type() -> None:
+    for depth in ("5", 1.5, True):
+        with pytest.raises(graphcheck.GraphcheckTypeError, match="max_depth must be an int"):
+            graphcheck.census(torch.nn.Linear(2, 2), max_depth=depth)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["a.b", "", "weight"])
+def test_a_bad_constant_buffer_name_is_refused_by_this_function(name: str) -> None:
+    from graphcheck.contract import register_constant_buffer
+
+    layer = torch.nn.Linear(2, 2)
+    with pytest.raises(graphcheck.GraphcheckKeyError) as err:
+        register_constant_buffer(layer, name, torch.ones(2))
+    assert str(err.value).startswith(f"register_constant_buffer(Linear, {name!r}): ")
+    assert [n for n, _ in layer.named_buffers()] == []
