@@ -98,6 +98,12 @@ std::string file_name(const std::string& path) {
   return printable(std::filesystem::path(path).filename().string());
 }
 
+// Whether a row's name says its pid already ("pid 1788", "worker rank 0 (pid 1788)" when two
+// pids share the role): only a name that is the role alone does not.
+bool name_has_pid(const ProcessRow& row) {
+  return row.entry.role.empty() || row.name != row.entry.role;
+}
+
 void append_checkpoint(std::string& out, const CheckpointSummary& checkpoint) {
   double first = checkpoint.processes.front().entry.time;
   std::size_t width = 0;
@@ -107,9 +113,8 @@ void append_checkpoint(std::string& out, const CheckpointSummary& checkpoint) {
   std::vector<std::string> names;
   for (const ProcessRow& row : checkpoint.processes) {
     first = std::min(first, row.entry.time);
-    const bool named_by_role = !row.entry.role.empty() && row.name == row.entry.role;
     names.push_back(printable(row.name) +
-                    (named_by_role ? fmt::format("  pid {}", row.entry.pid) : std::string()));
+                    (name_has_pid(row) ? std::string() : fmt::format("  pid {}", row.entry.pid)));
     width = std::max(width, names.back().size());
     if (row.findings() > 0) {
       ++with_findings;
@@ -281,10 +286,9 @@ std::string to_text(const WatchSummary& summary) {
         missing.size());
   }
   for (const ProcessRow* row : missing) {
-    // Named as its row is: a process without a role is "pid N" already.
-    const bool named_by_pid = row->name == fmt::format("pid {}", row->entry.pid);
+    // Named as its row is, its pid once.
     const std::string who =
-        named_by_pid
+        name_has_pid(*row)
             ? fmt::format("{} (#{})", printable(row->name), row->entry.seq)
             : fmt::format("{} (pid {}, #{})", printable(row->name), row->entry.pid, row->entry.seq);
     out +=

@@ -129,6 +129,24 @@ TEST_F(CliReportTest, OneProcessCapturingGraphsOneAtATimeIsOneProcessNotMany) {
   EXPECT_THAT(result.out, Not(HasSubstr("processes")));
 }
 
+TEST_F(CliReportTest, AMissingReportsProcessIsNamedWithItsPidOnce) {
+  // As its row is: a process without a role is "pid N", one of two pids sharing a role is
+  // "role (pid N)"; neither gets its pid a second time.
+  CheckPoint roleless = on_rank(0, "capture", 1, make_report("capture", {}));
+  roleless.role = "";
+  add(roleless)["files"] = Json::object();
+  add(on_rank(0, "capture", 2, make_report("capture", {})))["files"] = Json::object();
+  CheckPoint shared = on_rank(0, "capture", 3, make_report("capture", {}));
+  shared.pid = kRank1;
+  add(shared)["files"] = Json::object();
+  write_index();
+  const std::string out = run({"report", folder().string()}).out;
+  EXPECT_THAT(out, HasSubstr("  capture on pid 25013 (#1): the index line names no report"));
+  EXPECT_THAT(out, HasSubstr("  capture on worker rank 0 (pid 25013) (#2): the index line"));
+  EXPECT_THAT(out, HasSubstr("  capture on worker rank 0 (pid 25014) (#3): the index line"));
+  EXPECT_THAT(out, Not(HasSubstr(") (pid")));
+}
+
 TEST_F(CliReportTest, StaleGlobsFailUnlessKeptAndRoleLessProcessesAreNamedByPid) {
   CheckPoint point = on_rank(0, "capture", 1, make_report("capture", {}, {kStaleGlob}));
   point.role = "";
