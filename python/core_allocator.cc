@@ -86,8 +86,9 @@ struct Where {
   }
 };
 
-// `int(value)` as an address or size: 0 for a value at or below 0 (the caller skips it), a
-// ValueError naming where it was read beyond 64 bits.
+// `int(value)` as an address or size: 0 for 0 (the caller skips it), a ValueError naming where
+// it was read below 0 or beyond 64 bits (no allocator reports either: a segment dropped for one
+// would hide its blocks without a word).
 std::uint64_t unsigned_of(py::handle value, const Where& where) {
   py::object number = py::reinterpret_borrow<py::object>(value);
   if (!PyLong_CheckExact(value.ptr())) {
@@ -107,10 +108,13 @@ std::uint64_t unsigned_of(py::handle value, const Where& where) {
     if (small == -1 && PyErr_Occurred() != nullptr) {
       throw py::error_already_set();
     }
-    return small <= 0 ? 0 : static_cast<std::uint64_t>(small);
+    if (small >= 0) {
+      return static_cast<std::uint64_t>(small);
+    }
   }
-  if (overflow < 0) {
-    return 0;
+  if (overflow < 0 || (overflow == 0 && small < 0)) {
+    throw py::value_error(where.text() + ": expected an address or size at or above 0, found " +
+                          std::string(py::repr(value)));
   }
   const unsigned long long large = PyLong_AsUnsignedLongLong(number.ptr());
   if (PyErr_Occurred() != nullptr) {
@@ -156,8 +160,15 @@ bool is_live(py::handle block) {
 std::vector<TorchPoolId> pools_of(const py::iterable& pools) {
   std::vector<TorchPoolId> out;
   for (py::handle pool : pools) {
-    const auto pair = pool.cast<std::pair<std::int64_t, std::int64_t>>();
-    out.emplace_back(pair.first, pair.second);
+    try {
+      const auto pair = pool.cast<std::pair<std::int64_t, std::int64_t>>();
+      out.emplace_back(pair.first, pair.second);
+    } catch (const py::cast_error&) {
+      throw py::type_error("graph_pools[" + std::to_string(out.size()) +
+                           "]: expected a pool id (two ints below 2**63, as torch's "
+                           "segment_pool_id), found " +
+                           std::string(py::repr(pool)));
+    }
   }
   return out;
 }
@@ -209,6 +220,23 @@ std::vector<AllocatorSegment> segments_of(const py::iterable& segments,
   return out;
 }
 
+// A label's text as UTF-8; code points that are not (a lone surrogate from a name that was not
+// UTF-8) become backslash escapes, as the census names them (text_name).
+std::string utf8_of(py::handle text) {
+  Py_ssize_t size = 0;
+  const char* utf8 = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
+  if (utf8 != nullptr) {
+    return {utf8, static_cast<std::size_t>(size)};
+  }
+  PyErr_Clear();
+  const py::bytes escaped = py::reinterpret_steal<py::bytes>(
+      PyUnicode_AsEncodedString(text.ptr(), "utf-8", "backslashreplace"));
+  if (!escaped) {
+    throw py::error_already_set();
+  }
+  return std::string(escaped);
+}
+
 std::vector<LabelRange> labels_of(const py::iterable& labels) {
   std::vector<LabelRange> out;
   Where where{.list = "labels"};
@@ -224,7 +252,7 @@ std::vector<LabelRange> labels_of(const py::iterable& labels) {
     const Address begin = unsigned_of(parts[0], where);
     where.key = "end";
     const Address end = unsigned_of(parts[1], where);
-    out.push_back({begin, end, parts[2].cast<std::string>()});
+    out.push_back({begin, end, utf8_of(parts[2])});
     ++where.item;
   }
   return out;
@@ -248,7 +276,7 @@ void bind_allocator(py::module_& module) {
       "The caching allocator's segments (the dicts of torch.cuda.memory_snapshot()) as "
       "allocations in address order: a graph pool's segment alone, any other segment's live "
       "blocks (unlabelled) then the segment ('torch segment dev<d>'). graph_pools: the pool ids "
-      "a graph was seen using. An address or size that is not an int below 2**64 raises "
+      "a graph was seen using. An address or size that is not an int in [0, 2**64) raises "
       "ValueError or TypeError naming its segment, block and key.");
   module.def(
       "add_allocator_memory",

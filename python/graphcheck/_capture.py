@@ -65,18 +65,37 @@ NOW_EPOCH = "now"
 _INPUT_REASON = "forward input (a static input of the graph)"
 
 
+def _items(container: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """A list's, tuple's or mapping's items, each with its path (``x[0]``, ``x['k']``)."""
+    if isinstance(container, Mapping):
+        for key, item in container.items():
+            yield f"{path}[{key!r}]", item
+    else:
+        for i, item in enumerate(container):
+            yield f"{path}[{i}]", item
+
+
 def _input_tensors(value: Any, name: str) -> Iterator[tuple[str, torch.Tensor]]:
-    """Tensors with storage in a forward argument, named ``args[0]``, ``x['k'][1]``."""
-    if isinstance(value, torch.Tensor):
-        for leaf_name, leaf in storage_leaves(name, value):
-            if leaf.untyped_storage().nbytes() > 0:
-                yield leaf_name, leaf
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            yield from _input_tensors(item, f"{name}[{i}]")
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from _input_tensors(item, f"{name}[{key!r}]")
+    """Tensors with storage in a forward argument, named ``args[0]``, ``x['k'][1]``.
+
+    Depth first, in order, without recursion: a list that holds itself (or nesting deeper
+    than Python's recursion limit) is read once, not a RecursionError before the capture.
+    """
+    stack: list[Iterator[tuple[str, Any]]] = [iter(((name, value),))]
+    entered: set[int] = set()  # containers on the way or done: each is read once
+    while stack:
+        item = next(stack[-1], None)
+        if item is None:
+            stack.pop()
+            continue
+        path, obj = item
+        if isinstance(obj, torch.Tensor):
+            for leaf_name, leaf in storage_leaves(path, obj):
+                if leaf.untyped_storage().nbytes() > 0:
+                    yield leaf_name, leaf
+        elif isinstance(obj, (list, tuple, Mapping)) and id(obj) not in entered:
+            entered.add(id(obj))
+            stack.append(_items(obj, path))
 
 
 class Capture:

@@ -103,6 +103,14 @@ def _storage_of(t: torch.Tensor) -> tuple[int, int] | None:
         return None  # sparse, fake or functional tensors: no storage to report
 
 
+def _odd_key(path: str, key: object) -> str:
+    """The path of an attribute whose ``__dict__`` key is no str (``vars(m)[1] = t``).
+
+    Spelled as a dict's item, ``layer[1]``, so it cannot pass for an attribute of that name.
+    """
+    return f"{path}[{key!r}]"
+
+
 @dataclasses.dataclass(slots=True)
 class Found:
     """A storage with unregistered tensors: each (path, tensor) that reached it."""
@@ -212,12 +220,13 @@ class Walker:
 
     # Handlers: (object, its path, depth of its children, exempt reason).
 
-    def _attrs(self, items: Iterable[tuple[str, Any]], path: str, depth: int, reason: str) -> None:
+    def _attrs(self, items: Iterable[tuple[Any, Any]], path: str, depth: int, reason: str) -> None:
         prefix = f"{path}." if path else ""
         runtime = self.runtime
         for k, v in items:
             if type(v) not in _ATOMIC:
-                self.walk(v, prefix + k, depth, reason or runtime.get(k, ""))
+                name = prefix + k if type(k) is str else _odd_key(path, k)
+                self.walk(v, name, depth, reason or runtime.get(k, ""))
 
     def _module(self, m: torch.nn.Module, path: str, depth: int, reason: str) -> None:
         # The hot loop of a census (one pass per module): locals, no copies.
@@ -258,7 +267,8 @@ class Walker:
             tv = type(v)
             if tv in atomic or (tv in empty and not v) or k in _MODULE_SLOTS:
                 continue
-            walk(v, prefix + k, depth, reason or runtime.get(k, ""))
+            name = prefix + k if type(k) is str else _odd_key(path, k)
+            walk(v, name, depth, reason or runtime.get(k, ""))
 
     def _tensor(self, t: torch.Tensor, path: str, depth: int, reason: str) -> None:
         if id(t) not in self.registered_ids:

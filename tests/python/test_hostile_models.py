@@ -128,3 +128,33 @@ def test_a_bad_constant_buffer_name_is_refused_by_this_function(name: str) -> No
         register_constant_buffer(layer, name, torch.ones(2))
     assert str(err.value).startswith(f"register_constant_buffer(Linear, {name!r}): ")
     assert [n for n, _ in layer.named_buffers()] == []
+
+
+def test_a_forward_argument_that_holds_itself_is_read_once() -> None:
+    # A list that holds itself, and nesting past Python's recursion limit: a RecursionError
+    # before the capture's window opened.
+    x = torch.ones(1, 4)
+    cyclic: list[Any] = [x]
+    cyclic.append(cyclic)
+    deep: Any = torch.ones(4)
+    for _ in range(5000):
+        deep = [deep]
+
+    class TakesAnything(torch.nn.Linear):
+        def forward(self, x: torch.Tensor, *extra: Any) -> torch.Tensor:
+            return super().forward(x)
+
+    model = TakesAnything(4, 4)
+    capture = graphcheck.capture(model, x, cyclic, deep)
+    report = capture.check()
+    assert report.findings == []
+    inputs = [r for r in capture.snapshot.epochs[0].spans if r.kind == "input"]
+    assert len({(r.begin, r.end) for r in inputs}) == 2  # x (three paths to it) and deep's leaf
+
+
+def test_an_attribute_keyed_by_no_str_is_named_as_an_item() -> None:
+    # vars(module)[1] = tensor: the census walk failed with "can only concatenate str".
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    vars(model)[1] = torch.ones(3)
+    vars(model[0])[("a", 2)] = torch.ones(5)
+    assert sorted(e.path for e in graphcheck.census(model).entries) == ["0[('a', 2)]", "[1]"]

@@ -18,6 +18,7 @@ import pytest
 import torch
 
 import graphcheck
+from graphcheck import _core
 from graphcheck._watch.graph_pools import GraphPools, pool_name, torch_segments
 from watch_fakes import FakeCUDAGraph, NodesReader, fake_watch
 
@@ -206,6 +207,11 @@ def test_any_mapping_is_read_and_blocks_without_an_address_follow_the_one_before
     [
         ({"address": 1 << 70, "total_size": 4096}, ValueError, "allocator segment 0 'address'"),
         ({"address": 4096, "total_size": "big"}, ValueError, "allocator segment 0 'total_size'"),
+        (  # a segment dropped for it would hide its blocks without a word
+            {"address": -4096, "total_size": 4096},
+            ValueError,
+            "allocator segment 0 'address': expected an address or size at or above 0, found -4096",
+        ),
         (
             {"address": 4096, "total_size": 4096, "blocks": [{"size": None}]},
             TypeError,
@@ -229,6 +235,28 @@ def test_a_bad_label_is_named() -> None:
         pools.apply(epoch, [(0, 1, "a"), (0, 1)])  # type: ignore[list-item]
     with pytest.raises(ValueError, match=re.escape("labels[0] 'end': expected an int")):
         pools.apply(epoch, [(0, "end", "a")])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match=re.escape("labels[0] 'begin': expected an address")):
+        pools.apply(epoch, [(-1, 8, "a")])
+    assert epoch.allocations == []
+
+
+def test_a_label_that_is_not_utf8_text_is_escaped() -> None:
+    """A module name that was not UTF-8 (a lone surrogate) labels its block by its escape."""
+    epoch = graphcheck.Epoch("capture", [], [])
+    segment = {
+        "address": 4096,
+        "total_size": 4096,
+        "blocks": [{"size": 64, "state": "active_allocated"}],
+    }
+    GraphPools(lambda: [segment]).apply(epoch, [(4096, 4160, "m.\udc80scale")])
+    assert [a.label for a in epoch.allocations] == ["m.\\udc80scale", "torch segment dev?"]
+
+
+@pytest.mark.parametrize("pool", ["ab", (1, 2, 3), (1 << 70, 0), ("a", 0)])
+def test_a_bad_graph_pool_id_is_named(pool: object) -> None:
+    segment = {"address": 4096, "total_size": 4096}
+    with pytest.raises(TypeError, match=re.escape("graph_pools[1]: expected a pool id (two ints")):
+        _core.allocator_allocations([segment], [(1, 0), pool])
 
 
 def test_an_epoch_of_the_cpu_twin_reads_no_allocator() -> None:
