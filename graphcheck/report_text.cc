@@ -327,13 +327,24 @@ std::string to_text(const Report& report) {
     }
   }
 
+  // The verdicts that occur, findings most urgent first, then the others in DESIGN.md's order:
+  // nine counts, most of them 0, buried the one that mattered.
   std::vector<std::string> counts;
-  counts.reserve(kVerdictCount);
+  const auto add_count = [&](Verdict verdict) {
+    if (summary.count(verdict) > 0) {
+      counts.push_back(fmt::format("{} {}", to_string(verdict), summary.count(verdict)));
+    }
+  };
+  std::for_each(detail::kFindingsByUrgency.begin(), detail::kFindingsByUrgency.end(), add_count);
   for (std::size_t i = 0; i < kVerdictCount; ++i) {
-    auto verdict = static_cast<Verdict>(i);
-    counts.push_back(fmt::format("{} {}", to_string(verdict), summary.count(verdict)));
+    const auto verdict = static_cast<Verdict>(i);
+    if (detail::precedence(verdict) == static_cast<int>(detail::kFindingsByUrgency.size())) {
+      add_count(verdict);
+    }
   }
-  out += fmt::format("\nreferences: {} ({})\n", summary.references, fmt::join(counts, ", "));
+  out += counts.empty()
+             ? fmt::format("\nreferences: {}\n", summary.references)
+             : fmt::format("\nreferences: {} ({})\n", summary.references, fmt::join(counts, ", "));
   out += fmt::format("findings: {}{}\n", report.findings.size(),
                      stale_fails ? fmt::format(" (the check fails: {} stale allowlist {})",
                                                report.stale_allow.size(),

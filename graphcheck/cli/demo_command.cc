@@ -76,10 +76,14 @@ void print_step(const libtorch::ReplayStep& step) {
     outputs << ")";
   }
   std::cout << "  " << std::left << std::setw(22) << step.label << ' ' << std::setw(36)
-            << outputs.str() << std::right << " findings " << std::setw(3) << s.findings()
-            << " (unregistered " << s.count(Verdict::kUnregistered) << ", lost "
-            << s.count(Verdict::kLost) << ", stale " << s.count(Verdict::kStale) << ", dangling "
-            << s.count(Verdict::kDangling) << ")\n";
+            << outputs.str() << std::right << " findings " << std::setw(3) << s.findings() << " (";
+  // Every finding verdict, 0 too (the rows are a table), most urgent first as the reports.
+  const char* separator = "";
+  for (const Verdict verdict : detail::kFindingsByUrgency) {
+    std::cout << separator << to_string(verdict) << ' ' << s.count(verdict);
+    separator = ", ";
+  }
+  std::cout << ")\n";
   // What to fix, each fix once with the owners it covers, as the report's to-do list.
   std::string fixes;
   detail::append_fix_lines(fixes, step.report.findings, detail::group_fixes(step.report.findings),

@@ -3,10 +3,10 @@
 #include "graphcheck/cli/watch_summary.h"
 
 #include <fmt/format.h>
+#include <graphcheck/detail/text_groups.h>
 #include <graphcheck/error.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -197,12 +197,10 @@ void add_once(std::vector<T>& list, const T& value) {
 // Most urgent first, as the text report of `graphcheck check` orders its groups; census
 // findings (no graph reads them yet) last.
 int urgency(const OwnerRow& owner) {
-  constexpr std::array<Verdict, 4> kOrder = {Verdict::kStale, Verdict::kLost, Verdict::kDangling,
-                                             Verdict::kUnregistered};
   if (owner.source == OwnerSource::kCensus) {
-    return static_cast<int>(kOrder.size());
+    return static_cast<int>(detail::kFindingsByUrgency.size());
   }
-  return static_cast<int>(std::find(kOrder.begin(), kOrder.end(), owner.verdict) - kOrder.begin());
+  return detail::precedence(owner.verdict);
 }
 
 // A census line is "path: shape dtype"; the path names the owner (shapes differ by rank

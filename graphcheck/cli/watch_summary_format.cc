@@ -1,6 +1,7 @@
 // The text and JSON forms of a watch folder's summary (watch_summary.h; docs/cli.md,
 // "graphcheck report").
 #include <fmt/format.h>
+#include <graphcheck/detail/text_groups.h>
 #include <graphcheck/report.h>
 
 #include <algorithm>
@@ -76,8 +77,7 @@ std::string counts(const ProcessRow& row) {
   std::vector<std::string> found;
   // Most urgent first, as the text report and the pages order them (a review diffed
   // "unregistered 30, stale 2" here against "stale 2, unregistered 30" there).
-  for (const Verdict verdict :
-       {Verdict::kStale, Verdict::kLost, Verdict::kDangling, Verdict::kUnregistered}) {
+  for (const Verdict verdict : detail::kFindingsByUrgency) {
     if (summary.count(verdict) > 0) {
       found.push_back(fmt::format("{} {}", to_string(verdict), summary.count(verdict)));
     }

@@ -72,20 +72,9 @@ std::string owner_family(std::string_view owner) {
   return family.empty() ? std::string(owner) : family;
 }
 
-// Findings first by precedence (DESIGN.md): stale, lost, dangling, unregistered.
 int precedence(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kStale:
-      return 0;
-    case Verdict::kLost:
-      return 1;
-    case Verdict::kDangling:
-      return 2;
-    case Verdict::kUnregistered:
-      return 3;
-    default:
-      return 4;
-  }
+  return static_cast<int>(std::find(kFindingsByUrgency.begin(), kFindingsByUrgency.end(), verdict) -
+                          kFindingsByUrgency.begin());
 }
 
 // "3-5, 9, 12": sorted ids with runs collapsed.

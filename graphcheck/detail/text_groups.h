@@ -5,6 +5,7 @@
 
 #include <graphcheck/report.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -22,8 +23,13 @@ std::string plural(std::uint64_t count, std::string_view noun);
 /// only in their numbers ("model.layers.3.x" and "model.layers.4.x").
 std::string owner_family(std::string_view owner);
 
-/// Findings first by precedence (DESIGN.md): stale 0, lost 1, dangling 2, unregistered 3;
-/// ok verdicts 4.
+/// The finding verdicts, most urgent first (DESIGN.md precedence): the order of every list
+/// of findings a person reads (the report's groups and counts, the pages, the watch's rows).
+inline constexpr std::array<Verdict, 4> kFindingsByUrgency = {
+    Verdict::kStale, Verdict::kLost, Verdict::kDangling, Verdict::kUnregistered};
+
+/// Findings first by precedence (kFindingsByUrgency): stale 0, lost 1, dangling 2,
+/// unregistered 3; ok verdicts 4.
 int precedence(Verdict verdict);
 
 /// "3-5, 9, 12": sorted ids with runs collapsed.
