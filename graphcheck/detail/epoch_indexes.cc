@@ -4,6 +4,10 @@
 #include <graphcheck/error.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
+
+#include "graphcheck/detail/closest.h"
 
 namespace graphcheck::detail {
 namespace {
@@ -23,9 +27,14 @@ const Epoch& EpochIndexes::resolve(const std::string& label, std::string_view fi
   }
   const Epoch* epoch = find(label);
   if (epoch == nullptr) {
+    std::vector<std::string> known;
+    known.reserve(epochs_.size());
+    for (const Epoch* each : epochs_) {
+      known.push_back(each->label);
+    }
     throw Error("check: " + std::string(field) + " " + in_quotes(label) +
-                " is not an epoch of the snapshot (it has: " + labels() +
-                "); pass one of those labels");
+                " is not an epoch of the snapshot" + did_you_mean(label, known) +
+                " (it has: " + labels() + "); pass one of those labels");
   }
   return *epoch;
 }

@@ -21,6 +21,7 @@ with the ATen op that first used it.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -327,9 +328,12 @@ class Capture:
         if baseline is not None and baseline not in self.epochs:
             # Checked here: the session also holds the transient "now", which its own error
             # listed as a label to pass (a review's finding).
+            near = difflib.get_close_matches(baseline, self.epochs, n=1)
             raise GraphcheckValueError(
-                f"Capture.check: baseline {baseline!r} is not a recorded epoch (recorded: "
-                f"{', '.join(self.epochs)}); pass one of those labels, or None for the capture"
+                f"Capture.check: baseline {baseline!r} is not a recorded epoch"
+                + (f"; did you mean {near[0]!r}?" if near else "")
+                + f" (recorded: {', '.join(self.epochs)}); pass one of those labels, or None "
+                "for the capture"
             )
         now = None
         if epoch is None:

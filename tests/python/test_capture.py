@@ -289,6 +289,10 @@ def test_epoch_labels_and_check_errors() -> None:
             "Capture.check: baseline 'x' is not a recorded epoch (recorded: capture, after); "
             "pass one of those labels, or None for the capture"
         )
+    with pytest.raises(graphcheck.GraphcheckValueError, match="; did you mean 'after'\\? \\("):
+        cap.check(baseline="afetr")
+    with pytest.raises(graphcheck.GraphcheckError, match='did you mean "after"\\?'):
+        cap.check("afetr")  # the checker's own error, through the session
 
 
 def test_save_writes_a_snapshot_the_cli_checks_identically(tmp_path: Path, cli: Path) -> None:

@@ -276,6 +276,27 @@ TEST_F(CliTest, UnknownEpochIsAUsageErrorListingTheKnownLabels) {
   expect_usage_error(run({"check", data("decode_step.json"), "--baseline", "before"}), "before");
 }
 
+TEST_F(CliTest, AMistypedCommandOptionOrEpochGetsTheNearestKnownOne) {
+  const std::string snapshot = data("decode_step.json");
+  RunResult result = run({"chek", snapshot});
+  expect_usage_error(result,
+                     "unknown command 'chek'; did you mean \"check\"? (run 'graphcheck "
+                     "--help' for the commands)");
+  // CLI11 took the word after an unknown option for the snapshot and named both as extras.
+  result = run({"check", "--epcoh", "after_reload", snapshot});
+  expect_usage_error(result,
+                     "unknown option '--epcoh' of graphcheck check; did you mean "
+                     "\"--epoch\"? (run 'graphcheck check --help' for its options)");
+  expect_usage_error(run({"check", snapshot, "--formt=json"}), "did you mean \"--format\"?");
+  result = run({"check", snapshot, "--epoch", "after_relaod"});
+  expect_usage_error(result,
+                     "epoch \"after_relaod\" is not an epoch of the snapshot; did you "
+                     "mean \"after_reload\"? (it has: ");
+  // Nothing near, or two as near: no guess.
+  EXPECT_THAT(run({"check", snapshot, "--epoch", "after_nap"}).err, Not(HasSubstr("did you mean")));
+  EXPECT_THAT(run({"check", snapshot, "--zzzzzz"}).err, Not(HasSubstr("did you mean")));
+}
+
 TEST_F(CliTest, BadFlagsAndMissingArgumentsExitTwo) {
   expect_usage_error(run({"check", data("verdict_registered.json"), "--frobnicate"}),
                      "--frobnicate");
@@ -284,7 +305,8 @@ TEST_F(CliTest, BadFlagsAndMissingArgumentsExitTwo) {
   expect_usage_error(run({"check", data("verdict_registered.json"), "--format", "xml"}),
                      "(run 'graphcheck check --help' for usage)");
   expect_usage_error(run({"report", "--frobnicate", "x"}),
-                     "(run 'graphcheck report --help' for usage)");
+                     "unknown option '--frobnicate' of graphcheck report (run 'graphcheck "
+                     "report --help' for its options)");
   expect_usage_error(run({"check"}), "SNAPSHOT");
   for (const char* threads : {"-1", "many", "257"}) {
     expect_usage_error(run({"check", data("verdict_registered.json"), "--threads", threads}),
