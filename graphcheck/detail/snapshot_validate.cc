@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -72,12 +73,13 @@ class Validator {
                    [&] { return element_path(path + ".allocations", i) + ".label"; });
       }
     }
-    std::unordered_set<std::uint64_t> graph_ids;
+    std::unordered_map<std::uint64_t, std::size_t> graph_ids;  // id -> its first graph
     for (std::size_t g = 0; g < snapshot.graphs.size(); ++g) {
       const GraphRecord& graph = snapshot.graphs[g];
       const std::string path = element_path("graphs", g);
-      if (!graph_ids.insert(graph.id).second) {
-        fail(path + ".id", "an id that no earlier graph uses", std::to_string(graph.id));
+      if (const auto [first, added] = graph_ids.try_emplace(graph.id, g); !added) {
+        fail(path + ".id", "an id that no earlier graph uses",
+             std::to_string(graph.id) + " (" + element_path("graphs", first->second) + " has it)");
       }
       if (labels.count(graph.epoch) == 0) {
         fail(path + ".epoch",
@@ -169,10 +171,13 @@ class Validator {
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       const Node& node = nodes[n];
       const std::string node_path = element_path(path, n);
-      if (repeated_ids_.count(node.id) != 0 && !seen_repeated_.insert(node.id).second) {
-        fail(node_path + ".id",
-             "an id that no other node of graph " + std::to_string(graph_id_) + " uses",
-             std::to_string(node.id));
+      if (repeated_ids_.count(node.id) != 0) {
+        const auto [first, added] = seen_repeated_.try_emplace(node.id, node_path);
+        if (!added) {
+          fail(node_path + ".id",
+               "an id that no other node of graph " + std::to_string(graph_id_) + " uses",
+               std::to_string(node.id) + " (" + first->second + " has it)");
+        }
       }
       check_shape(node, node_path);
       check_text(node.name, [&] { return node_path + ".name"; });
@@ -314,7 +319,7 @@ class Validator {
   std::string_view source_;
   std::vector<std::uint64_t> all_ids_;
   std::unordered_set<std::uint64_t> repeated_ids_;
-  std::unordered_set<std::uint64_t> seen_repeated_;
+  std::unordered_map<std::uint64_t, std::string> seen_repeated_;  // id -> its first node
   std::uint64_t graph_id_ = 0;
 };
 

@@ -197,14 +197,15 @@ TEST(SnapshotErrors, GraphsNeedUniqueIdsAndAKnownEpoch) {
       R"(t.json: graphs[0].epoch: expected the label of an epoch of this snapshot (one of "capture", "after_wake"), found "sleep")");
   EXPECT_EQ(error_of(base + R"({"id": 1, "epoch": "capture", "nodes": []},
                                 {"id": 1, "epoch": "capture", "nodes": []}]})"),
-            "t.json: graphs[1].id: expected an id that no earlier graph uses, found 1");
+            "t.json: graphs[1].id: expected an id that no earlier graph uses, found 1 "
+            "(graphs[0] has it)");
 }
 
 TEST(SnapshotErrors, NodeIdsAreUniqueAcrossBodies) {
   EXPECT_EQ(error_of(with_nodes(R"({"id": 5, "type": "empty"}, {"id": 6, "type": "conditional",
     "bodies": [{"nodes": []}, {"nodes": [{"id": 5, "type": "host"}]}]})")),
             "t.json: graphs[0].nodes[1].bodies[1].nodes[0].id: expected an id that no other node "
-            "of graph 3 uses, found 5");
+            "of graph 3 uses, found 5 (graphs[0].nodes[0] has it)");
 }
 
 TEST(SnapshotErrors, NestingDeeperThanTheLimitIsRefused) {
