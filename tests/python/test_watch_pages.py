@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,35 @@ def test_a_page_carries_the_check_point_header_and_every_epochs_report(tmp_path:
     for label, report in epochs.items():
         again = graphcheck.check(snapshot, epoch=label, baseline="capture")
         assert graphcheck.parse_report(json.dumps(report)) == again
+
+
+def test_a_page_over_many_graphs_says_how_to_draw_one_graphs_map(tmp_path: Path, cli: Path) -> None:
+    # A page draws one graph's map; over two graphs it had none and did not say why.
+    watch = graphcheck.Watch(out_dir=tmp_path)
+    model = torch.nn.Linear(4, 4)
+    model.scale = torch.ones(4)  # type: ignore[assignment]  # read by no op: no finding
+    for rows in (1, 2):
+        watch.capture(model, torch.ones(rows, 4))
+    watch.checkpoint("after_wake")
+    last = watch.checkpoint("after_wake")  # each graph's second: epoch after_wake-2
+    watch.close()
+    assert last is not None
+    assert last.epochs == {1: "after_wake-2", 2: "after_wake-2"}
+    text = Path(last.files["report_html"]).read_text(encoding="utf-8")
+    data = json.loads(
+        re.search(r'id="graphcheck-data">(.*?)</script>', text, re.S).group(1)  # type: ignore[union-attr]
+    )
+    assert data["snapshot"] is None
+    line = data["context"]["header"][-1]
+    assert line.startswith("address-space map: a page draws one graph's, and this check point ")
+    command = line.partition("in this folder: ")[2].split()
+    assert command[:2] == ["graphcheck", "check"]
+    done = subprocess.run(
+        [str(cli), *command[1:]], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"snapshot":{' in (tmp_path / "graph1.html").read_text(encoding="utf-8")
+    assert line not in last.header()  # the page's, not the text report's
 
 
 def test_index_lists_every_check_point_with_what_changed_and_no_folder_path(

@@ -324,6 +324,7 @@ def check_point(
         notes + tuple(n for g in checked for n in g.reader_notes),
         seconds=time.perf_counter() - start,
         readers={g.id: g.reader for g in checked},
+        epochs={g.id: report.epoch for g, report in zip(checked, reports, strict=True)},
     )
 
 

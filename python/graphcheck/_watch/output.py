@@ -105,6 +105,9 @@ class CheckResult:
         seconds: how long the check point took (epochs, census, checks; not the files).
         readers: what read each checked graph's nodes, by graph id: ``"cuda-graph"`` (the
             CUDA graph itself) or ``"aten-dispatcher"`` (the ATen window's ops).
+        epochs: the epoch each checked graph's snapshot holds for this check point, by graph
+            id: the label, or ``after_wake-2`` for a graph's second ``after_wake`` (what
+            ``graphcheck check <snapshot> --epoch`` takes).
     """
 
     seq: int
@@ -121,6 +124,7 @@ class CheckResult:
     census: tuple[str, ...] = ()
     seconds: float = 0.0
     readers: dict[int, str] = dataclasses.field(default_factory=dict)
+    epochs: dict[int, str] = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

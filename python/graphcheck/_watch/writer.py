@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -92,15 +93,27 @@ class ReportWriter:
         _atomic_write(files["report_text"], result.text() + "\n")
         page = Path(files["report_html"]).name
         previous = self._previous_page
-        # The page draws one graph's memory map: with one graph checked, its snapshot.
+        # The page draws one graph's memory map: with one graph checked, its snapshot; with
+        # more, the page says so and how to draw one (a review looked for the map in vain).
         one = snapshots[0][1].snapshot if len(snapshots) == 1 else None
+        header = result.header().splitlines()
+        if len(snapshots) > 1:
+            graph_id = snapshots[0][0]
+            snapshot = Path(files[f"snapshot:{graph_id}"]).name
+            epoch = result.epochs.get(graph_id, result.label)
+            header.append(
+                f"address-space map: a page draws one graph's, and this check point covers "
+                f"{len(snapshots)}; for graph {graph_id}'s, in this folder: graphcheck check "
+                f"{shlex.quote(snapshot)} --epoch {shlex.quote(printable(epoch))} --format html "
+                f"--output graph{graph_id}.html"
+            )
         who = printable(result.role) or f"pid {result.pid}"
         _atomic_write(
             files["report_html"],
             result.report.to_html(
                 one,
                 subject=f"{printable(result.model) or 'model'} \u00b7 {who} #{result.seq}",
-                header=result.header().splitlines(),
+                header=header,
                 allow=allow,
                 navigation={"index": "index.html", "previous": previous, "next": None},
             ),
