@@ -20,9 +20,6 @@ thread uses the model.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping
-
 import torch
 
 from graphcheck._errors import GraphcheckKeyError, GraphcheckTypeError, GraphcheckValueError
@@ -34,6 +31,14 @@ from graphcheck._holders import (
     holder_tensors,
     is_holder,
     storage_views,
+)
+from graphcheck._reload import Rebind, reload_in_place
+from graphcheck._slots import (
+    HELD_PREFIX,
+    HELD_SHARED_ATTR,
+    join_path,
+    require_module,
+    tensor_mismatch,
 )
 from graphcheck._utils import wrapper_leaves
 
@@ -59,52 +64,6 @@ __all__ = [
 #: constant buffers. Weight loaders skip these names; it survives ``.to()``.
 CONSTANT_BUFFERS_ATTR = "_graphcheck_constant_buffers"
 
-#: Prefix of the buffers :func:`register_held_tensors` owns.
-HELD_PREFIX = "_held_"
-
-# Attribute (a ``set[str]`` in the module's ``__dict__``) naming the ``_held_*`` buffers that
-# register_held_tensors did not register because a parameter or buffer already covers the
-# holder tensor: reload_in_place watches those holder tensors for rebinds too.
-_HELD_SHARED_ATTR = "_graphcheck_held_shared"
-
-
-@dataclasses.dataclass(frozen=True)
-class Rebind:
-    """A tensor that post-processing rebound during :func:`reload_in_place`.
-
-    ``kind`` is ``"parameter"``, ``"buffer"`` or ``"held"`` (a holder's tensor
-    behind a ``_held_*`` buffer). ``restored`` is True when the original
-    storage holds the new values and is bound again; otherwise ``detail`` says
-    why not and what the model must change.
-    """
-
-    path: str
-    kind: str
-    restored: bool
-    detail: str
-
-
-def _require_module(obj: object, what: str) -> torch.nn.Module:
-    if not isinstance(obj, torch.nn.Module):
-        raise GraphcheckTypeError(f"{what} must be a torch.nn.Module, got {type(obj).__qualname__}")
-    return obj
-
-
-def _join(prefix: str, name: str) -> str:
-    return f"{prefix}.{name}" if prefix else name
-
-
-def _mismatch(old: torch.Tensor, new: torch.Tensor) -> list[str]:
-    """What differs between ``old`` (expected) and ``new`` (found)."""
-    diffs = []
-    if old.shape != new.shape:
-        diffs.append(f"shape: expected {tuple(old.shape)}, found {tuple(new.shape)}")
-    if old.dtype != new.dtype:
-        diffs.append(f"dtype: expected {old.dtype}, found {new.dtype}")
-    if old.device != new.device:
-        diffs.append(f"device: expected {old.device}, found {new.device}")
-    return diffs
-
 
 def set_derived_buffer(module: torch.nn.Module, name: str, value: torch.Tensor) -> None:
     """Fill the derived-buffer slot ``name`` of ``module`` with ``value``.
@@ -118,7 +77,7 @@ def set_derived_buffer(module: torch.nn.Module, name: str, value: torch.Tensor) 
     (:class:`~graphcheck.GraphcheckValueError` naming each difference, expected vs found). It
     never rebinds. Not thread-safe (mutates ``module``).
     """
-    _require_module(module, "set_derived_buffer: module")
+    require_module(module, "set_derived_buffer: module")
     if not isinstance(value, torch.Tensor):
         raise GraphcheckTypeError(
             f"set_derived_buffer({type(module).__name__}, {name!r}): value must be a "
@@ -140,7 +99,7 @@ def set_derived_buffer(module: torch.nn.Module, name: str, value: torch.Tensor) 
         return
     if value is old:
         return
-    diffs = _mismatch(old, value)
+    diffs = tensor_mismatch(old, value)
     if diffs:
         raise GraphcheckValueError(
             f"set_derived_buffer({type(module).__name__}, {name!r}) copies in place "
@@ -163,7 +122,7 @@ def register_constant_buffer(module: torch.nn.Module, name: str, tensor: torch.T
     torch refuses (dotted, empty, an attribute already), before changing anything. Not
     thread-safe (mutates ``module``).
     """
-    _require_module(module, "register_constant_buffer: module")
+    require_module(module, "register_constant_buffer: module")
     if not isinstance(tensor, torch.Tensor):
         raise GraphcheckTypeError(
             f"register_constant_buffer({type(module).__name__}, {name!r}): tensor must "
@@ -189,7 +148,7 @@ def register_constant_buffer(module: torch.nn.Module, name: str, tensor: torch.T
 
 def is_constant_buffer(module: torch.nn.Module, name: str) -> bool:
     """Whether ``name`` is a constant buffer of ``module`` (loaders must skip it)."""
-    _require_module(module, "is_constant_buffer: module")
+    require_module(module, "is_constant_buffer: module")
     return name in module._buffers and name in module.__dict__.get(CONSTANT_BUFFERS_ATTR, ())
 
 
@@ -201,7 +160,7 @@ def _held_entries(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str, st
         # attribute ``a`` with key ``b_c`` both make ``_held_a_b_c``.
         claimed: dict[str, str] = {}
         for attr, holder in [(a, h) for a, h in vars(module).items() if is_holder(h)]:
-            holder_path = _join(path, attr)
+            holder_path = join_path(path, attr)
             for name, tensor in holder_tensors(holder, holder_path).items():
                 if "." in name or not name:
                     raise GraphcheckValueError(
@@ -213,7 +172,7 @@ def _held_entries(model: torch.nn.Module) -> list[tuple[torch.nn.Module, str, st
                 if buffer in claimed:
                     raise GraphcheckValueError(
                         f"register_held_tensors: {where} and {claimed[buffer]} would both be "
-                        f"registered as the buffer {_join(path, buffer)} (the name joins the "
+                        f"registered as the buffer {join_path(path, buffer)} (the name joins the "
                         "attribute and the key with '_'); rename the attribute or the key so "
                         "that the joined names differ"
                     )
@@ -239,14 +198,14 @@ def register_held_tensors(model: torch.nn.Module) -> list[str]:
     storage (sparse, a storage-less wrapper), naming its path. Not thread-safe (mutates the
     modules' buffers).
     """
-    _require_module(model, "register_held_tensors: model")
+    require_module(model, "register_held_tensors: model")
     held = _held_entries(model)
     keep = {(id(m), name) for m, _, name, tensor in held if tensor.is_meta}
     # Everything that can fail is read before any module changes: a holder tensor without
     # strided storage (sparse, a storage-less wrapper) raised torch's error after every
     # `_held_*` buffer had been deleted (a hostile tester's finding).
     views_of = {
-        id(tensor): _holder_views(tensor, _join(path, name))
+        id(tensor): _holder_views(tensor, join_path(path, name))
         for _, path, name, tensor in held
         if not tensor.is_meta
     }
@@ -263,7 +222,7 @@ def register_held_tensors(model: torch.nn.Module) -> list[str]:
                 if _start_of(leaf) in starts:
                     registered |= storage_views(leaf)
     for module in model.modules():
-        module.__dict__.pop(_HELD_SHARED_ATTR, None)
+        module.__dict__.pop(HELD_SHARED_ATTR, None)
         for name in [n for n in module._buffers if n.startswith(HELD_PREFIX)]:
             if (id(module), name) not in keep:
                 del module._buffers[name]
@@ -274,11 +233,11 @@ def register_held_tensors(model: torch.nn.Module) -> list[str]:
             continue
         views = views_of[id(tensor)][0]
         if views <= registered:
-            module.__dict__.setdefault(_HELD_SHARED_ATTR, set()).add(name)
+            module.__dict__.setdefault(HELD_SHARED_ATTR, set()).add(name)
             continue
         module.register_buffer(name, tensor, persistent=False)
         registered |= views
-        paths.append(_join(path, name))
+        paths.append(join_path(path, name))
     return paths
 
 
@@ -303,209 +262,3 @@ def _holder_views(tensor: torch.Tensor, where: str) -> tuple[frozenset[StorageVi
             "nothing was changed"
         ) from exc
     return views, starts
-
-
-def _own_tensors(module: torch.nn.Module) -> dict[str, tuple[str, torch.Tensor]]:
-    """Name -> (kind, tensor) of the module's own parameters and buffers (not None)."""
-    own: dict[str, tuple[str, torch.Tensor]] = {
-        n: ("parameter", t) for n, t in module._parameters.items() if t is not None
-    }
-    own.update((n, ("buffer", t)) for n, t in module._buffers.items() if t is not None)
-    return own
-
-
-_REBOUND = "processing rebound it"
-_COPY_IN_PLACE = "fill it with set_derived_buffer (or copy_) instead of rebinding"
-
-
-# Copying back would overwrite the parameter or buffer the holder tensor shared.
-_LEFT_SHARED = (
-    f"{_REBOUND} away from the storage it shared with a registered parameter or buffer; "
-    "captured graphs still read that storage, and the new tensor is registered nowhere (the "
-    "values were not copied back: that would overwrite the parameter or buffer). Process into "
-    "a declared slot with set_derived_buffer, or call register_held_tensors again after "
-    "processing and recapture"
-)
-
-
-def _unfit(old: torch.Tensor, new: torch.Tensor) -> str:
-    return (
-        f"{_REBOUND} to a tensor that does not fit the original "
-        f"({'; '.join(_mismatch(old, new))}); it stays rebound and captured graphs "
-        "read the old storage: keep the layout and copy in place"
-    )
-
-
-def _restore(module: torch.nn.Module, path: str, name: str, kind: str, old: torch.Tensor) -> Rebind:
-    """Copy a rebound parameter or buffer back into ``old`` and bind ``old`` again."""
-    slots = module._parameters if kind == "parameter" else module._buffers
-    new = slots.get(name)
-    where = _join(path, name)
-    if new is not None and _mismatch(old, new):
-        return Rebind(where, kind, False, _unfit(old, new))
-    if new is None:
-        detail = "processing removed it; the original is bound again with its previous values"
-    else:
-        with torch.no_grad():
-            old.copy_(new)
-        detail = f"{_REBOUND}; the new values were copied into the original: {_COPY_IN_PLACE}"
-    slots[name] = old  # type: ignore[assignment]
-    return Rebind(where, kind, True, detail)
-
-
-def _holders(module: torch.nn.Module, path: str) -> list[tuple[str, object, str]]:
-    """(attribute, holder, holder path) of every holder the module keeps."""
-    return [(a, h, _join(path, a)) for a, h in list(vars(module).items()) if is_holder(h)]
-
-
-def _shared_held(module: torch.nn.Module, path: str) -> dict[str, torch.Tensor]:
-    """Buffer name -> holder tensor, for the holder tensors a registered tensor covers.
-
-    Taken before processing: these have no ``_held_*`` buffer of their own (see
-    :func:`register_held_tensors`), so this is what a rebind is compared with.
-    """
-    names = module.__dict__.get(_HELD_SHARED_ATTR)
-    if not names:
-        return {}
-    before = {}
-    for attr, holder, holder_path in _holders(module, path):
-        for name, tensor in holder_tensors(holder, holder_path).items():
-            if f"{HELD_PREFIX}{attr}_{name}" in names:
-                before[f"{HELD_PREFIX}{attr}_{name}"] = tensor
-    return before
-
-
-def _restore_held(
-    module: torch.nn.Module, path: str, shared: Mapping[str, torch.Tensor]
-) -> list[Rebind]:
-    """Copy holder tensors rebound by processing back into their ``_held_*`` buffers.
-
-    The holder's attribute ``name`` is pointed at the original again when it is
-    the rebound tensor; a nested key (``<attr>_<name>``) cannot be, and is
-    reported as not restored. A holder tensor that shared a parameter's or
-    buffer's storage (``shared``: taken before processing) and was rebound is
-    reported as not restored and left as it is.
-    """
-    rebinds = []
-    for attr, holder, holder_path in _holders(module, path):
-        for name, new in holder_tensors(holder, holder_path).items():
-            buffer = f"{HELD_PREFIX}{attr}_{name}"
-            old = module._buffers.get(buffer)
-            where = f"{holder_path}.{name}"
-            if old is None and buffer in shared:
-                if storage_views(new) != storage_views(shared[buffer]):
-                    rebinds.append(Rebind(where, "held", False, _LEFT_SHARED))
-                continue
-            if old is None or storage_views(new) == storage_views(old):
-                continue
-            if _mismatch(old, new):
-                rebinds.append(Rebind(where, "held", False, _unfit(old, new)))
-                continue
-            with torch.no_grad():
-                old.copy_(new)
-            restored = getattr(holder, name, None) is new
-            if restored:
-                setattr(holder, name, old)
-            keeps = "the holder keeps it again" if restored else "the holder keeps the new tensor"
-            detail = f"{_REBOUND}; the new values were copied into the registered storage and "
-            rebinds.append(Rebind(where, "held", restored, f"{detail}{keeps}: {_COPY_IN_PLACE}"))
-    return rebinds
-
-
-def _check_weights(
-    model: torch.nn.Module, weights: Mapping[str, torch.Tensor], strict: bool
-) -> dict[str, torch.Tensor]:
-    """Map each key of ``weights`` to its target tensor, or raise before any copy."""
-    targets: dict[str, torch.Tensor] = {}
-    for path, module in model.named_modules(remove_duplicate=False):
-        for name, t in module._parameters.items():
-            if t is not None:
-                targets[_join(path, name)] = t
-        for name, t in module._buffers.items():
-            if t is not None and name not in module._non_persistent_buffers_set:
-                targets[_join(path, name)] = t
-    unexpected = sorted(k for k in weights if k not in targets)
-    if unexpected:
-        raise GraphcheckKeyError(
-            f"reload_in_place: unexpected keys {unexpected} (not a parameter or "
-            "persistent buffer of the model; constant and derived buffers are never loaded)"
-        )
-    loaded = {id(targets[k]) for k in weights}
-    missing = sorted(k for k, t in targets.items() if id(t) not in loaded)
-    if missing and strict:
-        raise GraphcheckKeyError(
-            f"reload_in_place: missing keys {missing} (pass strict=False to keep "
-            "their current values)"
-        )
-    for key, value in weights.items():
-        if not isinstance(value, torch.Tensor):
-            raise GraphcheckTypeError(
-                f"reload_in_place: weights[{key!r}] is "
-                f"{type(value).__qualname__}, expected a torch.Tensor"
-            )
-        if value.shape != targets[key].shape:
-            raise GraphcheckValueError(
-                f"reload_in_place: weights[{key!r}] has shape "
-                f"{tuple(value.shape)}, expected {tuple(targets[key].shape)}"
-            )
-    return targets
-
-
-def reload_in_place(
-    model: torch.nn.Module,
-    weights: Mapping[str, torch.Tensor],
-    process: Callable[[torch.nn.Module], object] | None,
-    *,
-    strict: bool = True,
-) -> list[Rebind]:
-    """Load ``weights`` into the existing storages of ``model``, layer by layer.
-
-    ``weights`` maps ``state_dict()`` keys (parameters and persistent buffers; tied weights may
-    appear under any of their names) to tensors of the same shape; dtype and device are
-    converted by ``copy_``. Every key is checked before anything is copied: an unknown key is a
-    :class:`~graphcheck.GraphcheckKeyError`, a missing one too unless ``strict=False`` (its
-    tensor keeps its values), a shape mismatch a :class:`~graphcheck.GraphcheckValueError`.
-    Modules are then visited in post-order (children first, each shared module once): the
-    module's own tensors are copied in place, then ``process(module)`` runs (e.g.
-    ``process_weights_after_loading``), which refills derived buffers through
-    :func:`set_derived_buffer`. A parameter, buffer or holder tensor that ``process`` rebinds
-    (one behind a ``_held_*`` buffer, or one that :func:`register_held_tensors` found covered by
-    a parameter or buffer) is reported; it is copied back into its original storage, unless that
-    storage belongs to a parameter or buffer it only shared (those values are kept). The
-    returned list holds every report. Not thread-safe.
-    """
-    _require_module(model, "reload_in_place: model")
-    if not isinstance(weights, Mapping):
-        raise GraphcheckTypeError(
-            f"reload_in_place: weights must be a mapping of str to Tensor "
-            f"(like state_dict()), got {type(weights).__qualname__}"
-        )
-    targets = _check_weights(model, weights, strict)
-    by_target: dict[int, list[torch.Tensor]] = {}
-    for key, value in weights.items():
-        by_target.setdefault(id(targets[key]), []).append(value)
-    rebinds: list[Rebind] = []
-    seen: set[int] = set()
-
-    def visit(module: torch.nn.Module, path: str) -> None:
-        seen.add(id(module))
-        for name, child in module._modules.items():
-            if child is not None and id(child) not in seen:
-                visit(child, _join(path, name))
-        own = _own_tensors(module)
-        with torch.no_grad():
-            for _, t in own.values():
-                for value in by_target.pop(id(t), []):
-                    t.copy_(value)
-        if process is None:
-            return
-        shared = _shared_held(module, path)
-        process(module)
-        for name, (kind, old) in own.items():
-            slots = module._parameters if kind == "parameter" else module._buffers
-            if not old.is_meta and slots.get(name) is not old:
-                rebinds.append(_restore(module, path, name, kind, old))
-        rebinds.extend(_restore_held(module, path, shared))
-
-    visit(model, "")
-    return rebinds
