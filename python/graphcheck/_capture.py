@@ -24,7 +24,7 @@ import contextlib
 import difflib
 import os
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 import torch
@@ -45,7 +45,7 @@ from graphcheck._errors import (
 )
 from graphcheck._model_registry import EngineState, ModelRegistry, model_registry
 from graphcheck._sites import label_sites, record_sites
-from graphcheck._utils import storage_leaves
+from graphcheck._utils import input_tensors, storage_leaves
 from graphcheck._walk import short_repr as _walk_repr
 from graphcheck.arena import WeightsArena, arena_of
 
@@ -64,39 +64,6 @@ CAPTURE_EPOCH = "capture"
 NOW_EPOCH = "now"
 
 _INPUT_REASON = "forward input (a static input of the graph)"
-
-
-def _items(container: Any, path: str) -> Iterator[tuple[str, Any]]:
-    """A list's, tuple's or mapping's items, each with its path (``x[0]``, ``x['k']``)."""
-    if isinstance(container, Mapping):
-        for key, item in container.items():
-            yield f"{path}[{key!r}]", item
-    else:
-        for i, item in enumerate(container):
-            yield f"{path}[{i}]", item
-
-
-def _input_tensors(value: Any, name: str) -> Iterator[tuple[str, torch.Tensor]]:
-    """Tensors with storage in a forward argument, named ``args[0]``, ``x['k'][1]``.
-
-    Depth first, in order, without recursion: a list that holds itself (or nesting deeper
-    than Python's recursion limit) is read once, not a RecursionError before the capture.
-    """
-    stack: list[Iterator[tuple[str, Any]]] = [iter(((name, value),))]
-    entered: set[int] = set()  # containers on the way or done: each is read once
-    while stack:
-        item = next(stack[-1], None)
-        if item is None:
-            stack.pop()
-            continue
-        path, obj = item
-        if isinstance(obj, torch.Tensor):
-            for leaf_name, leaf in storage_leaves(path, obj):
-                if leaf.untyped_storage().nbytes() > 0:
-                    yield leaf_name, leaf
-        elif isinstance(obj, (list, tuple, Mapping)) and id(obj) not in entered:
-            entered.add(id(obj))
-            stack.append(_items(obj, path))
 
 
 class Capture:
@@ -399,8 +366,8 @@ def capture_arguments(
             f"{what}: arena must be a graphcheck.WeightsArena, got {type(arena).__qualname__}"
         )
     inputs = [
-        *_input_tensors(list(args), "args"),
-        *(item for key, value in kwargs.items() for item in _input_tensors(value, key)),
+        *input_tensors(list(args), "args"),
+        *(item for key, value in kwargs.items() for item in input_tensors(value, key)),
     ]
     return (arena if arena is not None else arena_of(model)), inputs
 

@@ -6,7 +6,7 @@ import fnmatch
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -96,6 +96,39 @@ def storage_leaves(name: str, tensor: torch.Tensor) -> Iterator[tuple[str, torch
     for leaf_name, leaf in wrapper_leaves(name, tensor):
         if leaf.layout == torch.strided and not leaf.is_meta and _has_data(leaf):
             yield leaf_name, leaf
+
+
+def _items(container: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """A list's, tuple's or mapping's items, each with its path (``x[0]``, ``x['k']``)."""
+    if isinstance(container, Mapping):
+        for key, item in container.items():
+            yield f"{path}[{key!r}]", item
+    else:
+        for i, item in enumerate(container):
+            yield f"{path}[{i}]", item
+
+
+def input_tensors(value: Any, name: str) -> Iterator[tuple[str, torch.Tensor]]:
+    """Tensors with storage in a forward argument, named ``args[0]``, ``x['k'][1]``.
+
+    Depth first, in order, without recursion: a list that holds itself (or nesting deeper
+    than Python's recursion limit) is read once, not a RecursionError before the capture.
+    """
+    stack: list[Iterator[tuple[str, Any]]] = [iter(((name, value),))]
+    entered: set[int] = set()  # containers on the way or done: each is read once
+    while stack:
+        item = next(stack[-1], None)
+        if item is None:
+            stack.pop()
+            continue
+        path, obj = item
+        if isinstance(obj, torch.Tensor):
+            for leaf_name, leaf in storage_leaves(path, obj):
+                if leaf.untyped_storage().nbytes() > 0:
+                    yield leaf_name, leaf
+        elif isinstance(obj, (list, tuple, Mapping)) and id(obj) not in entered:
+            entered.add(id(obj))
+            stack.append(_items(obj, path))
 
 
 def _has_data(tensor: torch.Tensor) -> bool:
