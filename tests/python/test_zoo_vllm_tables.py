@@ -3,7 +3,6 @@ vLLM (the builds themselves run in the vllm tier, tests/vllm)."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ from graphcheck.zoo.catalog import Arch
 from graphcheck.zoo.vllm_engine.reasons import REASONS, WHOSE, explain, vllm_frame
 from graphcheck.zoo.vllm_engine.speculative import DRAFTS
 from graphcheck.zoo.vllm_engine.tables import TABLE, Entry, apply, per_layer, remote_class
-from graphcheck.zoo.vllm_engine.tekken import write_tekken
 from graphcheck.zoo.vllm_engine.worker import engine_options
 
 
@@ -217,32 +215,6 @@ def test_an_entry_served_whole_keeps_its_encoders_and_adds_its_engine_arguments(
     cua = Arch("OpenCUAForConditionalGeneration", "OpenCUAForConditionalGeneration", "", "",
                ("multimodal",))  # fmt: skip
     assert engine_options(cua, None) == {"language_model_only": True}
-
-
-def test_a_tekken_file_has_the_vocabulary_and_the_entrys_sections(tmp_path: Path) -> None:
-    pytest.importorskip("mistral_common")  # its special tokens' names (it comes with vLLM)
-    path = write_tekken(tmp_path, 512, {"audio": {"sampling_rate": 16000}})
-    data = json.loads(path.read_text(encoding="utf-8"))
-    assert data["config"]["default_vocab_size"] == 512
-    assert data["config"]["default_num_special_tokens"] == 256
-    assert [t["rank"] for t in data["vocab"]] == list(range(256))
-    assert data["special_tokens"][0]["token_str"] == "<unk>"
-    assert "[AUDIO]" in {t["token_str"] for t in data["special_tokens"]}
-    assert data["audio"] == {"sampling_rate": 16000}
-    with pytest.raises(ValueError, match="vocabulary of 260 leaves 4 special ids"):
-        write_tekken(tmp_path, 260, {})
-
-
-def test_mistral_common_reads_the_tekken_file(tmp_path: Path) -> None:
-    pytest.importorskip("mistral_common")
-    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
-
-    from graphcheck.zoo.vllm_engine.tables.composite import _VOXTRAL_REALTIME_AUDIO
-
-    path = write_tekken(tmp_path, 512, {"audio": _VOXTRAL_REALTIME_AUDIO})
-    instruct = MistralTokenizer.from_file(str(path)).instruct_tokenizer
-    assert instruct.tokenizer.n_words == 512
-    assert instruct.audio_encoder.audio_config.get_num_delay_tokens() == 6
 
 
 def test_a_table_entry_may_serve_a_multimodal_model_whole() -> None:
