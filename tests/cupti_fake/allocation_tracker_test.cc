@@ -3,12 +3,15 @@
 #include "cupti/allocation_tracker.h"
 
 #include <gmock/gmock.h>
+#include <graphcheck/address.h>
 #include <graphcheck/error.h>
 #include <gtest/gtest.h>
 
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "common/thrown_message.h"
 #include "cupti_fake/callback_data.h"
 #include "cupti_fake/site_probe.h"
 
@@ -198,7 +201,11 @@ TEST(AllocationTrackerTest, AddressFreeForgetsTheRemapHistory) {
   drive(tracker, CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree, cuMemAddressFree_params{kBase, kTwoMiB});
   vmm.reserve(kBase, kTwoMiB);
   vmm.create_and_map(kBase, kTwoMiB, 12);
-  EXPECT_THROW(tracker.tag_reservation(kBase + 2 * kTwoMiB, "x", RestorePolicy::kRestore), Error);
+  EXPECT_THAT(test_support::thrown_message([&] {
+                tracker.tag_reservation(kBase + 2 * kTwoMiB, "x", RestorePolicy::kRestore);
+              }),
+              HasSubstr("tag_reservation: no reserved VA range contains " +
+                        format_address(kBase + 2 * kTwoMiB)));
   // A fresh reservation: nothing to restore from, mark_restored leaves the new generation.
   const std::uint64_t fresh = tracker.allocations().at(0).generation;
   tracker.mark_restored(kBase, kTwoMiB);

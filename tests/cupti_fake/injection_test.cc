@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -284,26 +285,39 @@ void run_exit_check() { g_exiting->at_exit(); }
 
 TEST_F(InjectionTest, TheExitCheckRunsAfterTheExitingThreadsThreadLocalsAreGone) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const auto dir = temp_dir();
-  env_ = {{"GRAPHCHECK_OUT", dir.string()}};
+  // The death test's child runs this body again in a process of its own: it takes the
+  // parent's folder (its own pid would name another, which nobody read or removed).
+  constexpr const char* kShared = "GRAPHCHECK_TEST_EXIT_CHECK_DIR";
+  const char* shared = std::getenv(kShared);  // NOLINT(concurrency-mt-unsafe): one thread
+  const std::filesystem::path dir = shared != nullptr ? std::filesystem::path(shared) : temp_dir();
+  ::setenv(kShared, dir.c_str(), 1);  // NOLINT(concurrency-mt-unsafe): before the child starts
+  // Under the error policy the exit check's finding (graph 2 reads the planted buffer) ends
+  // the process with 1: an exit 0 would mean the check never ran, a signal that it crashed.
+  env_ = {{"GRAPHCHECK_OUT", dir.string()}, {"GRAPHCHECK_POLICY", "error"}};
   const auto exits_cleanly = [&] {
     auto* injection = new Injection(deps());  // NOLINT(cppcoreguidelines-owning-memory)
     if (injection->initialize() != InjectionState::kActive) {
       std::_Exit(3);
     }
     g_exiting = injection;  // lives until the process ends, as the injection's own does
+    plant_unregistered_read(*injection);  // the buffer, and graph 2 reading it: lives on
     const CUgraphExec destroyed_exec = instantiate_planted_read(*injection, 1);
-    (void)instantiate_planted_read(*injection, 2);
     CUpti_GraphData destroyed{};
     destroyed.graphExec = destroyed_exec;
     const CUpti_ResourceData resource{nullptr, {nullptr}, &destroyed};
     injection->backend()->dispatcher().on_callback(
         CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
-        &resource);  // checked here, on this thread; the other lives on
+        &resource);  // checked here, on this thread (its finding only logged: warn at destroy)
     std::atexit(run_exit_check);
     std::exit(0);
   };
-  EXPECT_EXIT(exits_cleanly(), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(exits_cleanly(), ::testing::ExitedWithCode(1), "");
+  ::unsetenv(kShared);  // NOLINT(concurrency-mt-unsafe): the child is gone
+  // What the exit check wrote: graph 2 (alive at exit) judged, its read unregistered.
+  std::ifstream report(dir / "graphcheck-4242-exit-report.txt");
+  const std::string text((std::istreambuf_iterator<char>(report)), {});
+  EXPECT_THAT(text, HasSubstr("0x7f0000000000")) << "no exit report in " << dir;
+  EXPECT_THAT(text, HasSubstr("UNREGISTERED"));
   std::filesystem::remove_all(dir);
 }
 

@@ -7,8 +7,12 @@
 #include <gmock/gmock.h>
 #include <graphcheck/error.h>
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <string>
@@ -35,6 +39,27 @@ bool finishes_in_time(std::thread& thread, const std::function<void()>& other) {
     done.set_value();
   });
   return finished.wait_for(std::chrono::seconds(2)) == std::future_status::ready;
+}
+
+// Whether thread `tid` of this process is asleep (state 'S' in /proc: blocked in a wait)
+// within 2 s: the sign that it reached the lock it waits for, where a fixed sleep only hoped
+// so (on a busy machine the thread may not even have started).
+bool sleeps_within_2s(const std::atomic<pid_t>& tid) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (const pid_t id = tid.load(); id != 0) {
+      std::ifstream stat("/proc/self/task/" + std::to_string(id) + "/stat");
+      std::string line;
+      std::getline(stat, line);
+      // "<tid> (<name>) <state> ...": the name may hold spaces, the state follows its ')'.
+      const std::size_t close = line.rfind(')');
+      if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'S') {
+        return true;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
 }
 
 // A session's sources run without its mutex: a thread that needs the mutex meanwhile (the
@@ -79,13 +104,18 @@ TEST(LockOrderTest, ACallbackWaitingForTheSessionNeverWaitsForAGraphRead) {
 
   std::thread checker;
   std::thread callback;
+  std::atomic<pid_t> checker_tid{0};
+  bool checker_waits = false;
   bool in_time = false;
   api.on_call = [&](const std::string& name) {
     if (name != "cu_graph_get_nodes" || checker.joinable()) {
       return;
     }
-    checker = std::thread([&] { (void)backend.session().check_now("exit"); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // D is waiting now
+    checker = std::thread([&] {
+      checker_tid = static_cast<pid_t>(::syscall(SYS_gettid));
+      (void)backend.session().check_now("exit");
+    });
+    checker_waits = sleeps_within_2s(checker_tid);  // D waits for A's lock now
     in_time = finishes_in_time(callback, [&] {
       CUpti_GraphData created{};
       created.graphExec = other_exec;
@@ -105,6 +135,8 @@ TEST(LockOrderTest, ACallbackWaitingForTheSessionNeverWaitsForAGraphRead) {
   api.on_call = nullptr;
   checker.join();
   callback.join();
+  EXPECT_TRUE(checker_waits) << "the exit check never waited for the graph read: no cycle to "
+                                "break";
   EXPECT_TRUE(in_time) << "the GRAPHEXEC_CREATED callback waited for a check that waited for "
                           "the graph read";
   EXPECT_TRUE(backend.dispatcher().take_error().ok());

@@ -6,7 +6,6 @@ import collections
 import dataclasses
 import functools
 import re
-import time
 import types
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -384,10 +383,10 @@ def test_a_glob_of_many_stars_matches_in_linear_time() -> None:
     m = torch.nn.Module()
     m.layers = torch.nn.ModuleList([torch.nn.Linear(2, 2)])
     m.layers[0].weight_scale_inv_of_a_rather_long_name_here = torch.ones(3)
-    started = time.monotonic()
+    # No clock here (speed is bench/'s): a backtracking matcher would not end within the tier's
+    # timeout; the linear one is held by its C++ tests (tests/unit/glob_test.cc).
     hostile = ["*" * 40 + "z", "*a" * 30 + "b", "**." * 20 + "q"]
     result = census(m, allow=hostile)
-    assert time.monotonic() - started < 2
     assert result.stale_allow == tuple(hostile)
     assert paths(result) == ["layers.0.weight_scale_inv_of_a_rather_long_name_here"]
     # The checker's matcher: a run of stars holding '**' crosses components.

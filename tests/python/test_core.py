@@ -443,9 +443,11 @@ def test_writing_a_broken_snapshot_names_the_field(tmp_path: Path) -> None:
 
 
 def test_wrong_argument_types_raise_type_error() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(
+        TypeError, match=r"(?s)check\(\): incompatible function arguments.*snapshot"
+    ):
         graphcheck.check(3)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"(?s)Span\(begin: .*Invoked with: -1, 1"):
         Span(-1, 1)
 
 

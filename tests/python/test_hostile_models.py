@@ -47,8 +47,11 @@ class WithGlobal(torch.nn.Linear):
 def test_a_buffer_without_readable_storage_is_no_span(buffer: torch.Tensor) -> None:
     model = torch.nn.Linear(4, 4)
     model.register_buffer("odd", buffer)
-    report = graphcheck.capture(model, torch.ones(2, 4)).check()
+    capture = graphcheck.capture(model, torch.ones(2, 4))
+    report = capture.check()
     assert report.summary["registered"] > 0 and report.ok
+    spans = {s.name for e in capture.snapshot.epochs for s in e.spans}
+    assert "weight" in spans and "odd" not in spans
 
 
 def test_a_storage_less_global_of_the_models_module_is_skipped() -> None:

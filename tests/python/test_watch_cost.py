@@ -20,6 +20,7 @@ import torch
 import graphcheck
 from graphcheck import _torch
 from graphcheck._model_registry import model_registry
+from graphcheck._watch import quiet
 from graphcheck._watch.output import merge_reports
 from graphcheck._watch.registry import RegistryCache, registered_fingerprint
 from graphcheck._watch.writer import BackgroundWriter
@@ -310,9 +311,15 @@ def test_the_writer_waits_for_the_burst_to_end(
     model, inputs = _model()
     watch = fake_watch(model=model, out_dir=tmp_path)
     graphs = [capture_fake(model, **inputs) for _ in range(2)]
-    time.sleep(0.3)  # long enough for a writer that does not wait to have written
+    time.sleep(0.3)  # long enough for a worker that does not wait to have started a job
+    # Queued, none started: a worker that ran a job at once is seen running it, however long
+    # the job takes (the folder alone could not tell a slow write from a wait).
+    workers = [w for w in list(quiet._LIVE) if w.pending]
+    assert sum(w.waiting for w in workers) == 2
+    assert not any(w.running for w in workers)
     assert not (tmp_path / "index.jsonl").exists()  # the captures did not write
     watch.flush()  # writes now, without waiting for the quiet
+    assert not any(w.pending for w in workers)
     assert len((tmp_path / "index.jsonl").read_text().splitlines()) == 2
     del graphs
 

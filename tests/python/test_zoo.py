@@ -437,7 +437,6 @@ def skeleton(arch: Arch) -> dict[str, Any]:
 def test_runner_isolates_crash_hang_and_global_changes() -> None:
     names = ["ok1", "crash", "hang", "patch", "raise", "partial_then_crash", "ok2"]
     done: list[str] = []
-    t0 = time.monotonic()
     results = run(
         archs(*names),
         jobs=3,
@@ -446,7 +445,6 @@ def test_runner_isolates_crash_hang_and_global_changes() -> None:
         skeleton=skeleton,
         on_done=lambda a, r: done.append(a.name),
     )
-    assert time.monotonic() - t0 < 30
     assert list(results) == names and sorted(done) == sorted(names)
     assert results["ok1"]["ok"] is True and results["ok2"]["ok"] is True
     assert results["patch"]["ok"] is False

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/thrown_message.h"
 #include "unit/checker_helpers.h"
 
 namespace graphcheck {
@@ -215,7 +216,9 @@ TEST(CheckerTest, UnknownEpochLabelsAreErrorsListingTheKnownOnes) {
   }
   options = {};
   options.baseline = "nope";
-  EXPECT_THROW((void)check(snapshot, options), Error);
+  EXPECT_EQ(test_support::thrown_message([&] { (void)check(snapshot, options); }),
+            "check: baseline \"nope\" is not an epoch of the snapshot (it has: capture, "
+            "after_wake); pass one of those labels");
 }
 
 TEST(CheckerTest, NonKernelFindingsNameTheirOperand) {

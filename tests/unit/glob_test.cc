@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <string>
 #include <vector>
 
@@ -52,11 +51,10 @@ TEST(Glob, AHostileGlobCostsNoMoreThanTheTable) {
   // Exponential for a backtracking matcher: many stars and a near miss.
   const std::string glob = std::string(40, '*').replace(0, 0, "a") + "b" + std::string(40, '*');
   std::string name(4000, 'a');
-  const auto start = std::chrono::steady_clock::now();
+  // A table of ~160k cells each: a backtracking matcher would take hours here and end at the
+  // tier's timeout; no clock in a unit test (speed is bench/'s).
   EXPECT_FALSE(glob_matches("*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*c", name));
   EXPECT_TRUE(glob_matches(glob, name + "b"));
-  // A loose bound: a table of ~160k cells, far from the hours backtracking would take.
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 TEST(Glob, AStaleGlobsHintSaysWhatSlipItLikelyHolds) {

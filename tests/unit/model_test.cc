@@ -5,6 +5,9 @@
 #include <graphcheck/verdict.h>
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <set>
+
 namespace graphcheck {
 namespace {
 
@@ -42,10 +45,12 @@ TEST(NamesTest, EverySpellingRoundTrips) {
 }
 
 TEST(NamesTest, OnlyTheFourFindingVerdictsAreFindings) {
-  EXPECT_FALSE(is_finding(Verdict::kAllowed));
-  EXPECT_FALSE(is_finding(Verdict::kInput));
-  EXPECT_TRUE(is_finding(Verdict::kUnregistered));
-  EXPECT_TRUE(is_finding(Verdict::kLost));
+  const std::set<Verdict> findings = {Verdict::kUnregistered, Verdict::kDangling, Verdict::kStale,
+                                      Verdict::kLost};
+  for (std::size_t i = 0; i < kVerdictCount; ++i) {
+    const auto verdict = static_cast<Verdict>(i);
+    EXPECT_EQ(is_finding(verdict), findings.count(verdict) == 1) << to_string(verdict);
+  }
 }
 
 TEST(SpanTest, IsHalfOpenSoTheEndAddressIsOutside) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/test_paths.h"
+#include "common/thrown_message.h"
 
 namespace graphcheck {
 namespace {
@@ -132,7 +133,9 @@ TEST(ReportHtmlContext, NavigationIsAFixedSizeBlockAndNullWithout) {
   EXPECT_EQ(links["previous"], "a</script>.html");  // escaped in the page, intact in the JSON
   EXPECT_EQ(links["next"], "");
   options.navigation->previous = std::string(kHtmlNavigationBytes, 'x');
-  EXPECT_THROW((void)to_html(report, &snapshot, options), Error);
+  EXPECT_THAT(test_support::thrown_message([&] { (void)to_html(report, &snapshot, options); }),
+              HasSubstr(" bytes, more than the " + std::to_string(kHtmlNavigationBytes) +
+                        " their block holds; use shorter (relative) hrefs"));
 }
 
 TEST(ReportHtmlContext, CudaNodeIdsAreOneRunOfTheGraphsNodes) {

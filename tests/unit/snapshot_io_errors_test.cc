@@ -1,5 +1,5 @@
-// Snapshot JSON (format version 1): every error class, and the limits on nesting, memory and
-// time. Reading and writing: snapshot_io_test.cc.
+// Snapshot JSON (format version 1): every error class, and the limits on nesting and memory.
+// Reading and writing: snapshot_io_test.cc.
 #include <gmock/gmock.h>
 #include <graphcheck/error.h>
 #include <graphcheck/snapshot.h>
@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <fstream>
 #include <string>
 
@@ -338,7 +337,7 @@ std::string with_junk(const std::string& junk) {
          R"(, "epochs": [{"label": "capture", "spans": [], "allocations": []}], "graphs": []})";
 }
 
-// Unknown content and deep nesting cost no memory beyond a few times the text and little time
+// Unknown content and deep nesting cost no memory beyond a few times the text
 // (a DOM of these 16 MiB documents took over 400 MiB; the unclosed brackets also seconds). The
 // most they take: nlohmann's lexer keeps a run of brackets, commas and blanks (up to the next
 // string, number or literal) for its error messages, in a vector that grows by doubling.
@@ -356,14 +355,11 @@ TEST(SnapshotMemory, UnknownContentAndDeepNestingCostAtMostAFewTimesTheText) {
   arrays += "[]]";
   for (const std::string& document :
        {with_junk(objects), with_junk(arrays), std::string(kBytes, '[')}) {
-    const auto start = std::chrono::steady_clock::now();
     const long growth = parse_peak_growth_kib(document);
-    const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start);
     ASSERT_GE(growth, 0) << "could not measure the child's memory";
     EXPECT_LT(growth, static_cast<long>(4 * document.size() / 1024))
         << "KiB added to parse " << document.substr(0, 80) << "... (" << document.size()
         << " bytes)";
-    EXPECT_LT(seconds.count(), 10.0);
   }
   EXPECT_EQ(parse_snapshot(with_junk(objects)).epochs.size(), 1U);
 }

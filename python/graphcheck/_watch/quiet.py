@@ -66,6 +66,18 @@ class QuietWorker:
         with self._cond:
             return len(self._jobs) + self._busy
 
+    @property
+    def waiting(self) -> int:
+        """Jobs queued and not started (:attr:`pending` counts the running one too)."""
+        with self._cond:
+            return len(self._jobs)
+
+    @property
+    def running(self) -> bool:
+        """Whether a job runs now."""
+        with self._cond:
+            return self._busy
+
     def submit(self, job: Job) -> None:
         """Queue ``job``; it runs once nothing was queued for :data:`QUIET_S`, or at a drain."""
         with self._cond:
