@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -90,6 +92,28 @@ std::string counts(const ProcessRow& row) {
                        : fmt::format("{}: {}", references, join(found, ", "));
 }
 
+// The owner rows in families, in the order of each family's first row: rows of one verdict and
+// source found on the same processes whose owners differ only in their numbers
+// ("layers.3.x", "layers.4.x"), printed as one line ("layers.{0-31}.x: 32 owners"). A model
+// of 32 layers listed 32 lines per site; the text report compacts them so too.
+std::vector<std::vector<const OwnerRow*>> owner_families(const std::vector<OwnerRow>& owners) {
+  std::vector<std::vector<const OwnerRow*>> families;
+  std::map<std::tuple<OwnerSource, Verdict, std::string, std::vector<std::string>, bool>,
+           std::size_t>
+      index;
+  for (const OwnerRow& owner : owners) {
+    const auto [it, added] = index.try_emplace(
+        std::make_tuple(owner.source, owner.verdict, detail::owner_family(owner.owner),
+                        owner.processes, owner.everywhere),
+        families.size());
+    if (added) {
+      families.emplace_back();
+    }
+    families[it->second].push_back(&owner);
+  }
+  return families;
+}
+
 std::string verdict_name(const OwnerRow& owner) {
   return owner.source == OwnerSource::kCensus ? "census" : std::string(to_string(owner.verdict));
 }
@@ -160,7 +184,8 @@ void append_checkpoint(std::string& out, const CheckpointSummary& checkpoint) {
     out += fmt::format("  findings by owner ({}{}):\n", checkpoint.owners.size(),
                        unread.empty() ? "" : "; no report from " + join(unread, ", "));
   }
-  for (const OwnerRow& owner : checkpoint.owners) {
+  for (const std::vector<const OwnerRow*>& family : owner_families(checkpoint.owners)) {
+    const OwnerRow& owner = *family.front();
     std::string where = "on " + join(owner.processes, ", ");
     if (!owner.everywhere) {
       std::vector<std::string> absent;
@@ -175,12 +200,20 @@ void append_checkpoint(std::string& out, const CheckpointSummary& checkpoint) {
       where = fmt::format("found {} only (not on {})", where, join(absent, ", "));
     }
     // A census line is one storage per process: its count would only repeat `where`.
-    const std::string count = owner.source == OwnerSource::kCensus
-                                  ? std::string()
-                                  : plural(owner.references, "reference") + ", ";
-    out += fmt::format("    {} {}: {}{}\n", upper(verdict_name(owner)),
-                       owner.owner.empty() ? std::string(kNoOwner) : printable(owner.owner), count,
-                       where);
+    std::uint64_t references = 0;
+    std::vector<std::string_view> owner_names;
+    for (const OwnerRow* member : family) {
+      references += member->references;
+      owner_names.emplace_back(member->owner);
+    }
+    std::string count = family.size() > 1 ? plural(family.size(), "owner") + ", " : "";
+    if (owner.source != OwnerSource::kCensus) {
+      count += plural(references, "reference") + ", ";
+    }
+    out +=
+        fmt::format("    {} {}: {}{}\n", upper(verdict_name(owner)),
+                    owner.owner.empty() ? std::string(kNoOwner) : detail::family_name(owner_names),
+                    count, where);
   }
   for (const std::string& skipped : checkpoint.skipped) {
     out += fmt::format("  skipped: {}\n", printable(skipped));

@@ -96,15 +96,21 @@ std::string compact_ids(const std::set<std::uint64_t>& ids, std::string_view sep
   return out;
 }
 
-// The group's owner: the name itself, or the family with each varying numeric component
-// shown as the set of its values ("model.layers.{0-6,8-31}.mlp.alpha").
 std::string group_owner(const std::vector<Finding>& findings,
                         const std::vector<std::size_t>& members) {
-  const std::string& first = findings[members.front()].owner;
-  std::vector<std::string_view> parts = split_dots(first);
-  std::vector<std::set<std::uint64_t>> values(parts.size());
+  std::vector<std::string_view> names;
+  names.reserve(members.size());
   for (std::size_t index : members) {
-    std::vector<std::string_view> other = split_dots(findings[index].owner);
+    names.emplace_back(findings[index].owner);
+  }
+  return family_name(names);
+}
+
+std::string family_name(const std::vector<std::string_view>& names) {
+  std::vector<std::string_view> parts = split_dots(names.front());
+  std::vector<std::set<std::uint64_t>> values(parts.size());
+  for (std::string_view name : names) {
+    std::vector<std::string_view> other = split_dots(name);
     for (std::size_t i = 0; i < parts.size() && i < other.size(); ++i) {
       if (is_number(other[i])) {
         values[i].insert(std::stoull(std::string(other[i])));

@@ -35,9 +35,12 @@ int precedence(Verdict verdict);
 /// "3-5, 9, 12": sorted ids with runs collapsed.
 std::string compact_ids(const std::set<std::uint64_t>& ids, std::string_view separator = ", ");
 
-/// The owner of `members` (indexes into `findings`, one family): the name itself, or the
-/// family with each varying numeric component shown as the set of its values
+/// One name for `names` (at least one, one owner_family): the name itself, or the family with
+/// each varying numeric component shown as the set of its values
 /// ("model.layers.{0-6,8-31}.mlp.alpha"), printable.
+std::string family_name(const std::vector<std::string_view>& names);
+
+/// family_name of the owners of `members` (indexes into `findings`, one family).
 std::string group_owner(const std::vector<Finding>& findings,
                         const std::vector<std::size_t>& members);
 

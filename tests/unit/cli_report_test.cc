@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "unit/watch_folder_fixture.h"
 
@@ -110,6 +111,35 @@ TEST_F(CliReportTest, CleanFolderExitsZeroAndOutputGoesToTheFile) {
   EXPECT_EQ(to_file.status, 0) << to_file.err;
   EXPECT_EQ(to_file.out, "");
   EXPECT_EQ(Json::parse(read_text(output))["findings"], 0);
+}
+
+TEST_F(CliReportTest, OwnersThatDifferOnlyInTheirLayerNumberAreOneLine) {
+  // One site per layer: a model of 32 layers listed 32 lines per site, where the text report
+  // compacts the family. Rank 1 lacks layer 3's: that row stays on a line of its own.
+  std::vector<Finding> rank0;
+  std::vector<Finding> rank1;
+  for (std::uint64_t layer = 0; layer < 4; ++layer) {
+    const std::string scale = "model.layers." + std::to_string(layer) + ".mlp.alpha";
+    rank0.push_back(finding(Verdict::kUnregistered, scale, layer));
+    rank0.push_back(finding(Verdict::kUnregistered, scale, layer + 10));
+    if (layer != 3) {
+      rank1.push_back(finding(Verdict::kUnregistered, scale, layer));
+    }
+  }
+  add(on_rank(0, "capture", 1, make_report("capture", rank0)));
+  add(on_rank(1, "capture", 1, make_report("capture", rank1)));
+  write_index();
+  const RunResult result = run({"report", folder().string()});
+  EXPECT_EQ(result.status, 1) << result.err;
+  EXPECT_THAT(result.out,
+              HasSubstr("  findings by owner (4):\n"
+                        "    UNREGISTERED model.layers.{0-2}.mlp.alpha: 3 owners, 9 references, "
+                        "on worker rank 0, worker rank 1\n"
+                        "    UNREGISTERED model.layers.3.mlp.alpha: 2 references, found on worker "
+                        "rank 0 only (not on worker rank 1)\n"));
+  // The JSON keeps a row per owner.
+  const Json json = Json::parse(run({"report", folder().string(), "--format=json"}).out);
+  EXPECT_EQ(json["checkpoints"][0]["owners"].size(), 4U);
 }
 
 TEST_F(CliReportTest, OneProcessCapturingGraphsOneAtATimeIsOneProcessNotMany) {
