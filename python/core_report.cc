@@ -10,8 +10,11 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "graphcheck/detail/glob.h"
@@ -373,6 +376,34 @@ void bind_report(py::module_& m) {
       "in time O(len(glob) * len(name)) whatever the glob: the one glob language of the "
       "checker, the census and the zoo. Raises GraphcheckValueError for text that is not "
       "UTF-8.");
+  m.def(
+      "owner_families",
+      [](const py::iterable& owners) {
+        // Families in the order of their first owner; each shown as the text report shows it.
+        std::vector<std::string> names;
+        std::map<std::string, std::size_t> index;
+        std::vector<std::vector<std::string_view>> families;
+        for (py::handle owner : owners) {
+          names.push_back(text_of(owner, "owners[" + std::to_string(names.size()) + "]"));
+        }
+        for (const std::string& name : names) {
+          const auto [it, added] = index.try_emplace(detail::owner_family(name), families.size());
+          if (added) {
+            families.emplace_back();
+          }
+          families[it->second].emplace_back(name);
+        }
+        std::vector<std::pair<std::string, std::size_t>> out;
+        out.reserve(families.size());
+        for (const std::vector<std::string_view>& family : families) {
+          out.emplace_back(detail::family_name(family), family.size());
+        }
+        return out;
+      },
+      py::arg("owners"),
+      "The owners (distinct names, in order) as families, in the order of each family's first "
+      "owner: (name, owners) with the name as the text report compacts it "
+      "('layers.{0-31}.mlp.alpha', 32), the owner itself for a family of one.");
   m.def(
       "read_allowlist",
       [](const std::filesystem::path& path) { return read_allowlist(path.string()); },

@@ -338,6 +338,9 @@ def parse_report(text: str) -> Report:
 def glob_matches(glob: str, name: str) -> bool:
     """True if the allowlist glob matches the whole of `name` (linear in both)."""
 
+def owner_families(owners: Iterable[str]) -> list[tuple[str, int]]:
+    """The owners as families of numbered names, each (name as the report compacts it, owners)."""
+
 def read_allowlist(path: _StrPath) -> list[str]:
     """Reads allowlist globs from a file, one per line (UTF-8 text, at most 4 MiB)."""
 

@@ -455,3 +455,23 @@ def test_addresses() -> None:
     assert graphcheck.format_address(WEIGHTS) == "0x7f3a00000000"
     assert graphcheck.parse_address("0x7F3A00000000") == WEIGHTS
     assert graphcheck.parse_address("7f3a") is None
+
+
+def test_owner_families_compact_numbered_owners_as_the_text_report_does() -> None:
+    from graphcheck import _core
+
+    owners = [
+        "layers.0.mlp.alpha",
+        "layers.0.rope",
+        "layers.1.mlp.alpha",
+        "layers.3.mlp.alpha",
+        "lm_head.\x1bws",
+    ]
+    assert _core.owner_families(owners) == [
+        ("layers.{0-1,3}.mlp.alpha", 3),
+        ("layers.0.rope", 1),
+        ("lm_head.\\x1bws", 1),  # escaped as every report escapes names
+    ]
+    assert _core.owner_families([]) == []
+    with pytest.raises(graphcheck.GraphcheckTypeError, match=r"owners\[1\]"):
+        _core.owner_families(["a", 3])  # type: ignore[list-item]

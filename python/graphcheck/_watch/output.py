@@ -180,7 +180,8 @@ class CheckResult:
         """One line for logs: label, graphs, the finding counts and the first owners by name.
 
         A server's log may be all an engineer reads: the line names up to
-        :data:`SUMMARY_OWNERS` owners (in the report's order) and how many more there are
+        :data:`SUMMARY_OWNERS` owners or numbered families of them (``layers.{0-31}.x``, in the
+        report's order) and how many more owners there are
         (none with ``owners`` False: a line that says they were logged before).
         """
         counts = ", ".join(f"{v} {n}" for v, n in self.counts.items()) or "no findings"
@@ -188,8 +189,11 @@ class CheckResult:
         found = list(dict.fromkeys(f.owner for f in self.report.findings))
         named = ""
         if found and owners:
-            shown = ", ".join(printable(o) for o in found[:SUMMARY_OWNERS])
-            more = len(found) - SUMMARY_OWNERS
+            # Numbered families as one name (layers.{0-31}.x), as the text report shows them:
+            # three names of 32 layers' sites were three names of layer 0.
+            families = _core.owner_families(found)[:SUMMARY_OWNERS]
+            shown = ", ".join(printable(name) for name, _ in families)
+            more = len(found) - sum(count for _, count in families)
             named = f" in {len(found)} owner(s): {shown}" + (
                 f" and {more} more" if more > 0 else ""
             )
