@@ -69,12 +69,15 @@ class ModelRegistry:
             by attribute name and of the engine state.
         labels: ``(begin, end, label)`` naming memory the registry does not cover (census
             paths of unregistered tensors; the watch adds allocation frames).
+        aliases: the other census paths that reach a label's storage, by label (a table
+            shared by every layer is labelled by the first layer's path): only labels with any.
     """
 
     parameters: list[tuple[str, torch.Tensor]]
     buffers: list[tuple[str, torch.Tensor]]
     runtime_ranges: list[tuple[int, int, str, str]]
     labels: list[tuple[int, int, str]]
+    aliases: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
 
 def model_registry(model: torch.nn.Module, engine_states: Iterable[EngineState]) -> ModelRegistry:
@@ -104,6 +107,7 @@ def model_registry(model: torch.nn.Module, engine_states: Iterable[EngineState])
         [(text_name(n), t) for n, t in buffers],
         [(b, e, text_name(n), text_name(r)) for b, e, n, r in runtime],
         [(b, e, text_name(n)) for b, e, n in labels],
+        {text_name(e.path): tuple(map(text_name, e.aliases)) for e in reached if e.aliases},
     )
 
 

@@ -151,6 +151,29 @@ def test_warn_mode_logs_the_summary_and_the_report(caplog: pytest.LogCaptureFixt
     assert "op aten::copy_" in caplog.text  # no files: the text report goes to the log
 
 
+def test_a_shared_table_says_every_path_that_reaches_it() -> None:
+    # The legacy model's int8 sign tables: one storage per shape, kept by every layer's quant
+    # method and by a module-level list. Named by the first path only, the report read as if
+    # layer 0 alone kept it.
+    watch = graphcheck.watch(allocator_history=False)
+    model, _ = model_in_arena("legacy")
+    watch.capture(model, **reference_inputs(model))
+    result = watch.last
+    assert result is not None
+    owner = "layers.0.mlp.down_proj.quant_method.sign_table"
+    assert owner in {f.owner for f in result.report.findings}
+    assert result.aliases[owner] == (
+        "layers.1.mlp.down_proj.quant_method.sign_table",
+        "sign_tables[1]",
+    )
+    assert set(result.aliases) <= {f.owner for f in result.report.findings}
+    assert (
+        f"shared: {owner} is one storage, also reached as "
+        "layers.1.mlp.down_proj.quant_method.sign_table, sign_tables[1] (3 paths)"
+    ) in result.header().splitlines()
+    watch.close()
+
+
 def test_check_on_capture_off_waits_for_check_pending() -> None:
     watch = graphcheck.watch(allocator_history=False)
     watch.check_on_capture = False

@@ -98,6 +98,7 @@ class WatchedCapture(Capture):
         self._registry = registry
         self._pools = pools
         self._labels: list[tuple[int, int, str]] = []
+        self._aliases: dict[str, tuple[str, ...]] = {}
         self._frames = False
         # A bare module stands in when no model was alive at capture: every address is judged
         # against an empty registry until the source finds one.
@@ -117,6 +118,11 @@ class WatchedCapture(Capture):
         """Where the model comes from."""
         return self._source
 
+    @property
+    def aliases(self) -> dict[str, tuple[str, ...]]:
+        """The other census paths of each label of the epoch recorded last, by label."""
+        return self._aliases
+
     def _live_model(self, what: str) -> torch.nn.Module:
         model = self._source.resolve()
         if model is not None:
@@ -132,6 +138,7 @@ class WatchedCapture(Capture):
         registry = self._registry.state(model)
         # The labels of the epoch being built name the allocator's blocks too (_finish_epoch).
         self._labels, self._frames = registry.labels, self._registry.frames
+        self._aliases = registry.aliases
         return registry
 
     def _capture_epoch(self, model: torch.nn.Module) -> _core.Epoch:
@@ -325,7 +332,21 @@ def check_point(
         seconds=time.perf_counter() - start,
         readers={g.id: g.reader for g in checked},
         epochs={g.id: report.epoch for g, report in zip(checked, reports, strict=True)},
+        aliases=_finding_aliases(reports, checked),
     )
+
+
+def _finding_aliases(
+    reports: list[_core.Report], checked: list[WatchedGraph]
+) -> dict[str, tuple[str, ...]]:
+    """The other census paths of each finding's owner, as the graphs' registries had them."""
+    owners = {f.owner for report in reports for f in report.findings}
+    aliases: dict[str, tuple[str, ...]] = {}
+    for graph in checked:
+        for owner, paths in graph.capture.aliases.items():
+            if owner in owners:
+                aliases.setdefault(owner, paths)
+    return aliases
 
 
 def _check_each(

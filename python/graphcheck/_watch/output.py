@@ -108,6 +108,8 @@ class CheckResult:
         epochs: the epoch each checked graph's snapshot holds for this check point, by graph
             id: the label, or ``after_wake-2`` for a graph's second ``after_wake`` (what
             ``graphcheck check <snapshot> --epoch`` takes).
+        aliases: the other paths that reach the storage of a finding's owner, by owner (a
+            table every layer shares is named by the first layer's path): only owners with any.
     """
 
     seq: int
@@ -125,6 +127,7 @@ class CheckResult:
     seconds: float = 0.0
     readers: dict[int, str] = dataclasses.field(default_factory=dict)
     epochs: dict[int, str] = dataclasses.field(default_factory=dict)
+    aliases: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -161,6 +164,13 @@ class CheckResult:
                     f"graph{'s' if len(ids) > 1 else ''} {id_ranges(sorted(ids))}: {reader}"
                     for reader, ids in sorted(by_reader.items(), key=lambda item: min(item[1]))
                 )
+            )
+        for owner, paths in self.aliases.items():
+            # One tensor reached from many places: registered once, where it belongs.
+            names = ", ".join(printable(name) for name, _ in _core.owner_families(paths))
+            lines.append(
+                f"shared: {printable(owner)} is one storage, also reached as {names} "
+                f"({len(paths) + 1} paths)"
             )
         lines += [f"skipped: {printable(s)}" for s in self.skipped]
         lines += [f"note: {printable(n)}" for n in self.notes]
