@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "graphcheck/detail/glob.h"
+#include "graphcheck/detail/posix_file.h"
 #include "graphcheck/detail/utf8.h"
 
 namespace graphcheck {
@@ -72,46 +73,10 @@ std::vector<std::string> Allowlist::unused() const {
 
 namespace {
 
-// What is at a path that is not a regular file, for the message that refuses it.
-std::string_view file_kind(mode_t mode) {
-  if (S_ISDIR(mode)) {
-    return "a folder";
-  }
-  if (S_ISFIFO(mode)) {
-    return "a FIFO (named pipe)";
-  }
-  if (S_ISSOCK(mode)) {
-    return "a socket";
-  }
-  if (S_ISCHR(mode) || S_ISBLK(mode)) {
-    return "a device";
-  }
-  return "not a regular file";
-}
-
-// An open file descriptor, closed on every path out.
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : fd_(fd) {}
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  Descriptor(Descriptor&&) = delete;
-  Descriptor& operator=(Descriptor&&) = delete;
-  ~Descriptor() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-  }
-  [[nodiscard]] int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 // The file's bytes, at most kMaxAllowlistBytes. Opened without blocking (a FIFO's open waits
 // for a writer otherwise) and refused unless it is a regular file.
 std::string read_text_file(const std::string& path, const std::string& shown) {
-  const Descriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));  // NOLINT
+  const detail::Descriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));  // NOLINT
   if (fd.get() < 0) {
     throw Error(fmt::format(
         "allowlist {}: cannot be read: {} (expected a text file with one glob per line); check "
@@ -124,7 +89,7 @@ std::string read_text_file(const std::string& path, const std::string& shown) {
   }
   if (!S_ISREG(info.st_mode)) {
     throw Error(fmt::format("allowlist {}: expected a text file with one glob per line, found {}",
-                            shown, file_kind(info.st_mode)));
+                            shown, detail::file_kind(info.st_mode)));
   }
   std::string text;
   std::array<char, 65536> buffer{};

@@ -15,15 +15,19 @@
 // depend on the order of its keys. The top level is typed after the whole document has been
 // read: a syntax error anywhere wins, then "format" and "version" come first. Then the
 // cross-field invariants (snapshot_validate.h).
+#include <fcntl.h>
 #include <graphcheck/error.h>
 #include <graphcheck/snapshot.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
-#include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -31,6 +35,7 @@
 #include <vector>
 
 #include "graphcheck/detail/json_access.h"
+#include "graphcheck/detail/posix_file.h"
 #include "graphcheck/detail/snapshot_records.h"
 #include "graphcheck/detail/snapshot_validate.h"
 
@@ -314,6 +319,7 @@ const Epoch* Snapshot::find_epoch(std::string_view label) const {
 }
 
 Snapshot parse_snapshot(std::string_view json, std::string_view source) {
+  detail::require_no_nul(json, source);
   SnapshotBuilder builder(source);
   if (!Json::sax_parse(json.begin(), json.end(), &builder)) {
     throw builder.stop_reason();
@@ -328,9 +334,18 @@ Snapshot read_snapshot(const std::filesystem::path& path) {
   const auto fail = [&name](int error) {
     throw Error(name + ": cannot read the snapshot file: " + std::strerror(error));
   };
-  std::error_code kind_error;
-  if (std::filesystem::is_directory(path, kind_error)) {
-    // fopen opens a folder and fread fails with "Is a directory": say what to run instead.
+  // Opened without waiting (a FIFO's open waits for a writer otherwise), then looked at: a
+  // device or a socket is refused (reading /dev/zero never ends), a pipe is read to its end
+  // (`graphcheck check <(backend ...)`), a folder gets what to run instead.
+  const detail::Descriptor fd(::open(name.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));  // NOLINT
+  if (fd.get() < 0) {
+    fail(errno);
+  }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) {
+    fail(errno);
+  }
+  if (S_ISDIR(info.st_mode)) {
     std::error_code index_error;
     const bool watch_folder = std::filesystem::exists(path / "index.jsonl", index_error);
     throw Error(name + ": expected a snapshot file, found a folder" +
@@ -339,29 +354,50 @@ Snapshot read_snapshot(const std::filesystem::path& path) {
                                             "*.snapshot.json files")
                               : std::string()));
   }
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(name.c_str(), "rb"),
-                                                             &std::fclose);
-  if (!file) {
-    fail(errno);
+  if (!S_ISREG(info.st_mode) && !S_ISFIFO(info.st_mode)) {
+    throw Error(name + ": expected a snapshot file, found " +
+                std::string(detail::file_kind(info.st_mode)));
   }
-  std::string text;
-  std::error_code size_error;
-  const auto size = std::filesystem::file_size(path, size_error);
-  if (!size_error) {
-    text.reserve(size);  // one allocation of the file's size, not a doubling string
-  }
-  char buffer[1 << 16];
-  while (true) {
-    const std::size_t read = std::fread(buffer, 1, sizeof(buffer), file.get());
-    text.append(buffer, read);
-    if (read < sizeof(buffer)) {
-      if (std::ferror(file.get()) != 0) {
-        fail(errno);
-      }
-      break;
+  if (S_ISFIFO(info.st_mode)) {
+    const int flags = ::fcntl(fd.get(), F_GETFL);  // NOLINT(cppcoreguidelines-pro-type-vararg)
+    if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) < 0) {  // NOLINT
+      fail(errno);
     }
   }
-  return parse_snapshot(text, name);
+  std::string text;
+  try {
+    if (S_ISREG(info.st_mode)) {
+      text.reserve(static_cast<std::size_t>(info.st_size));  // one allocation, no doubling
+    }
+    std::array<char, 1 << 16> buffer{};
+    while (true) {
+      const ssize_t got = ::read(fd.get(), buffer.data(), buffer.size());
+      if (got < 0 && errno == EINTR) {
+        continue;
+      }
+      if (got < 0) {
+        fail(errno);
+      }
+      if (got == 0) {
+        break;
+      }
+      text.append(buffer.data(), static_cast<std::size_t>(got));
+    }
+    if (text.empty()) {
+      throw Error(name + ": expected a snapshot, found " +
+                  (S_ISFIFO(info.st_mode)
+                       ? std::string("a FIFO (named pipe) that gave no bytes (no writer, or it "
+                                     "wrote nothing)")
+                       : std::string("an empty file")));
+    }
+    return parse_snapshot(text, name);
+  } catch (const std::bad_alloc&) {
+    // A sparse file of 100 GB, or a pipe that never ends: named, not "internal error".
+    throw Error(name + ": out of memory reading the snapshot (" +
+                std::to_string(std::max<std::uint64_t>(static_cast<std::uint64_t>(info.st_size),
+                                                       text.size())) +
+                " bytes): is this the right file?");
+  }
 }
 
 }  // namespace graphcheck

@@ -1,22 +1,28 @@
 // `graphcheck check SNAPSHOT`: reads a snapshot, checks every graph in one epoch and prints
 // the report (text, JSON or a self-contained HTML page) to stdout or a file.
+#include <fmt/format.h>
 #include <graphcheck/checker.h>
 #include <graphcheck/error.h>
 #include <graphcheck/report.h>
 #include <graphcheck/report_html.h>
 #include <graphcheck/snapshot.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <array>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <iostream>
-#include <iterator>
 #include <memory>
+#include <new>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graphcheck/cli/commands.h"
 #include "graphcheck/cli/entry.h"
 #include "graphcheck/cli/output.h"
+#include "graphcheck/detail/json_access.h"
 
 namespace graphcheck::cli {
 namespace {
@@ -32,16 +38,40 @@ struct CheckArgs {
   std::size_t threads = 0;
 };
 
-// "-" reads the snapshot from stdin so that a backend can pipe into the checker.
+// "-" reads the snapshot from stdin so that a backend can pipe into the checker. A NUL ends
+// the reading at once (JSON holds none: `- < /dev/zero` read until memory ran out), and a
+// read that fails says so (a folder or a closed stdin read as "unexpected end of input").
 Snapshot load_snapshot(const std::string& path) {
   if (path != "-") {
     return read_snapshot(path);
   }
-  std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
-  if (std::cin.bad()) {
-    throw Error("<stdin>: cannot read the snapshot from standard input");
+  constexpr std::string_view kSource = "<stdin>";
+  std::string text;
+  std::array<char, 1 << 16> buffer{};
+  try {
+    while (true) {
+      const ssize_t got = ::read(STDIN_FILENO, buffer.data(), buffer.size());
+      if (got < 0 && errno == EINTR) {
+        continue;
+      }
+      if (got < 0) {
+        throw Error(fmt::format("{}: cannot read the snapshot from standard input: {}", kSource,
+                                std::strerror(errno)));
+      }
+      if (got == 0) {
+        break;
+      }
+      const std::string_view chunk(buffer.data(), static_cast<std::size_t>(got));
+      text.append(chunk);
+      if (chunk.find('\0') != std::string_view::npos) {
+        detail::require_no_nul(text, kSource);  // throws, naming where
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    throw Error(fmt::format("{}: out of memory reading the snapshot ({} bytes so far)", kSource,
+                            text.size()));
   }
-  return parse_snapshot(text, "<stdin>");
+  return parse_snapshot(text, kSource);
 }
 
 int run_check(const CheckArgs& args) {
@@ -56,6 +86,13 @@ int run_check(const CheckArgs& args) {
     options.allow.insert(options.allow.end(), globs.begin(), globs.end());
   }
   Report report = check(snapshot, options);
+  std::vector<InputFile> inputs;
+  if (args.snapshot != "-") {
+    inputs.push_back({args.snapshot, "the snapshot being checked"});
+  }
+  for (const std::string& file : args.allow_files) {
+    inputs.push_back({file, "an allowlist file of this check"});
+  }
   if (args.format == "html") {
     // The page draws the snapshot's address space, so it gets the snapshot too; it is
     // streamed (a big snapshot's page is larger than the snapshot). It checks the snapshot's
@@ -65,9 +102,11 @@ int run_check(const CheckArgs& args) {
     page.subject = args.snapshot == "-" ? std::string("standard input")
                                         : std::filesystem::path(args.snapshot).filename().string();
     page.allow = options.allow;
-    write_output([&](std::ostream& out) { write_html(out, report, &snapshot, page); }, args.output);
+    write_output([&](std::ostream& out) { write_html(out, report, &snapshot, page); }, args.output,
+                 inputs);
   } else {
-    write_output(args.format == "json" ? to_json(report) + "\n" : to_text(report), args.output);
+    write_output(args.format == "json" ? to_json(report) + "\n" : to_text(report), args.output,
+                 inputs);
   }
   return report.failed() ? kExitFindings : kExitClean;
 }
@@ -84,20 +123,24 @@ void add_check_command(CLI::App& app, Action& run) {
       ->add_option("SNAPSHOT", args->snapshot,
                    "Snapshot JSON file (format version 1), or - for stdin")
       ->required()
+      ->check(non_empty("a snapshot file or -"))
       ->type_name("FILE");
   command
       ->add_option("--epoch", args->epoch,
                    "Epoch label to check in (default: the snapshot's last epoch)")
+      ->check(non_empty("an epoch label"))
       ->type_name("LABEL");
   command
       ->add_option("--baseline", args->baseline,
                    "Epoch label to compare against for stale and lost (default: each "
                    "graph's capture epoch)")
+      ->check(non_empty("an epoch label"))
       ->type_name("LABEL");
   command
       ->add_option("--allow", args->allow_files,
                    "Allowlist file, one glob per line ('#' comments); added to the "
                    "snapshot's own list. May be repeated.")
+      ->check(non_empty("an allowlist file"))
       ->type_name("FILE");
   command->add_flag("--keep-stale-allow", args->keep_stale_allow,
                     "List allowlist globs that match the owner of no reference in any epoch, "
@@ -117,6 +160,7 @@ void add_check_command(CLI::App& app, Action& run) {
       ->type_name("FORMAT");
   command
       ->add_option("--output", args->output, "Write the report to FILE instead of standard output")
+      ->check(non_empty("a file name"))
       ->type_name("FILE");
   command->callback([args, &run] { run = [args] { return run_check(*args); }; });
 }

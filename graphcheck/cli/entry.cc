@@ -41,6 +41,13 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, const char* const
   return std::nullopt;
 }
 
+CLI::Validator non_empty(const std::string& what) {
+  return {[what](const std::string& value) {
+            return value.empty() ? "expected " + what + ", found an empty string" : std::string();
+          },
+          "", "non-empty"};
+}
+
 int run_guarded(const std::function<int()>& body) {
   try {
     return body();

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace graphcheck::cli {
@@ -29,6 +30,11 @@ void print_error(std::string_view message);
 [[nodiscard]] std::optional<int> parse_command_line(CLI::App& app, int argc,
                                                     const char* const* argv,
                                                     std::string_view help_hint);
+
+/// A validator for an option whose value names something (a file, an epoch label): an empty
+/// value is a usage error, "expected <what>, found an empty string". Without it `--epoch ""`
+/// (an unset CI variable) read as no option and checked another epoch than meant.
+[[nodiscard]] CLI::Validator non_empty(const std::string& what);
 
 /// Runs `body` and returns its exit code; a graphcheck::Error, any other exception or an
 /// unknown throw is printed by `print_error` and returns 2, so a program never ends in a crash

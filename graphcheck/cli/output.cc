@@ -7,16 +7,36 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <system_error>
 
 namespace graphcheck::cli {
 
-void write_output(const std::string& text, const std::string& path) {
-  write_output([&text](std::ostream& out) { out << text; }, path);
+namespace {
+
+// An --output that names a file the command read would replace it by the report: a snapshot
+// recorded on a GPU is often the only copy, one argument typed too early destroys it.
+void refuse_inputs(const std::string& path, const std::vector<InputFile>& inputs) {
+  for (const InputFile& input : inputs) {
+    std::error_code error;
+    if (std::filesystem::equivalent(path, input.path, error) && !error) {
+      throw Error(fmt::format("--output {}: is {} ({}); write the report to another file",
+                              printable(path), input.what, printable(input.path)));
+    }
+  }
 }
 
-void write_output(const std::function<void(std::ostream&)>& write, const std::string& path) {
+}  // namespace
+
+void write_output(const std::string& text, const std::string& path,
+                  const std::vector<InputFile>& inputs) {
+  write_output([&text](std::ostream& out) { out << text; }, path, inputs);
+}
+
+void write_output(const std::function<void(std::ostream&)>& write, const std::string& path,
+                  const std::vector<InputFile>& inputs) {
   if (path.empty()) {
     write(std::cout);
     std::cout.flush();
@@ -25,6 +45,7 @@ void write_output(const std::function<void(std::ostream&)>& write, const std::st
     }
     return;
   }
+  refuse_inputs(path, inputs);
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   if (!file) {
     throw Error(

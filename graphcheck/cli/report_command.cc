@@ -3,8 +3,10 @@
 #include <graphcheck/report.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "graphcheck/cli/commands.h"
 #include "graphcheck/cli/entry.h"
@@ -24,7 +26,19 @@ struct ReportArgs {
 int run_report(const ReportArgs& args) {
   const WatchSummary summary = summarize_watch(
       args.dir, args.keep_stale_allow ? StaleAllowPolicy::kKeep : StaleAllowPolicy::kFail);
-  write_output(args.format == "json" ? to_json(summary) : to_text(summary), args.output);
+  // The folder's index and every report the summary read stay as they are.
+  std::vector<InputFile> inputs = {
+      {(std::filesystem::path(args.dir) / "index.jsonl").string(), "the folder's index"}};
+  for (const CheckpointSummary& checkpoint : summary.checkpoints) {
+    for (const ProcessRow& row : checkpoint.processes) {
+      for (const std::string& read : {row.report_path, row.text_path}) {
+        if (!read.empty()) {
+          inputs.push_back({read, "a report of the folder"});
+        }
+      }
+    }
+  }
+  write_output(args.format == "json" ? to_json(summary) : to_text(summary), args.output, inputs);
   return summary.failed() ? kExitFindings : kExitClean;
 }
 
@@ -39,6 +53,7 @@ void add_report_command(CLI::App& app, Action& run) {
       "Exit 0: no findings; 1: findings or stale allowlist entries; 2: bad input or usage.");
   command->add_option("DIR", args->dir, "The watch folder (GRAPHCHECK_DIR), holding index.jsonl")
       ->required()
+      ->check(non_empty("a watch folder"))
       ->type_name("DIR");
   command->add_flag("--keep-stale-allow", args->keep_stale_allow,
                     "List allowlist globs that were stale in a check point, but do not fail "
@@ -48,6 +63,7 @@ void add_report_command(CLI::App& app, Action& run) {
       ->type_name("FORMAT");
   command
       ->add_option("--output", args->output, "Write the summary to FILE instead of standard output")
+      ->check(non_empty("a file name"))
       ->type_name("FILE");
   command->callback([args, &run] { run = [args] { return run_report(*args); }; });
 }

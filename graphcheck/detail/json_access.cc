@@ -185,7 +185,24 @@ Error json_depth_error(std::string_view source, std::string_view path, std::size
                std::to_string(level));
 }
 
+void require_no_nul(std::string_view text, std::string_view source) {
+  const std::size_t nul = text.find('\0');
+  if (nul == std::string_view::npos) {
+    return;
+  }
+  const std::string_view before = text.substr(0, nul);
+  const std::size_t line =
+      1 + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+  const std::size_t line_start = before.rfind('\n');
+  const std::size_t column = nul - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
+  throw Error(std::string(source) + ": not valid JSON: a NUL byte at line " + std::to_string(line) +
+              ", column " + std::to_string(column) + " (byte " + std::to_string(nul + 1) +
+              "), which JSON text never holds (a string writes it \\u0000): is the file "
+              "damaged or padded?");
+}
+
 nlohmann::json parse_json_document(std::string_view text, std::string_view source) {
+  require_no_nul(text, source);
   // `depth` counts the containers around the one that opens; refusing it there bounds the
   // parser's stack of open containers.
   const nlohmann::json::parser_callback_t limit_depth =

@@ -32,6 +32,12 @@ inline constexpr std::size_t kMaxJsonDepth = 512;
 /// for nesting deeper than `kMaxJsonDepth`, refused when the reader reaches it.
 [[nodiscard]] nlohmann::json parse_json_document(std::string_view text, std::string_view source);
 
+/// @brief Refuses text with a NUL byte: JSON holds none (a string escapes it as \u0000), and
+/// the JSON lexer takes one for the end of the input: a document followed by a NUL and
+/// garbage was accepted, and a file of NULs was "unexpected end of input" at byte 1.
+/// @throws Error `<source>: not valid JSON: a NUL byte at line L, column C (byte N)...`.
+void require_no_nul(std::string_view text, std::string_view source);
+
 /// @brief The one-line error for a syntax error that the JSON lexer or parser reported:
 /// `<source>: not valid JSON: <parser message> (byte <byte>)`, printable whatever the input.
 [[nodiscard]] Error json_syntax_error(std::string_view source,

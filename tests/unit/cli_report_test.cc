@@ -105,6 +105,14 @@ TEST_F(CliReportTest, CleanFolderExitsZeroAndOutputGoesToTheFile) {
               HasSubstr("  worker rank 1  pid 25014  #1  592 references, no findings\n"));
   EXPECT_THAT(result.out, EndsWith("\nfindings: 0\n"));
 
+  // The folder's index is an input: --output cannot replace it.
+  const std::string index = (folder() / "index.jsonl").string();
+  const std::string indexed = read_text(index);
+  const RunResult clobber = run({"report", folder().string(), "--output", index});
+  EXPECT_EQ(clobber.status, 2);
+  EXPECT_THAT(clobber.err, HasSubstr("--output " + index + ": is the folder's index"));
+  EXPECT_EQ(read_text(index), indexed);
+
   const fs::path output = dir_ / "summary.json";
   const RunResult to_file =
       run({"report", folder().string(), "--format=json", "--output", output.string()});

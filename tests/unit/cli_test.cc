@@ -297,6 +297,37 @@ TEST_F(CliTest, AMistypedCommandOptionOrEpochGetsTheNearestKnownOne) {
   EXPECT_THAT(run({"check", snapshot, "--zzzzzz"}).err, Not(HasSubstr("did you mean")));
 }
 
+TEST_F(CliTest, OutputNeverReplacesAnInputAndEmptyValuesAreRefused) {
+  // `--output snap.json` one argument too early replaced the snapshot (often the only copy of
+  // a GPU run) by the report; a link to it did too.
+  const fs::path snapshot = dir_ / "snap.json";
+  fs::copy_file(data("verdict_stale.json"), snapshot);
+  const std::string before = read_text(snapshot);
+  fs::create_symlink(snapshot, dir_ / "link.json");
+  expect_usage_error(run({"check", snapshot.string(), "--output", snapshot.string()}),
+                     "--output " + snapshot.string() + ": is the snapshot being checked (" +
+                         snapshot.string() + "); write the report to another file");
+  expect_usage_error(run({"check", snapshot.string(), "--output", (dir_ / "link.json").string()}),
+                     "is the snapshot being checked");
+  const fs::path allow = dir_ / "allow.txt";
+  write_text(allow, "model.*\n");
+  expect_usage_error(
+      run({"check", snapshot.string(), "--allow", allow.string(), "--output", allow.string()}),
+      "is an allowlist file of this check");
+  EXPECT_EQ(read_text(snapshot), before);
+  EXPECT_EQ(read_text(allow), "model.*\n");
+  // An unset variable in a CI step: "" named another epoch than meant (the default one).
+  expect_usage_error(run({"check", snapshot.string(), "--epoch", ""}),
+                     "--epoch: expected an epoch label, found an empty string");
+  expect_usage_error(run({"check", snapshot.string(), "--baseline", ""}),
+                     "--baseline: expected an epoch label, found an empty string");
+  expect_usage_error(run({"check", snapshot.string(), "--output", ""}),
+                     "--output: expected a file name, found an empty string");
+  // Standard input of NULs (< /dev/zero) is refused at its first byte, not read to the end.
+  expect_usage_error(run({"check", "-"}, "/dev/zero"),
+                     "<stdin>: not valid JSON: a NUL byte at line 1, column 1 (byte 1)");
+}
+
 TEST_F(CliTest, BadFlagsAndMissingArgumentsExitTwo) {
   expect_usage_error(run({"check", data("verdict_registered.json"), "--frobnicate"}),
                      "--frobnicate");

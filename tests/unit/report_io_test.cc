@@ -160,6 +160,10 @@ TEST(ReportJson, ReadsTheDesignExampleWithoutWarnings) {
 TEST(ReportJson, ErrorsNameTheJsonPath) {
   std::string text = to_json(sample_report(), -1);
   EXPECT_THAT(error_of("{"), HasSubstr("report: not valid JSON: "));
+  // A report, a NUL and garbage (a torn write): refused where the NUL is, not read as the report.
+  EXPECT_THAT(error_of(text + std::string(1, '\0') + "{{"),
+              HasSubstr("report: not valid JSON: a NUL byte at line 1, column " +
+                        std::to_string(text.size() + 1)));
   EXPECT_EQ(error_of(R"({"format": "graphcheck-snapshot", "version": 1})"),
             R"(report: format: expected "graphcheck-report", found "graphcheck-snapshot")");
   EXPECT_EQ(error_of(R"({"format": "graphcheck-report", "version": 3})"),

@@ -4,9 +4,11 @@
 #include <graphcheck/error.h>
 #include <graphcheck/snapshot.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
+#include <ios>
 #include <string>
 #include <utility>
 
@@ -410,6 +412,35 @@ TEST_F(SnapshotFiles, ParseErrorsInAFileNameThePath) {
   EXPECT_THAT([&] { (void)read_snapshot(path); },
               ::testing::ThrowsMessage<Error>(path.string() +
                                               R"(: top level: missing required key "epochs")"));
+}
+
+TEST_F(SnapshotFiles, WhatIsNoSnapshotFileIsRefusedByWhatItIs) {
+  // A device is never read (/dev/zero read until memory ran out); a FIFO without a writer is
+  // not waited for (it hung); an empty file is named so; a NUL byte is refused where it is (the
+  // JSON lexer took it for the end: a document, a NUL and garbage was accepted).
+  EXPECT_THAT(
+      [] { (void)read_snapshot("/dev/null"); },
+      ::testing::ThrowsMessage<Error>("/dev/null: expected a snapshot file, found a device"));
+  const std::string fifo = (dir_ / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT([&] { (void)read_snapshot(fifo); },
+              ::testing::ThrowsMessage<Error>(fifo + ": expected a snapshot, found a FIFO (named "
+                                                     "pipe) that gave no bytes (no writer, or it "
+                                                     "wrote nothing)"));
+  const auto empty = dir_ / "empty.json";
+  std::ofstream(empty).close();
+  EXPECT_THAT([&] { (void)read_snapshot(empty); },
+              ::testing::ThrowsMessage<Error>(empty.string() +
+                                              ": expected a snapshot, found an empty file"));
+  const auto padded = dir_ / "padded.json";
+  std::ofstream(padded, std::ios::binary) << kExample << '\n' << std::string(3, '\0') << "{{";
+  EXPECT_THAT([&] { (void)read_snapshot(padded); },
+              ::testing::ThrowsMessage<Error>(HasSubstr(": not valid JSON: a NUL byte at line ")));
+  EXPECT_THAT([] { (void)parse_snapshot(std::string("{\"format\"\0}", 11), "t.json"); },
+              ::testing::ThrowsMessage<Error>(
+                  "t.json: not valid JSON: a NUL byte at line 1, column 10 (byte 10), which JSON "
+                  "text never holds (a string writes it \\u0000): is the file damaged or "
+                  "padded?"));
 }
 
 }  // namespace
