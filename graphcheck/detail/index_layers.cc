@@ -204,7 +204,8 @@ void swept_spans(const std::vector<Span>& spans, std::vector<SpanSeg>& segs,
       const std::size_t count_at = rivals.size();
       if (covering.size() > 1) {
         rivals.push_back(0);
-        for (std::size_t k = 1; k < covering.size(); ++k) {
+        for (std::size_t k = 1; k < covering.size() && rivals.size() - count_at <= kMaxRivals;
+             ++k) {
           const Span& other = spans[static_cast<std::size_t>(covering[k])];
           if (other.kind != winner.kind || other.name != winner.name) {
             rivals.push_back(covering[k]);

@@ -44,11 +44,16 @@ struct LayerScratch {
   std::vector<Edge> ends;
 };
 
+/// The rival owners a segment keeps, innermost first. Every rival of every segment took memory
+/// quadratic in the spans that nest (20k nested spans: 2 GB); the overlap warnings they feed
+/// name at most 100 pairs in all.
+inline constexpr std::size_t kMaxRivals = 16;
+
 /// Fills `segs` with one segment per distinct begin or end of a non-empty span, in address
 /// order, with the winner by the index's rules; rival lists are appended to `rivals` (a
-/// count, then that many span indexes), and where each starts to `rival_offsets`, one per
-/// segment with rivals. One pass when the spans are listed in address order without
-/// overlaps, else a sort and a sweep.
+/// count, then that many span indexes: the `kMaxRivals` innermost), and where each starts to
+/// `rival_offsets`, one per segment with rivals. One pass when the spans are listed in
+/// address order without overlaps, else a sort and a sweep.
 void span_layer(const std::vector<Span>& spans, std::vector<SpanSeg>& segs,
                 std::vector<std::int32_t>& rivals, std::vector<std::uint32_t>& rival_offsets,
                 LayerScratch& scratch);

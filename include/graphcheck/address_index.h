@@ -245,7 +245,8 @@ class AddressIndex {
   }
 
   /// @brief The spans containing the address of `hit` whose owner (kind and name) differs
-  /// from the winner's, innermost first. Empty unless `hit.has_rivals`.
+  /// from the winner's, innermost first, at most 16 of them (the index keeps no more: a
+  /// snapshot of nested spans made it quadratic). Empty unless `hit.has_rivals`.
   [[nodiscard]] std::vector<const Span*> rivals(const AddressHit& hit) const;
 
   /// @brief The epoch this index was built from.

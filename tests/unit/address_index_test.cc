@@ -2,6 +2,7 @@
 #include <graphcheck/address_index.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <thread>
 
@@ -115,6 +116,23 @@ TEST(AddressIndexTest, NestedSpansResolveToTheInnermost) {
   ASSERT_EQ(rivals.size(), 2U);
   EXPECT_EQ(rivals[0]->name, "middle");
   EXPECT_EQ(rivals[1]->name, "outer");
+}
+
+TEST(AddressIndexTest, DeeplyNestedSpansKeepTheInnermostRivalsOnly) {
+  // Every rival of every cell took memory quadratic in the nesting (20k nested spans: 2 GB).
+  Epoch epoch{"capture", {}, {}};
+  constexpr Address kBase = 0x100000;
+  for (std::uint64_t i = 0; i < 40; ++i) {
+    epoch.spans.push_back(
+        make_span(kBase + 16 * i, 0x10000 - 32 * i, OwnerKind::kBuffer, "b" + std::to_string(i)));
+  }
+  const AddressIndex index(epoch);
+  const AddressHit hit = index.find(kBase + 16 * 39);
+  EXPECT_EQ(hit.span->name, "b39");
+  const auto rivals = index.rivals(hit);
+  ASSERT_EQ(rivals.size(), 16U);
+  EXPECT_EQ(rivals.front()->name, "b38");  // innermost first
+  EXPECT_EQ(rivals.back()->name, "b23");
 }
 
 TEST(AddressIndexTest, EqualSizeTiesGoByKindOrderThenName) {
