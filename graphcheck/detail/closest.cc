@@ -1,6 +1,8 @@
 // "Did you mean" (closest.h).
 #include "graphcheck/detail/closest.h"
 
+#include <graphcheck/report.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <numeric>
@@ -36,11 +38,21 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }  // namespace
 
 std::string closest_word(std::string_view word, const std::vector<std::string>& candidates) {
+  // Names people type are short; a table of 20 KB labels against a 20 KB word took seconds.
+  constexpr std::size_t kLongest = 256;
+  if (word.size() > kLongest) {
+    return {};
+  }
   const std::string* best = nullptr;
   std::size_t best_distance = 0;
   bool tie = false;
   for (const std::string& candidate : candidates) {
     const std::size_t limit = std::max<std::size_t>(1, std::max(word.size(), candidate.size()) / 4);
+    const std::size_t apart =
+        std::max(word.size(), candidate.size()) - std::min(word.size(), candidate.size());
+    if (candidate.size() > kLongest || apart > limit) {
+      continue;  // at least `apart` edits away: too far, whatever the letters
+    }
     const std::size_t distance = edit_distance(word, candidate);
     if (distance == 0) {
       return {};  // known: nothing to suggest
@@ -61,7 +73,7 @@ std::string closest_word(std::string_view word, const std::vector<std::string>& 
 
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
   const std::string closest = closest_word(word, candidates);
-  return closest.empty() ? std::string() : "; did you mean \"" + closest + "\"?";
+  return closest.empty() ? std::string() : "; did you mean \"" + printable(closest) + "\"?";
 }
 
 }  // namespace graphcheck::detail

@@ -13,7 +13,8 @@ namespace graphcheck::detail {
 /// substitutions and swaps of neighbouring bytes), if it is within a quarter of the longer
 /// word's length (at least 1 edit) and no other candidate is as near; "" otherwise, and when
 /// `word` is a candidate (a guess between two is no help, nor "after_nap" -> "after_wake").
-/// Time O(|word| * |candidate|) per candidate. Thread safety: a pure function.
+/// Words and candidates past 256 bytes are not compared (no one types them); time
+/// O(|word| * |candidate|) per candidate compared. Thread safety: a pure function.
 [[nodiscard]] std::string closest_word(std::string_view word,
                                        const std::vector<std::string>& candidates);
 

@@ -12,7 +12,9 @@
 namespace graphcheck::detail {
 namespace {
 
-std::string in_quotes(std::string_view text) { return "\"" + std::string(text) + "\""; }
+// Labels as the message shows them: escaped (printable), since a NUL in a label ended the
+// message there (what() is a C string) and the known labels were lost.
+std::string in_quotes(std::string_view text) { return "\"" + printable(text) + "\""; }
 
 }  // namespace
 

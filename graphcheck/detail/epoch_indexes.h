@@ -6,6 +6,7 @@
 #include <graphcheck/address_index.h>
 #include <graphcheck/epoch.h>
 #include <graphcheck/graph.h>
+#include <graphcheck/report.h>
 
 #include <cstddef>
 #include <memory>
@@ -75,7 +76,7 @@ class EpochIndexes {
     std::string text;
     for (const Epoch* epoch : epochs_) {
       text += text.empty() ? "" : ", ";
-      text += epoch->label;
+      text += printable(epoch->label);
     }
     return text.empty() ? "(none)" : text;
   }

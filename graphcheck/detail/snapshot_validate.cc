@@ -59,14 +59,15 @@ class Validator {
           fail(element_path(path + ".spans", i) + ".kind", "an owner kind",
                std::to_string(static_cast<int>(span.kind)));
         }
-        check_extent(span.begin, span.size, [&] { return element_path(path + ".spans", i); });
+        check_extent(span.begin, span.size,
+                     [&] { return element_path(path + ".spans", i) + ".size"; });
         check_text(span.name, [&] { return element_path(path + ".spans", i) + ".name"; });
         check_text(span.reason, [&] { return element_path(path + ".spans", i) + ".reason"; });
       }
       for (std::size_t i = 0; i < epoch.allocations.size(); ++i) {
         const Allocation& allocation = epoch.allocations[i];
         check_extent(allocation.begin, allocation.size,
-                     [&] { return element_path(path + ".allocations", i); });
+                     [&] { return element_path(path + ".allocations", i) + ".size"; });
         check_text(allocation.pool,
                    [&] { return element_path(path + ".allocations", i) + ".pool"; });
         check_text(allocation.label,
@@ -108,13 +109,14 @@ class Validator {
     }
   }
 
+  // `make_path()`: the path of the size's own key.
   template <typename MakePath>
   void check_extent(Address begin, std::uint64_t size, const MakePath& make_path) const {
     if (size == 0) {
-      fail(make_path() + ".size", "a positive integer", "0");
+      fail(make_path(), "a positive integer", "0");
     }
     if (!fits_in_address_space(begin, size)) {
-      fail(make_path() + ".size",
+      fail(make_path(),
            "a size that keeps begin + size within 64 bits (at most " +
                std::to_string(UINT64_MAX - begin) + " after " + format_address(begin) + ")",
            std::to_string(size));
@@ -233,6 +235,13 @@ class Validator {
              std::to_string(operands.size()) + " operands");
       }
     };
+    // The key a memcpy side's size has in the file: "size" when both sides share it (or one
+    // side is given), else "src_size" / "dst_size" (the writer's rule).
+    const auto memcpy_size_key = [&](std::string_view role) {
+      return operands.size() == 2 && operands[0].size != operands[1].size
+                 ? std::string(role) + "_size"
+                 : std::string("size");
+    };
     const auto check = [&](std::size_t i, std::string_view role, Access access,
                            std::string_view size_key) {
       const Operand& operand = operands[i];
@@ -243,8 +252,12 @@ class Validator {
              quote_text(operand.role));
       }
       if (access != Access::kUnknown) {
-        check_extent(operand.begin, operand.size,
-                     [&] { return size_key.empty() ? path : path + "." + std::string(size_key); });
+        check_extent(operand.begin, operand.size, [&] {
+          if (node.type == NodeType::kMemcpy) {
+            return path + "." + memcpy_size_key(role);
+          }
+          return (size_key.empty() ? path : path + "." + std::string(size_key)) + ".size";
+        });
       } else if (operand.size != 0) {
         fail(path + ".operands", "size 0 for the \"" + std::string(role) + "\" operand",
              std::to_string(operand.size));
@@ -306,7 +319,7 @@ class Validator {
                  operand.access == Access::kWrite ? "write access" : "unknown access");
           }
           if (operand.size != 0 && !fits_in_address_space(operand.begin, operand.size)) {
-            check_extent(operand.begin, operand.size, operand_path);
+            check_extent(operand.begin, operand.size, [&] { return operand_path() + ".size"; });
           }
         }
         break;

@@ -214,6 +214,14 @@ TEST(CheckerTest, UnknownEpochLabelsAreErrorsListingTheKnownOnes) {
                  "check: epoch \"after_sleep\" is not an epoch of the snapshot (it has: capture, "
                  "after_wake); pass one of those labels");
   }
+  // A label holding a NUL is shown escaped: the message went on past it (what() is a C
+  // string: it ended at the NUL, losing the other labels).
+  Snapshot with_nul = snapshot;
+  with_nul.epochs.back().label = std::string("after\0wake", 10);
+  options.epoch = "x";
+  EXPECT_EQ(test_support::thrown_message([&] { (void)check(with_nul, options); }),
+            "check: epoch \"x\" is not an epoch of the snapshot (it has: capture, after\\0wake); "
+            "pass one of those labels");
   options = {};
   options.baseline = "nope";
   EXPECT_EQ(test_support::thrown_message([&] { (void)check(snapshot, options); }),

@@ -26,6 +26,11 @@ TEST(ClosestWord, NothingNearTheWordItselfOrATieIsNoGuess) {
   EXPECT_EQ(closest_word("", {"a"}), "a");  // one edit, the floor of the limit
   EXPECT_EQ(did_you_mean("chek", {"check", "report"}), "; did you mean \"check\"?");
   EXPECT_EQ(did_you_mean("zzz", {"check", "report"}), "");
+  // Past 256 bytes nothing is compared (20 KB labels against a 20 KB word took seconds).
+  EXPECT_EQ(closest_word(std::string(300, 'a'), {std::string(301, 'a')}), "");
+  EXPECT_EQ(closest_word("abc", {std::string(300, 'a'), "abd"}), "abd");
+  // What a message quotes is escaped: a NUL in a label ended the message there.
+  EXPECT_EQ(did_you_mean("cap", {std::string("ca\0p", 4)}), "; did you mean \"ca\\0p\"?");
 }
 
 }  // namespace

@@ -152,6 +152,16 @@ TEST(SnapshotErrors, RangesMustNotWrapPastTheAddressSpace) {
   EXPECT_THAT(error_of(with_nodes(R"({"id": 0, "type": "op", "name": "x", "reads": [],
     "writes": [{"begin": "0xffffffffffffffff", "size": 2}]})")),
               HasSubstr("graphs[0].nodes[0].writes[0].size: expected a size that keeps"));
+  // A memcpy names the key its size has in the file (it named a "size" the node lacked).
+  EXPECT_THAT(error_of(with_nodes(R"({"id": 0, "type": "memcpy", "src": "0x1000",
+    "dst": "0xffffffffffffff00", "src_size": 16, "dst_size": 4096})")),
+              HasSubstr("graphs[0].nodes[0].dst_size: expected a size that keeps"));
+  EXPECT_THAT(error_of(with_nodes(R"({"id": 0, "type": "memcpy", "src": "0xffffffffffffff00",
+    "dst": "0x1000", "src_size": 4096, "dst_size": 16})")),
+              HasSubstr("graphs[0].nodes[0].src_size: expected a size that keeps"));
+  EXPECT_THAT(error_of(with_nodes(R"({"id": 0, "type": "memcpy", "src": "0xffffffffffffff00",
+    "dst": "0x1000", "size": 4096})")),
+              HasSubstr("graphs[0].nodes[0].size: expected a size that keeps"));
 }
 
 TEST(SnapshotErrors, UnknownNodeTypeListsTheAcceptedTypes) {
