@@ -109,8 +109,10 @@ Finding read_finding(const JsonField& field) {
   if (verdict.json().is_string()) {
     parsed = parse_verdict(verdict.json().get_ref<const std::string&>());
   }
-  if (!parsed) {
-    verdict.fail("a verdict (\"unregistered\", \"dangling\", \"stale\", \"lost\", ...)");
+  // Only references with a finding verdict are findings: an "allowed" one made a summary
+  // say "no findings" while it exited 1.
+  if (!parsed || !is_finding(*parsed)) {
+    verdict.fail(R"(a finding verdict ("unregistered", "dangling", "stale" or "lost"))");
   }
   finding.verdict = *parsed;
   finding.owner = read_optional_string(field, "owner");
@@ -200,6 +202,16 @@ std::uint64_t Summary::findings() const {
   return total;
 }
 
+bool Summary::counts_add_up() const {
+  std::uint64_t total = 0;
+  for (const std::uint64_t count : counts) {
+    if (__builtin_add_overflow(total, count, &total)) {
+      return false;
+    }
+  }
+  return total == references;
+}
+
 namespace detail {
 
 void stream_report_json(const Report& report, const std::function<void(std::string_view)>& out) {
@@ -278,6 +290,10 @@ Report parse_report(std::string_view json) {
   report.summary.references = summary.required("references").as_uint();
   for (std::size_t i = 0; i < kVerdictCount; ++i) {
     report.summary.counts[i] = summary.required(to_string(static_cast<Verdict>(i))).as_uint();
+  }
+  if (!report.summary.counts_add_up()) {
+    summary.required("references")
+        .fail("the verdict counts' sum (every reference has one verdict)");
   }
   const JsonField findings = root.required("findings");
   const std::size_t count = findings.array_size();

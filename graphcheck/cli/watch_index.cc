@@ -9,6 +9,7 @@
 #include <graphcheck/verdict.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -127,6 +128,19 @@ Summary read_summary(const LineReader& reader) {
     const auto verdict = static_cast<Verdict>(i);
     summary.counts[i] =
         count(to_string(verdict), is_finding(verdict) ? Need::kRequired : Need::kOptional);
+  }
+  // Every reference has one verdict, so the counts given add up to at most the references
+  // (the others are optional here); counts past them (2^64 - 1 wrapped their sum to 0) made a
+  // row showing "dangling 1" pass.
+  std::uint64_t given = 0;
+  bool wrapped = false;
+  for (const std::uint64_t value : summary.counts) {
+    wrapped = wrapped || __builtin_add_overflow(given, value, &given);
+  }
+  if (wrapped || given > summary.references) {
+    reader.fail("summary.references",
+                "at least the sum of the verdict counts (every reference has one verdict)",
+                *reader.member(object, "summary", "references", Need::kRequired, kUint));
   }
   return summary;
 }
@@ -283,6 +297,13 @@ WatchIndex read_watch_index(const fs::path& dir) {
     }
     ++lines;
     const std::string where = fmt::format("{}:{}", shown, number);
+    if (const std::size_t nul = text.find('\0'); nul != std::string::npos) {
+      // The JSON parser stops at a NUL: the line before it would be read as the whole line.
+      read.notes.push_back(fmt::format(
+          "{}: skipped, not valid JSON (a NUL byte at column {}): a line torn or damaged", where,
+          nul + 1));
+      continue;
+    }
     Json line;
     try {
       line = Json::parse(text, refuse_deep_nesting(where));

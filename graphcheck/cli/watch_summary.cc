@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -285,7 +286,11 @@ std::uint64_t WatchSummary::findings() const {
   std::uint64_t total = 0;
   for (const CheckpointSummary& checkpoint : checkpoints) {
     for (const ProcessRow& row : checkpoint.processes) {
-      total += row.findings();
+      // Saturating: each row's counts add up to its references, but rows of huge counts
+      // together could still wrap to a clean-looking total.
+      if (__builtin_add_overflow(total, row.findings(), &total)) {
+        return UINT64_MAX;
+      }
     }
   }
   return total;

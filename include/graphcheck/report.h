@@ -58,6 +58,10 @@ struct Summary {
   }
   /// Sum of the four finding verdicts.
   [[nodiscard]] std::uint64_t findings() const;
+  /// True when the verdict counts add up to `references` without passing 2^64 - 1: every
+  /// reference has one verdict. A summary read from a file is refused otherwise (a count of
+  /// 2^64 - 1 wrapped the findings' sum to 0: a row showing "dangling 1" passed).
+  [[nodiscard]] bool counts_add_up() const;
   friend bool operator==(const Summary&, const Summary&) = default;
 };
 

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 
 #include "unit/watch_folder_fixture.h"
@@ -53,6 +54,26 @@ TEST_F(CliReportTest, BadIndexLinesNameTheLineAndTheField) {
                  {index + ":2: number overflow parsing '" + number + "'",
                   "expected the numbers graphcheck writes", "fix or remove the line"});
   }
+
+  // Counts that do not add up to the references: 2^64 - 1 wrapped the findings' sum, and a
+  // row showing "dangling 1" passed with exit 0.
+  Json wrapped = lines_.back();
+  wrapped["summary"]["unregistered"] = UINT64_MAX;
+  wrapped["summary"]["dangling"] = 1;
+  write_text(folder() / "index.jsonl", wrapped.dump() + "\n");
+  expect_error(run({"report", folder().string()}),
+               {index + ":1: summary.references: expected at least the sum of the verdict "
+                        "counts (every reference has one verdict), found 592"});
+  // The counts of the verdicts that are no findings may be left out: the rest adds up to less.
+  Json findings_only = lines_.back();
+  findings_only["summary"].erase("registered");
+  write_text(folder() / "index.jsonl", findings_only.dump() + "\n");
+  EXPECT_EQ(run({"report", folder().string()}).status, 0);
+  // A NUL ends what the JSON parser reads: the line is skipped, not read up to it.
+  write_text(folder() / "index.jsonl", good + "\n" + good + std::string(1, '\0') + "junk\n");
+  EXPECT_THAT(run({"report", folder().string()}).out,
+              HasSubstr(index + ":2: skipped, not valid JSON (a NUL byte at column " +
+                        std::to_string(good.size() + 1) + ")"));
 
   write_text(folder() / "index.jsonl", "[1, 2]\n");
   expect_error(run({"report", folder().string()}),

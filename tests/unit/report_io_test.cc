@@ -177,7 +177,15 @@ TEST(ReportJson, ErrorsNameTheJsonPath) {
             "report: summary.lost: expected a non-negative integer, found -1");
   EXPECT_EQ(replaced(R"(,"lost":0)", ""), R"(report: summary: missing required key "lost")");
   EXPECT_THAT(replaced(R"("verdict":"stale")", R"("verdict":"bad")"),
-              HasSubstr(R"(report: findings[0].verdict: expected a verdict)"));
+              HasSubstr(R"(report: findings[0].verdict: expected a finding verdict)"));
+  // A reference that is no finding among the findings, and counts that do not add up to the
+  // references (2^64 - 1 wrapped their sum): a summary then passed a row showing "dangling 1".
+  EXPECT_THAT(replaced(R"("verdict":"stale")", R"("verdict":"allowed")"),
+              HasSubstr(R"(expected a finding verdict ("unregistered", "dangling", "stale" or )"
+                        R"("lost"), found "allowed")"));
+  EXPECT_THAT(replaced(R"("lost":0)", R"("lost":18446744073709551615)"),
+              HasSubstr("report: summary.references: expected the verdict counts' sum (every "
+                        "reference has one verdict), found "));
   EXPECT_THAT(replaced(R"("param":0)", R"("param":4294967296)"),
               HasSubstr("report: findings[0].param: expected an integer from 0 to 4294967295, or "
                         "null, found 4294967296"));
