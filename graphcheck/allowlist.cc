@@ -17,6 +17,7 @@
 #include <cstring>
 #include <optional>
 #include <string_view>
+#include <unordered_set>
 
 #include "graphcheck/detail/glob.h"
 #include "graphcheck/detail/posix_file.h"
@@ -26,20 +27,38 @@ namespace graphcheck {
 namespace detail {
 
 Allowlist::Allowlist(const std::vector<std::string>& globs) {
+  std::unordered_set<std::string_view> seen;  // views of `globs`, which outlives the loop
   for (const std::string& glob : globs) {
-    if (!glob.empty() && std::find(globs_.begin(), globs_.end(), glob) == globs_.end()) {
+    if (!glob.empty() && seen.insert(glob).second) {
       globs_.push_back(glob);
+      const std::size_t first = glob.find_first_of("*?");
+      Compiled compiled;
+      compiled.literal = first == std::string::npos;
+      compiled.prefix = compiled.literal ? glob.size() : first;
+      compiled.suffix = compiled.literal ? 0 : glob.size() - glob.find_last_of("*?") - 1;
+      compiled_.push_back(compiled);
     }
   }
   used_.assign(globs_.size(), 0);
   unused_count_ = globs_.size();
 }
 
+bool Allowlist::matches(std::size_t glob, std::string_view name) const {
+  const std::string_view text = globs_[glob];
+  const Compiled& compiled = compiled_[glob];
+  if (compiled.literal) {
+    return name == text;
+  }
+  return name.size() >= compiled.prefix + compiled.suffix &&
+         name.starts_with(text.substr(0, compiled.prefix)) &&
+         name.ends_with(text.substr(text.size() - compiled.suffix)) && glob_matches(text, name);
+}
+
 bool Allowlist::allows(const std::string* const* names, std::size_t count) const {
-  for (const std::string& glob : globs_) {
+  for (std::size_t g = 0; g < globs_.size(); ++g) {
     for (std::size_t n = 0; n < count; ++n) {
       const std::string* name = names[n];
-      if (name != nullptr && !name->empty() && glob_matches(glob, *name)) {
+      if (name != nullptr && !name->empty() && matches(g, *name)) {
         return true;
       }
     }
@@ -52,7 +71,7 @@ void Allowlist::note_owner(std::string_view owner) {
     return;
   }
   for (std::size_t g = 0; g < globs_.size(); ++g) {
-    if (used_[g] == 0 && glob_matches(globs_[g], owner)) {
+    if (used_[g] == 0 && matches(g, owner)) {
       used_[g] = 1;
       --unused_count_;
     }

@@ -33,7 +33,18 @@ class Allowlist {
   [[nodiscard]] bool all_used() const { return unused_count_ == 0; }
 
  private:
+  // A glob can match only names that start with the text before its first wildcard and end
+  // with the text after its last: two cheap tests before the matcher (7k globs against 7k
+  // owners took 13 s, nearly all of it in matching globs that could not match).
+  struct Compiled {
+    std::size_t prefix = 0;  // bytes before the first '*' or '?'
+    std::size_t suffix = 0;  // bytes after the last one
+    bool literal = false;    // no wildcard: the name must equal it
+  };
+  [[nodiscard]] bool matches(std::size_t glob, std::string_view name) const;
+
   std::vector<std::string> globs_;
+  std::vector<Compiled> compiled_;
   std::vector<char> used_;
   std::size_t unused_count_ = 0;
 };

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "graphcheck/detail/allowlist.h"
+
 namespace graphcheck::detail {
 namespace {
 
@@ -70,6 +72,48 @@ TEST(Glob, AStaleGlobsHintSaysWhatSlipItLikelyHolds) {
   EXPECT_EQ(stale_glob_hint("layers.**.scale", owners), "");
   EXPECT_EQ(stale_glob_hint("lm_head.weight", owners), "");
   EXPECT_EQ(stale_glob_hint("layers.*.quant_method.packed", {}), "");
+}
+
+// The allowlist tests a glob's literal prefix and suffix before the matcher: it must answer
+// exactly as the matcher does, for every glob shape (7k globs against 7k owners took 13 s).
+TEST(Glob, TheAllowlistsQuickTestsNeverChangeTheAnswer) {
+  const std::vector<std::string> globs = {"layers.0.scale",
+                                          "layers.*.scale",
+                                          "*.scale",
+                                          "layers.**",
+                                          "**.w",
+                                          "a?c",
+                                          "*",
+                                          "**",
+                                          "layers.*",
+                                          "x*y*z",
+                                          "[0].w",
+                                          "a.**.z",
+                                          "sc*le",
+                                          "layers.0.scale.x"};
+  const std::vector<std::string> names = {"layers.0.scale",
+                                          "layers.12.scale",
+                                          "layers.0.mlp.scale",
+                                          "abc",
+                                          "a.c",
+                                          "rope",
+                                          "a.b.w",
+                                          "[0].w",
+                                          "xyz",
+                                          "x.y.z",
+                                          "a.z",
+                                          "a.b.z",
+                                          "scale",
+                                          "sc",
+                                          "layers.0.scale.x",
+                                          "w"};
+  for (const std::string& glob : globs) {
+    const Allowlist allowlist({glob});
+    for (const std::string& name : names) {
+      const std::string* one[] = {&name};
+      EXPECT_EQ(allowlist.allows(one, 1), glob_matches(glob, name)) << glob << " ~ " << name;
+    }
+  }
 }
 
 }  // namespace
