@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <sstream>
@@ -140,6 +141,7 @@ std::vector<const Epoch*> other_epochs(const Snapshot& snapshot, const Report& r
 void write_other_epochs(PageStream& out, const Snapshot& snapshot, const Report& report,
                         const HtmlOptions& options) {
   const std::vector<const Epoch*> epochs = other_epochs(snapshot, report);
+  std::uint64_t carried = 0;  // bytes of the reports written so far
   bool first = true;
   for (const Epoch& epoch : snapshot.epochs) {
     if (epoch.label == report.epoch) {
@@ -155,6 +157,14 @@ void write_other_epochs(PageStream& out, const Snapshot& snapshot, const Report&
       out.put('}');
       continue;
     }
+    if (carried >= options.other_epoch_bytes) {
+      out.raw(",\"skipped\":");
+      out.json_string("the page carries " + std::to_string(options.other_epoch_bytes) +
+                      " bytes of other epochs' reports at most: graphcheck check --epoch checks "
+                      "this one");
+      out.put('}');
+      continue;
+    }
     CheckOptions check_options;
     check_options.epoch = epoch.label;
     check_options.baseline = report.baseline;
@@ -163,7 +173,9 @@ void write_other_epochs(PageStream& out, const Snapshot& snapshot, const Report&
     try {
       const Report other = check(snapshot, check_options);
       out.raw(",\"report\":");
+      const std::uint64_t before = out.written();
       detail::stream_report_json(other, [&out](std::string_view piece) { out.script_json(piece); });
+      carried += out.written() - before;
     } catch (const Error& error) {
       // Findings are data: an epoch the checker refuses is said on the page, not thrown.
       out.raw(",\"error\":");

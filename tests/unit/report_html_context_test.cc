@@ -107,6 +107,24 @@ TEST(ReportHtmlContext, AtMostSixteenOtherEpochsTheBaselineAndTheLatestFirst) {
   }
   // The baseline and the 15 epochs right before the checked one are carried.
   EXPECT_EQ(skipped, (std::vector<std::string>{"reload_1", "reload_2", "reload_3", "reload_4"}));
+
+  // Past the byte budget, the rest are skipped too (16 reports of 20k kernels made a 606 MB
+  // page): here one report is already past it, so the first carried epoch is the only one.
+  HtmlOptions small;
+  small.other_epoch_bytes = 1;
+  const nlohmann::json budget =
+      script_json(to_html(check(snapshot, options), &snapshot, small), "graphcheck-data");
+  std::size_t carried = 0;
+  for (const nlohmann::json& entry : budget["epochs"]) {
+    if (entry.contains("report")) {
+      ++carried;
+    } else {
+      EXPECT_THAT(entry["skipped"].get<std::string>(), HasSubstr("graphcheck check --epoch"));
+    }
+  }
+  EXPECT_EQ(carried, 1U);
+  EXPECT_THAT(budget["epochs"].back()["skipped"].get<std::string>(),
+              HasSubstr("the page carries 1 bytes of other epochs' reports at most"));
 }
 
 TEST(ReportHtmlContext, AnEpochTheCheckerRefusesIsSaidNotThrown) {
