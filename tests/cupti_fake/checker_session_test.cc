@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/pointer_param.h"
 #include "cupti/allocation_tracker.h"
 #include "cupti_fake/callback_data.h"
 
@@ -32,14 +33,7 @@ constexpr std::uint64_t kTwoMiB = 2 << 20;
 constexpr Address kWorkspace = kWeights + 0x100000;  // second half: no span covers it
 constexpr std::uint64_t kExec = 0x5000;
 
-KernelParam pointer_param(std::uint64_t offset, Address address) {
-  KernelParam param;
-  param.offset = offset;
-  for (int byte = 0; byte < 8; ++byte) {
-    param.bytes.push_back(static_cast<std::uint8_t>(address >> (8 * byte)));
-  }
-  return param;
-}
+using test_support::pointer_param;
 
 // A kernel "gemm(weight, workspace)" whose arguments point into the weights mapping.
 GraphRecord fabricated_graph() {

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/pointer_param.h"
 #include "cupti/checker_session.h"
 #include "cupti_fake/capture_fixture.h"
 
@@ -38,13 +39,7 @@ std::vector<std::uint8_t> from_hex(const std::string& hex) {
   return bytes;
 }
 
-KernelParam word_param(std::uint64_t offset, Address address) {
-  KernelParam param;
-  param.offset = offset;
-  param.bytes.resize(8);
-  std::memcpy(param.bytes.data(), &address, 8);
-  return param;
-}
+using test_support::pointer_param;
 
 class GpuRunTest : public CaptureTest {
  protected:
@@ -215,7 +210,7 @@ class BlocksTest : public ::testing::Test {
     node.type = NodeType::kKernel;
     node.name = "mul_kernel";
     for (std::size_t i = 0; i < words.size(); ++i) {
-      node.params.push_back(word_param(8 * i, words[i]));
+      node.params.push_back(pointer_param(8 * i, words[i]));
     }
     graph.nodes.push_back(node);
     sources.graphs = [graph] { return std::vector<GraphRecord>{graph}; };

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/pointer_param.h"
 #include "cupti/checker_session.h"
 #include "cupti/torch_allocator_snapshot.h"
 
@@ -39,11 +40,7 @@ TEST(TorchAllocatorBackendTest, AnotherBackendAddsNoBlocksAndTheSessionStillChec
     Node node;
     node.type = NodeType::kKernel;
     node.name = "gemm";
-    KernelParam param;
-    for (int byte = 0; byte < 8; ++byte) {
-      param.bytes.push_back(static_cast<std::uint8_t>((kWorkspace + 16) >> (8 * byte)));
-    }
-    node.params = {param};
+    node.params = {test_support::pointer_param(0, kWorkspace + 16)};
     graph.nodes.push_back(node);
     return std::vector<GraphRecord>{graph};
   };
