@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -111,20 +110,8 @@ std::string read_text_file(const std::string& path, const std::string& shown) {
                             shown, detail::file_kind(info.st_mode)));
   }
   std::string text;
-  std::array<char, 65536> buffer{};
-  while (true) {
-    const ssize_t got = ::read(fd.get(), buffer.data(), buffer.size());
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got < 0) {
-      throw Error(fmt::format("allowlist {}: read failed part way: {}; check the file", shown,
-                              std::strerror(errno)));
-    }
-    if (got == 0) {
-      return text;
-    }
-    const std::size_t total = text.size() + static_cast<std::size_t>(got);
+  const int error = detail::read_to_end(fd.get(), [&](std::string_view chunk) {
+    const std::size_t total = text.size() + chunk.size();
     if (total > kMaxAllowlistBytes) {
       throw Error(fmt::format(
           "allowlist {}: {} bytes, more than the {} an allowlist may hold (4 MiB); expected a "
@@ -132,8 +119,13 @@ std::string read_text_file(const std::string& path, const std::string& shown) {
           shown, std::max(static_cast<std::uint64_t>(info.st_size), std::uint64_t{total}),
           kMaxAllowlistBytes));
     }
-    text.append(buffer.data(), static_cast<std::size_t>(got));
+    text.append(chunk);
+  });
+  if (error != 0) {
+    throw Error(fmt::format("allowlist {}: read failed part way: {}; check the file", shown,
+                            std::strerror(error)));
   }
+  return text;
 }
 
 // Refuses a line that is not text: bytes that are not UTF-8, or a NUL (no owner name holds

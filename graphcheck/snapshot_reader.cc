@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -369,19 +368,10 @@ Snapshot read_snapshot(const std::filesystem::path& path) {
     if (S_ISREG(info.st_mode)) {
       text.reserve(static_cast<std::size_t>(info.st_size));  // one allocation, no doubling
     }
-    std::array<char, 1 << 16> buffer{};
-    while (true) {
-      const ssize_t got = ::read(fd.get(), buffer.data(), buffer.size());
-      if (got < 0 && errno == EINTR) {
-        continue;
-      }
-      if (got < 0) {
-        fail(errno);
-      }
-      if (got == 0) {
-        break;
-      }
-      text.append(buffer.data(), static_cast<std::size_t>(got));
+    if (const int error =
+            detail::read_to_end(fd.get(), [&text](std::string_view chunk) { text.append(chunk); });
+        error != 0) {
+      fail(error);
     }
     if (text.empty()) {
       throw Error(name + ": expected a snapshot, found " +

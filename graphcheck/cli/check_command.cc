@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -23,6 +22,7 @@
 #include "graphcheck/cli/entry.h"
 #include "graphcheck/cli/output.h"
 #include "graphcheck/detail/json_access.h"
+#include "graphcheck/detail/posix_file.h"
 
 namespace graphcheck::cli {
 namespace {
@@ -38,6 +38,9 @@ struct CheckArgs {
   std::size_t threads = 0;
 };
 
+// How messages name standard input.
+constexpr std::string_view kSource = "<stdin>";
+
 // "-" reads the snapshot from stdin so that a backend can pipe into the checker. A NUL ends
 // the reading at once (JSON holds none: `- < /dev/zero` read until memory ran out), and a
 // read that fails says so (a folder or a closed stdin read as "unexpected end of input").
@@ -45,27 +48,17 @@ Snapshot load_snapshot(const std::string& path) {
   if (path != "-") {
     return read_snapshot(path);
   }
-  constexpr std::string_view kSource = "<stdin>";
   std::string text;
-  std::array<char, 1 << 16> buffer{};
   try {
-    while (true) {
-      const ssize_t got = ::read(STDIN_FILENO, buffer.data(), buffer.size());
-      if (got < 0 && errno == EINTR) {
-        continue;
-      }
-      if (got < 0) {
-        throw Error(fmt::format("{}: cannot read the snapshot from standard input: {}", kSource,
-                                std::strerror(errno)));
-      }
-      if (got == 0) {
-        break;
-      }
-      const std::string_view chunk(buffer.data(), static_cast<std::size_t>(got));
+    const int error = detail::read_to_end(STDIN_FILENO, [&text](std::string_view chunk) {
       text.append(chunk);
       if (chunk.find('\0') != std::string_view::npos) {
         detail::require_no_nul(text, kSource);  // throws, naming where
       }
+    });
+    if (error != 0) {
+      throw Error(fmt::format("{}: cannot read the snapshot from standard input: {}", kSource,
+                              std::strerror(error)));
     }
   } catch (const std::bad_alloc&) {
     throw Error(fmt::format("{}: out of memory reading the snapshot ({} bytes so far)", kSource,

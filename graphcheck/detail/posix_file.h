@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
+#include <cerrno>
 #include <string_view>
 
 namespace graphcheck::detail {
@@ -48,6 +50,27 @@ class Descriptor {
  private:
   int fd_;
 };
+
+/// @brief Reads `fd` to its end, 64 KiB at a time, handing each chunk to `on_chunk` (which
+/// may throw to stop). Returns 0 at the end, else the errno of the read that failed (a read
+/// interrupted by a signal is retried).
+template <typename OnChunk>
+[[nodiscard]] int read_to_end(int fd, const OnChunk& on_chunk) {
+  std::array<char, std::size_t{1} << 16U> buffer{};
+  while (true) {
+    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got < 0) {
+      return errno;
+    }
+    if (got == 0) {
+      return 0;
+    }
+    on_chunk(std::string_view(buffer.data(), static_cast<std::size_t>(got)));
+  }
+}
 
 }  // namespace graphcheck::detail
 
