@@ -368,8 +368,15 @@ Snapshot read_snapshot(const std::filesystem::path& path) {
     if (S_ISREG(info.st_mode)) {
       text.reserve(static_cast<std::size_t>(info.st_size));  // one allocation, no doubling
     }
-    if (const int error =
-            detail::read_to_end(fd.get(), [&text](std::string_view chunk) { text.append(chunk); });
+    // A NUL ends the reading at once: a sparse file of zeros is refused at its first chunk, not
+    // read whole (where memory allows reserving it, that was gigabytes of zeros).
+    if (const int error = detail::read_to_end(fd.get(),
+                                              [&text, &name](std::string_view chunk) {
+                                                text.append(chunk);
+                                                if (chunk.find('\0') != std::string_view::npos) {
+                                                  detail::require_no_nul(text, name);
+                                                }
+                                              });
         error != 0) {
       fail(error);
     }
