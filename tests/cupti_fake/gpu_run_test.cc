@@ -39,8 +39,6 @@ std::vector<std::uint8_t> from_hex(const std::string& hex) {
   return bytes;
 }
 
-using test_support::pointer_param;
-
 class GpuRunTest : public CaptureTest {
  protected:
   // A snapshot of the graph the capture read, in one epoch, through the writer and back.
@@ -203,16 +201,7 @@ class BlocksTest : public ::testing::Test {
   std::unique_ptr<CheckerSession> session(std::vector<Address> words) {
     SessionSources sources;
     sources.allocations = [this] { return table_; };
-    GraphRecord graph;
-    graph.id = 8;
-    graph.epoch = "capture";
-    Node node;
-    node.type = NodeType::kKernel;
-    node.name = "mul_kernel";
-    for (std::size_t i = 0; i < words.size(); ++i) {
-      node.params.push_back(pointer_param(8 * i, words[i]));
-    }
-    graph.nodes.push_back(node);
+    const GraphRecord graph = test_support::one_kernel_graph(8, "mul_kernel", words);
     sources.graphs = [graph] { return std::vector<GraphRecord>{graph}; };
     SessionOptions options;
     options.log = [](std::string_view) {};

@@ -34,15 +34,7 @@ TEST(TorchAllocatorBackendTest, AnotherBackendAddsNoBlocksAndTheSessionStillChec
     return std::vector<Allocation>{{kWorkspace, 4096, "default", 1, "workspace"}};
   };
   sources.graphs = [] {
-    GraphRecord graph;
-    graph.id = 1;
-    graph.epoch = "capture";
-    Node node;
-    node.type = NodeType::kKernel;
-    node.name = "gemm";
-    node.params = {test_support::pointer_param(0, kWorkspace + 16)};
-    graph.nodes.push_back(node);
-    return std::vector<GraphRecord>{graph};
+    return std::vector<GraphRecord>{test_support::one_kernel_graph(1, "gemm", {kWorkspace + 16})};
   };
   CheckerSession session(SessionOptions{}, std::move(sources));
   const std::string why = add_torch_allocator(session);
